@@ -1,0 +1,15 @@
+// Subcommands of the `ctxpar` command. Each add_* registers one subcommand on the app; its
+// callback throws ctxpar::Error on bad input, which main turns into exit status 2.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace ctxpar::app {
+
+// Set by a subcommand's callback; main returns it.
+inline int& exit_code() {
+  static int code = 0;
+  return code;
+}
+
+}  // namespace ctxpar::app

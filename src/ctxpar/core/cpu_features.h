@@ -1,0 +1,22 @@
+// Which SIMD level the kernels may use, decided once at run time from the CPU (and the
+// CTXPAR_ISA environment variable, which can only lower it: scalar, avx2, avx512).
+#pragma once
+
+#include <string_view>
+
+namespace ctxpar {
+
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+
+struct CpuFeatures {
+  bool avx2_fma = false;     // AVX2 + FMA + F16C
+  bool avx512 = false;       // AVX-512 F, BW, DQ, VL
+  bool avx512_bf16 = false;  // vdpbf16ps
+};
+
+const CpuFeatures& cpu_features();
+// Highest ISA both supported by the CPU and allowed by CTXPAR_ISA.
+Isa active_isa();
+std::string_view isa_name(Isa isa);
+
+}  // namespace ctxpar

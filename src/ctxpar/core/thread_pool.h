@@ -1,0 +1,59 @@
+// A fixed set of worker threads that runs parallel loops for one rank. Ranks that are threads
+// of one process each own a pool, so the thread count is per rank, never global.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace ctxpar {
+
+class ThreadPool {
+ public:
+  // num_threads >= 1 counts the calling thread: a pool of 1 runs everything inline.
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int num_threads() const { return num_threads_; }
+
+  // Runs fn(task, thread_index) for task in [0, num_tasks), tasks handed out dynamically so
+  // uneven tasks balance. thread_index < num_threads() lets callers keep per-thread scratch.
+  // Blocks until all tasks are done; the first exception thrown by a task is rethrown here.
+  // Not reentrant: fn must not call run() on the same pool.
+  void run(int64_t num_tasks, const std::function<void(int64_t task, int thread)>& fn);
+
+  // Splits [0, n) into contiguous ranges of at least min_grain and calls fn(begin, end, thread).
+  void parallel_for(int64_t n, int64_t min_grain,
+                    const std::function<void(int64_t begin, int64_t end, int thread)>& fn);
+
+ private:
+  void worker_loop(int thread_index);
+  void work(int thread_index);
+
+  int num_threads_;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+  int active_ = 0;
+  // Current job.
+  const std::function<void(int64_t, int)>* fn_ = nullptr;
+  int64_t num_tasks_ = 0;
+  std::atomic<int64_t> next_task_{0};
+  std::exception_ptr error_;
+};
+
+// Threads per rank when the user does not say: the machine's cores shared among the ranks of
+// this process, at least 1.
+int default_threads_per_rank(int ranks_in_process);
+
+}  // namespace ctxpar

@@ -1,0 +1,52 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "ctxpar/core/thread_pool.h"
+
+namespace ctxpar {
+namespace {
+
+TEST(ThreadPool, EveryTaskRunsExactlyOnce) {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    for (int round = 0; round < 200; ++round) {
+      const int64_t n = round % 37;
+      std::vector<std::atomic<int>> hits(n);
+      pool.run(n, [&](int64_t t, int thread) {
+        ASSERT_LT(thread, threads);
+        hits[t].fetch_add(1);
+      });
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << threads << " " << n;
+    }
+  }
+}
+
+TEST(ThreadPool, ParallelForCoversTheRangeWithoutOverlap) {
+  ThreadPool pool(3);
+  for (int64_t n : {0, 1, 7, 100, 1001}) {
+    std::vector<std::atomic<int>> hits(n);
+    pool.parallel_for(n, 8, [&](int64_t b, int64_t e, int) {
+      for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+    });
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1);
+  }
+}
+
+TEST(ThreadPool, FirstExceptionReachesTheCallerAndPoolStaysUsable) {
+  ThreadPool pool(3);
+  EXPECT_THROW(pool.run(50,
+                        [](int64_t t, int) {
+                          if (t == 17) throw std::runtime_error("task 17");
+                        }),
+               std::runtime_error);
+  std::atomic<int64_t> sum{0};
+  pool.run(10, [&](int64_t t, int) { sum += t; });
+  EXPECT_EQ(sum.load(), 45);
+}
+
+}  // namespace
+}  // namespace ctxpar
