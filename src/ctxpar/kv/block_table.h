@@ -1,0 +1,53 @@
+// BlockTable: the virtual blocks of one request, in order. Entry j holds positions
+// [j·B·N, (j+1)·B·N) of the request, and its id is valid on every rank of the DCP group
+// (DESIGN.md §2), so the same table addresses every rank's cache.
+//
+// The table owns its blocks: grow() draws them from a pool, release() (or destruction)
+// gives them back. The pool must outlive the table. Move-only, so a block is never freed twice.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "ctxpar/kv/block_pool.h"
+#include "ctxpar/kv/dcp_layout.h"
+
+namespace ctxpar::kv {
+
+class BlockTable {
+ public:
+  // An empty table drawing from `pool` (kept by reference) in virtual blocks of `layout`.
+  BlockTable(BlockPool& pool, const DcpLayout& layout);
+  ~BlockTable();
+
+  BlockTable(BlockTable&& other) noexcept;
+  BlockTable& operator=(BlockTable&& other) noexcept;
+  BlockTable(const BlockTable&) = delete;
+  BlockTable& operator=(const BlockTable&) = delete;
+
+  // Makes the table hold at least num_tokens positions, allocating the missing virtual blocks
+  // all-or-nothing. Returns false, changing nothing, when the pool has too few free blocks
+  // (the scheduler then preempts). Never shrinks. Throws only for num_tokens < 0.
+  bool grow(int64_t num_tokens);
+
+  // Virtual blocks still missing to hold num_tokens positions (0 if it already does).
+  int64_t blocks_needed(int64_t num_tokens) const;
+
+  // Returns every block to the pool (request finished or preempted); the table is then empty
+  // and can grow again.
+  void release();
+
+  // Block ids, one per virtual block; valid until the next grow() or release().
+  std::span<const int32_t> ids() const { return ids_; }
+  int64_t num_blocks() const { return static_cast<int64_t>(ids_.size()); }
+  // Positions the allocated blocks cover: num_blocks·B·N.
+  int64_t capacity_tokens() const { return num_blocks() * tokens_per_vblock_; }
+
+ private:
+  BlockPool* pool_;  // null after being moved from
+  int64_t tokens_per_vblock_;
+  std::vector<int32_t> ids_;
+};
+
+}  // namespace ctxpar::kv
