@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "ctxpar/core/error.h"
 
@@ -215,6 +216,14 @@ Tensor Tensor::unsqueeze(int dim) const {
   const int64_t st = d < ndim() ? strides_[d] * shape_[d] : 1;
   t.shape_.insert(t.shape_.begin() + d, 1);
   t.strides_.insert(t.strides_.begin() + d, st);
+  return t;
+}
+
+Tensor Tensor::transpose(int dim0, int dim1) const {
+  const int a = normalize_dim(dim0, ndim()), b = normalize_dim(dim1, ndim());
+  Tensor t = *this;
+  std::swap(t.shape_[a], t.shape_[b]);
+  std::swap(t.strides_[a], t.strides_[b]);
   return t;
 }
 

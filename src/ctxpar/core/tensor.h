@@ -74,6 +74,7 @@ class Tensor {
   Tensor select(int dim, int64_t index) const;  // removes dim
   Tensor view(const Shape& shape) const;        // contiguous only; one -1 is inferred
   Tensor unsqueeze(int dim) const;
+  Tensor transpose(int dim0, int dim1) const;  // swaps two dims' sizes and strides
 
   // Copies.
   Tensor clone() const;                // contiguous copy, same dtype
