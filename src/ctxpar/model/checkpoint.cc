@@ -1,0 +1,151 @@
+#include "ctxpar/model/checkpoint.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "ctxpar/core/error.h"
+
+namespace ctxpar::model {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr const char* kIndexName = "model.safetensors.index.json";
+constexpr const char* kSingleName = "model.safetensors";
+
+// weight_map of an index file: tensor name → shard file name (relative to the index).
+std::map<std::string, std::string> read_weight_map(const std::string& index_path) {
+  std::ifstream in(index_path);
+  CTXPAR_CHECK(in.good(), "cannot read checkpoint index '{}'", index_path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  json index;
+  try {
+    index = json::parse(text.str());
+  } catch (const json::exception& e) {
+    CTXPAR_FAIL("checkpoint index '{}' is not valid JSON: {}", index_path, e.what());
+  }
+  CTXPAR_CHECK(
+      index.is_object() && index.contains("weight_map") && index.at("weight_map").is_object(),
+      "checkpoint index '{}' has no 'weight_map' object", index_path);
+  std::map<std::string, std::string> weight_map;
+  for (const auto& [name, file] : index.at("weight_map").items()) {
+    CTXPAR_CHECK(file.is_string(),
+                 "checkpoint index '{}': weight_map entry '{}' must be a file name, got {}",
+                 index_path, name, file.dump());
+    const std::string& f = file.get_ref<const std::string&>();
+    // Shards live next to the index; a name that climbs out of that folder is refused.
+    const fs::path shard(f);
+    const bool climbs =
+        std::any_of(shard.begin(), shard.end(), [](const fs::path& part) { return part == ".."; });
+    CTXPAR_CHECK(!f.empty() && shard.is_relative() && !climbs,
+                 "checkpoint index '{}': weight_map entry '{}' names file '{}', which is not a "
+                 "plain file name next to the index",
+                 index_path, name, f);
+    weight_map.emplace(name, f);
+  }
+  CTXPAR_CHECK(!weight_map.empty(), "checkpoint index '{}' has an empty weight_map", index_path);
+  return weight_map;
+}
+
+}  // namespace
+
+std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
+  std::error_code ec;
+  CTXPAR_CHECK(fs::exists(path, ec), "checkpoint path '{}' does not exist", path);
+  std::unique_ptr<Checkpoint> ckpt(new Checkpoint(path));
+
+  std::string index_path;
+  if (fs::is_directory(path, ec)) {
+    const fs::path index = fs::path(path) / kIndexName;
+    const fs::path single = fs::path(path) / kSingleName;
+    if (fs::is_regular_file(index, ec)) {
+      index_path = index.string();
+    } else {
+      CTXPAR_CHECK(fs::is_regular_file(single, ec),
+                   "no weights in model directory '{}': expected '{}' or '{}'", path, kIndexName,
+                   kSingleName);
+      ckpt->add_file(single.string());
+      return ckpt;
+    }
+  } else if (fs::path(path).extension() == ".json") {
+    index_path = path;
+  } else {
+    ckpt->add_file(path);
+    return ckpt;
+  }
+
+  const std::map<std::string, std::string> weight_map = read_weight_map(index_path);
+  const fs::path dir = fs::path(index_path).parent_path();
+  std::map<std::string, std::string> shard_paths;  // file name → path, each shard once
+  for (const auto& [name, file] : weight_map) shard_paths.emplace(file, (dir / file).string());
+  for (const auto& [file, shard] : shard_paths) {
+    CTXPAR_CHECK(fs::is_regular_file(shard, ec),
+                 "checkpoint index '{}' names shard '{}', which does not exist", index_path, shard);
+    ckpt->add_file(shard);
+  }
+  for (const auto& [name, file] : weight_map) {
+    auto it = ckpt->tensors_.find(name);
+    CTXPAR_CHECK(it != ckpt->tensors_.end() && it->second.file->path() == shard_paths.at(file),
+                 "checkpoint index '{}' maps tensor '{}' to '{}', but {}", index_path, name, file,
+                 it == ckpt->tensors_.end()
+                     ? std::string("no shard holds it")
+                     : fmt::format("it is in '{}'", it->second.file->path()));
+  }
+  return ckpt;
+}
+
+void Checkpoint::add_file(const std::string& file_path) {
+  files_.push_back(std::make_unique<SafetensorsFile>(file_path));
+  const SafetensorsFile& file = *files_.back();
+  for (const SafetensorsTensorInfo& t : file.tensors()) {
+    auto [it, inserted] = tensors_.emplace(t.name, Location{&file, &t});
+    CTXPAR_CHECK(inserted, "checkpoint '{}': tensor '{}' appears in both '{}' and '{}'", path_,
+                 t.name, it->second.file->path(), file.path());
+  }
+}
+
+const Checkpoint::Location& Checkpoint::locate(const std::string& name) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) {
+    std::string searched;
+    for (const auto& f : files_) searched += (searched.empty() ? "" : ", ") + f->path();
+    CTXPAR_FAIL("tensor '{}' not found in checkpoint '{}' (searched: {})", name, path_, searched);
+  }
+  return it->second;
+}
+
+bool Checkpoint::has(const std::string& name) const {
+  return tensors_.count(name) != 0;
+}
+
+const SafetensorsTensorInfo& Checkpoint::info(const std::string& name) const {
+  return *locate(name).info;
+}
+
+Tensor Checkpoint::get(const std::string& name, const Shape& full_shape, DType want,
+                       const Slice& slice) const {
+  return locate(name).file->read(name, full_shape, want, slice);
+}
+
+std::vector<std::string> Checkpoint::tensor_names() const {
+  std::vector<std::string> names;
+  names.reserve(tensors_.size());
+  for (const auto& [name, loc] : tensors_) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<std::string> Checkpoint::file_paths() const {
+  std::vector<std::string> paths;
+  for (const auto& f : files_) paths.push_back(f->path());
+  return paths;
+}
+
+}  // namespace ctxpar::model

@@ -1,0 +1,149 @@
+// ModelConfig: what the engine needs from a Hugging Face config.json, for the architectures
+// ctxpar serves (Llama, Qwen2, DeepSeek-V2/V3/V3.2). One struct for all of them: fields an
+// architecture does not use keep their defaults, and the helpers (is_mla, is_moe_layer,
+// is_sparse) say which parts apply.
+//
+// Field names follow the HF config keys so a reader can map one to the other without a table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ctxpar/core/dtype.h"
+
+namespace ctxpar::model {
+
+// architectures[0] of config.json.
+enum class ModelArch {
+  kLlama,        // LlamaForCausalLM
+  kQwen2,        // Qwen2ForCausalLM
+  kDeepseekV2,   // DeepseekV2ForCausalLM
+  kDeepseekV3,   // DeepseekV3ForCausalLM
+  kDeepseekV32,  // DeepseekV32ForCausalLM (V3 + Lightning Indexer, sparse attention)
+};
+
+// The HF class name, e.g. "LlamaForCausalLM".
+std::string_view arch_name(ModelArch arch);
+
+enum class RopeType { kDefault, kLinear, kLlama3, kYarn };
+std::string_view rope_type_name(RopeType type);
+
+// rope_theta plus rope_scaling (older configs) or rope_parameters (newer transformers); both
+// spellings of the type key ("rope_type", "type") are accepted. Parameters a type does not use
+// keep their defaults.
+struct RopeConfig {
+  RopeType type = RopeType::kDefault;
+  double theta = 10000.0;
+  double factor = 1.0;  // linear, llama3, yarn
+  // llama3 and yarn: the context length the model was trained at. For yarn it defaults to
+  // max_position_embeddings when the config does not give it.
+  int64_t original_max_position_embeddings = 0;
+  double low_freq_factor = 1.0;   // llama3
+  double high_freq_factor = 4.0;  // llama3
+  double beta_fast = 32.0;        // yarn
+  double beta_slow = 1.0;         // yarn
+  // yarn (DeepSeek form): attention temperature terms; mscale_all_dim 0 means "not given",
+  // as in the DeepSeek reference code, where 0 turns the term off.
+  double mscale = 1.0;
+  double mscale_all_dim = 0.0;
+  // yarn: explicit attention factor; 0 means "derive it from factor and mscale".
+  double attention_factor = 0.0;
+};
+
+// Multi-head latent attention dimensions (DeepSeek-V2/V3).
+struct MlaConfig {
+  int64_t q_lora_rank = 0;  // 0: config had null, q is projected directly from the hidden state
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+};
+
+enum class ScoringFunc { kSoftmax, kSigmoid };
+enum class TopkMethod { kGreedy, kGroupLimitedGreedy, kNoauxTc };
+std::string_view scoring_func_name(ScoringFunc f);
+std::string_view topk_method_name(TopkMethod m);
+
+// Mixture of experts (DeepSeek). n_routed_experts == 0 means a dense model.
+struct MoeConfig {
+  int64_t n_routed_experts = 0;
+  int64_t n_shared_experts = 0;
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;
+  int64_t first_k_dense_replace = 0;  // layers [0, k) use the dense MLP
+  int64_t moe_layer_freq = 1;         // of the remaining layers, every freq-th is MoE
+  ScoringFunc scoring_func = ScoringFunc::kSoftmax;
+  TopkMethod topk_method = TopkMethod::kGreedy;
+  int64_t n_group = 1;
+  int64_t topk_group = 1;
+  double routed_scaling_factor = 1.0;
+  bool norm_topk_prob = false;
+};
+
+// Lightning Indexer of sparse attention (DeepSeek-V3.2). index_n_heads == 0: not sparse.
+struct IndexerConfig {
+  int64_t index_n_heads = 0;
+  int64_t index_head_dim = 0;
+  int64_t index_topk = 0;
+};
+
+struct ModelConfig {
+  ModelArch arch = ModelArch::kLlama;
+  std::string source;      // where it came from: a file path or "builtin:NAME", for messages
+  std::string model_type;  // config "model_type", informational
+
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;  // dense MLP (for DeepSeek: the first_k_dense_replace layers)
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;  // GQA; defaults to num_attention_heads. Unused by MLA.
+  // GQA: per-head dim (default hidden_size / num_attention_heads). MLA: the query/key head
+  // dim qk_nope_head_dim + qk_rope_head_dim (what the softmax scale is computed from).
+  int64_t head_dim = 0;
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  RopeConfig rope;
+  bool tie_word_embeddings = false;
+
+  bool attention_bias = false;  // the config key as given (Llama: bias on q, k, v and o)
+  bool qkv_bias = false;        // q/k/v projections have a bias (Qwen2: always)
+  bool o_proj_bias = false;     // o_proj has a bias (Llama with attention_bias only)
+  bool mlp_bias = false;        // gate/up/down projections have a bias
+
+  int64_t bos_token_id = -1;           // -1: none given
+  std::vector<int64_t> eos_token_ids;  // config allows an int or a list; empty: none given
+  DType dtype = DType::kF32;           // torch_dtype / dtype; float32 when absent, as in HF
+  std::string quantization_method;     // quantization_config.quant_method, empty if none
+
+  MlaConfig mla;          // meaningful when is_mla()
+  MoeConfig moe;          // meaningful when moe.n_routed_experts > 0
+  IndexerConfig indexer;  // meaningful when is_sparse()
+
+  bool is_mla() const;
+  bool is_sparse() const;
+  bool is_moe() const { return moe.n_routed_experts > 0; }
+  // Whether layer i (0-based) uses the routed-experts MLP instead of the dense one.
+  bool is_moe_layer(int64_t layer) const;
+};
+
+// Parses config.json text. `source` names the file in error messages. Throws Error naming
+// the source and the field for a missing or mistyped required field, a bad value, or an
+// unsupported architecture (listing the supported ones).
+ModelConfig parse_model_config(std::string_view json_text, const std::string& source);
+
+// Reads and parses a config.json file. Throws Error naming the path if it cannot be read.
+ModelConfig load_model_config(const std::string& path);
+
+// The tiny built-in models, for tests and dummy-weight runs: "tiny-llama", "tiny-qwen2",
+// "tiny-deepseek-v2", "tiny-deepseek-v3", "tiny-deepseek-v32" (use as "builtin:NAME").
+std::vector<std::string> builtin_model_names();
+bool is_builtin_model(const std::string& model);  // starts with "builtin:"
+
+// --model: "builtin:NAME", a directory holding config.json, or a path to a config.json.
+// Throws Error naming the path (or listing the built-ins) when none of these fits.
+ModelConfig resolve_model_config(const std::string& model);
+
+}  // namespace ctxpar::model
