@@ -1,0 +1,220 @@
+#include "ctxpar/comm/inprocess_group.h"
+
+#include <chrono>
+#include <thread>
+
+#include "ctxpar/core/error.h"
+
+namespace ctxpar::inprocess {
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string ranks_str(const std::vector<int>& ranks) {
+  std::string s = "[";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+World::World(int size) : size_(size), returned_(size, false), waiting_(size) {
+  // With a core per rank, spinning answers fastest. With more ranks than cores a spinning
+  // rank steals the core the rank it waits for needs, so it yields almost at once.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (size <= cores) {
+    spin_ns_ = 50'000;
+    yield_ns_ = 2'000'000;
+  } else {
+    spin_ns_ = 1'000;
+    yield_ns_ = 500'000;
+  }
+}
+
+std::shared_ptr<Group> World::make_group(std::vector<int> members, std::shared_ptr<World> self) {
+  auto group = std::make_shared<Group>(std::move(self), std::move(members));
+  std::lock_guard lock(mu_);
+  std::erase_if(groups_, [](const std::weak_ptr<Group>& g) { return g.expired(); });
+  groups_.push_back(group);
+  return group;
+}
+
+void World::fail(int rank, std::exception_ptr error, const std::string& message) {
+  std::lock_guard lock(mu_);
+  if (!aborted_.load(std::memory_order_relaxed)) {
+    failed_rank_ = rank;
+    failure_message_ = message;
+    first_error_ = std::move(error);
+    aborted_.store(true, std::memory_order_release);
+  }
+  notify_all_groups();
+}
+
+void World::rank_returned(int rank) {
+  std::lock_guard lock(mu_);
+  if (!returned_[rank]) {
+    returned_[rank] = true;
+    ++num_returned_;
+  }
+  notify_all_groups();
+}
+
+std::exception_ptr World::first_error() const {
+  std::lock_guard lock(mu_);
+  return first_error_;
+}
+
+void World::throw_aborted(std::string_view op) const {
+  std::string message;
+  int rank = -1;
+  {
+    std::lock_guard lock(mu_);
+    message = failure_message_;
+    rank = failed_rank_;
+  }
+  if (rank < 0) CTXPAR_FAIL("{}: group aborted because the launcher failed: {}", op, message);
+  CTXPAR_FAIL("{}: group aborted because rank {} failed: {}", op, rank, message);
+}
+
+void World::notify_all_groups() {
+  for (const auto& weak : groups_) {
+    if (auto g = weak.lock()) g->cv_.notify_all();
+  }
+}
+
+std::string World::describe_deadlock() const {
+  std::string s =
+      "deadlock: every rank that has not returned waits in a collective that cannot complete "
+      "(ranks must call the collectives of each group in the same order):";
+  for (int r = 0; r < size_; ++r) {
+    const Waiting& w = waiting_[r];
+    if (w.group == nullptr || w.group->generation_.load() != w.generation) continue;
+    s += fmt::format(" rank {} waits in {} #{} of {};", r, w.op, w.seq, w.group->describe());
+  }
+  std::vector<int> returned;
+  for (int r = 0; r < size_; ++r) {
+    if (returned_[r]) returned.push_back(r);
+  }
+  if (!returned.empty()) s += fmt::format(" ranks {} have returned", ranks_str(returned));
+  return s;
+}
+
+Group::Group(std::shared_ptr<World> world, std::vector<int> members)
+    : world_(std::move(world)), members_(std::move(members)), slots_(2 * members_.size()) {}
+
+std::string Group::describe() const {
+  return "group of world ranks " + ranks_str(members_);
+}
+
+void Group::sync(int group_rank, std::string_view op, uint64_t seq) {
+  if (world_->aborted()) world_->throw_aborted(op);
+  const uint32_t generation = generation_.load(std::memory_order_acquire);
+  // acq_rel: the last arriver sees every member's Slot; its release of the new generation
+  // passes them on to the waiters.
+  if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<uint32_t>(size())) {
+    arrived_.store(0, std::memory_order_relaxed);
+    generation_.store(generation + 1, std::memory_order_seq_cst);
+    // seq_cst pairs with the sleeper's increment of sleepers_ before it rechecks generation_:
+    // either we see the sleeper here, or it sees the new generation.
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+      {
+        std::lock_guard lock(world_->mu_);
+        world_->num_sleeping_ -= sleeping_[generation & 1];
+        sleeping_[generation & 1] = 0;
+      }
+      cv_.notify_all();
+    }
+    return;
+  }
+  wait(generation, group_rank, op, seq);
+}
+
+void Group::wait(uint32_t generation, int group_rank, std::string_view op, uint64_t seq) {
+  auto released = [&] { return generation_.load(std::memory_order_acquire) != generation; };
+  const int64_t start = now_ns();
+  for (int i = 1;; ++i) {
+    if (released()) return;
+    if ((i & 63) == 0) {
+      if (world_->aborted()) world_->throw_aborted(op);
+      if (now_ns() - start > world_->spin_ns()) break;
+    }
+    cpu_relax();
+  }
+  while (now_ns() - start < world_->yield_ns()) {
+    if (released()) return;
+    if (world_->aborted()) world_->throw_aborted(op);
+    std::this_thread::yield();
+  }
+  sleep(generation, group_rank, op, seq);
+}
+
+void Group::sleep(uint32_t generation, int group_rank, std::string_view op, uint64_t seq) {
+  World& w = *world_;
+  const int world_rank = members_[group_rank];
+  sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  struct LeaveSleepers {
+    std::atomic<int>& count;
+    ~LeaveSleepers() { count.fetch_sub(1, std::memory_order_seq_cst); }
+  } leave{sleepers_};
+
+  std::unique_lock lock(w.mu_);
+  bool registered = false;
+  // Undoes our registration when we leave before being released (a releaser removes the
+  // registrations of the generation it releases).
+  auto unregister = [&] {
+    w.waiting_[world_rank] = {};
+    if (!registered) return;
+    --w.num_sleeping_;
+    --sleeping_[generation & 1];
+    registered = false;
+  };
+  while (true) {
+    if (generation_.load(std::memory_order_seq_cst) != generation) {
+      w.waiting_[world_rank] = {};
+      return;
+    }
+    if (w.aborted_.load(std::memory_order_relaxed)) {
+      unregister();
+      lock.unlock();
+      w.throw_aborted(op);
+    }
+    if (const int r = first_returned_member(); r >= 0) {
+      unregister();
+      CTXPAR_FAIL(
+          "{} #{} of {}: rank {} returned from its rank function without joining this "
+          "collective (every rank of a group must call the same collectives)",
+          op, seq, describe(), r);
+    }
+    if (!registered) {
+      registered = true;
+      ++w.num_sleeping_;
+      ++sleeping_[generation & 1];
+      w.waiting_[world_rank] = {this, op, seq, generation};
+    }
+    if (w.num_sleeping_ + w.num_returned_ == w.size_) {
+      std::string message = w.describe_deadlock();
+      unregister();
+      CTXPAR_FAIL("{}", message);
+    }
+    cv_.wait(lock);
+  }
+}
+
+int Group::first_returned_member() const {
+  for (int m : members_) {
+    if (world_->returned_[m]) return m;
+  }
+  return -1;
+}
+
+}  // namespace ctxpar::inprocess

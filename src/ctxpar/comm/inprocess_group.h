@@ -1,0 +1,128 @@
+// Shared state of the in-process backend (internal to comm/): the World every rank thread
+// of one launch shares, and one Group per communicator (the world group and each split).
+//
+// A collective is: publish what this rank passes in its Slot, sync (everyone has published),
+// read the other ranks' Slots directly, sync again (nobody reads any more). Slots are double
+// buffered by collective number so a barrier needs only the first sync.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ctxpar/comm/collective_check.h"
+#include "ctxpar/core/tensor.h"
+
+namespace ctxpar::inprocess {
+
+class Group;
+
+// What one rank publishes for its current collective. Pointers are to the caller's
+// arguments and stay valid until the collective's last sync.
+struct alignas(64) Slot {
+  CollectiveSignature signature;
+  const Tensor* input = nullptr;
+  Tensor* output = nullptr;  // also the in-place tensor of all_reduce and broadcast
+  std::vector<uint8_t>* bytes = nullptr;
+  int color = 0;
+  int key = 0;
+  std::shared_ptr<Group> created;  // split: the group the leader of a color made
+};
+
+// State shared by all rank threads of one launch: failure, who has returned, and the
+// bookkeeping that turns a deadlock into an error.
+class World {
+ public:
+  explicit World(int size);
+
+  int size() const { return size_; }
+  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
+
+  // Creates and registers a group; members are world ranks in group-rank order.
+  std::shared_ptr<Group> make_group(std::vector<int> members, std::shared_ptr<World> self);
+
+  // Records the first failure (later ones are ignored) and wakes every waiting rank, whose
+  // collective then throws. rank -1 means the launcher itself.
+  void fail(int rank, std::exception_ptr error, const std::string& message);
+  // A rank's function returned (normally or by throwing); collectives that still wait for it
+  // can never complete, so they throw.
+  void rank_returned(int rank);
+  std::exception_ptr first_error() const;
+
+  // Throws "<op>: group aborted because rank r failed: <message>".
+  [[noreturn]] void throw_aborted(std::string_view op) const;
+
+  // Busy-wait budgets before a waiting rank sleeps, chosen for the ratio of ranks to cores.
+  int64_t spin_ns() const { return spin_ns_; }
+  int64_t yield_ns() const { return yield_ns_; }
+
+ private:
+  friend class Group;
+
+  struct Waiting {
+    const Group* group = nullptr;
+    std::string_view op;
+    uint64_t seq = 0;
+    uint32_t generation = 0;
+  };
+
+  void notify_all_groups();               // caller holds mu_
+  std::string describe_deadlock() const;  // caller holds mu_
+
+  const int size_;
+  int64_t spin_ns_ = 0;
+  int64_t yield_ns_ = 0;
+  std::atomic<bool> aborted_{false};
+
+  mutable std::mutex mu_;  // guards everything below; also the mutex of every Group's cv
+  int failed_rank_ = -1;
+  std::string failure_message_;
+  std::exception_ptr first_error_;
+  std::vector<bool> returned_;
+  int num_returned_ = 0;
+  int num_sleeping_ = 0;          // ranks asleep in a sync that has not been released
+  std::vector<Waiting> waiting_;  // per world rank, for deadlock messages
+  std::vector<std::weak_ptr<Group>> groups_;
+};
+
+class Group {
+ public:
+  Group(std::shared_ptr<World> world, std::vector<int> members);
+
+  int size() const { return static_cast<int>(members_.size()); }
+  const std::vector<int>& members() const { return members_; }
+  World& world() const { return *world_; }
+  // The slot group rank r uses for collective number seq.
+  Slot& slot(int group_rank, uint64_t seq) { return slots_[2 * group_rank + (seq & 1)]; }
+  std::string describe() const;  // "group of world ranks [0, 1, 2]"
+
+  // Returns once every member has called sync the same number of times. Throws an Error
+  // when the world is aborted, when a member has returned without arriving, or when every
+  // rank that has not returned is waiting (a deadlock). op and seq only label messages.
+  void sync(int group_rank, std::string_view op, uint64_t seq);
+
+ private:
+  friend class World;
+
+  void wait(uint32_t generation, int group_rank, std::string_view op, uint64_t seq);
+  void sleep(uint32_t generation, int group_rank, std::string_view op, uint64_t seq);
+  int first_returned_member() const;  // caller holds world mu_; -1 if none
+
+  std::shared_ptr<World> world_;
+  std::vector<int> members_;
+  std::vector<Slot> slots_;  // [member][2]
+
+  alignas(64) std::atomic<uint32_t> arrived_{0};
+  alignas(64) std::atomic<uint32_t> generation_{0};
+  std::atomic<int> sleepers_{0};  // ranks in the sleeping path; lets a releaser skip the lock
+  int sleeping_[2] = {0, 0};      // registered sleepers per generation parity; world mu_
+  std::condition_variable cv_;
+};
+
+}  // namespace ctxpar::inprocess
