@@ -1,0 +1,666 @@
+#!/usr/bin/env python3
+"""Build tiny random Hugging Face checkpoints and golden logits for ctxpar's model tests.
+
+This is the transformers "oracle" for the model layer. It writes, for each of four
+architectures, a directory under tests/fixtures/:
+
+    <name>/config.json        Hugging Face config, as saved by save_pretrained
+    <name>/model.safetensors  single file, float32, safe serialization
+    <name>/golden.json        prompts, stored positions, logits, greedy continuations
+
+The C++ tests only read those files; CI never needs torch or transformers.
+
+Fixtures
+    tiny-llama-fixture        LlamaForCausalLM, GQA 8 q heads / 2 kv heads, untied lm_head
+    tiny-qwen2-fixture        Qwen2ForCausalLM, q/k/v biases, GQA 4/2, tied embeddings
+    tiny-deepseek-v2-fixture  DeepseekV2ForCausalLM, MLA without q LoRA, softmax/greedy MoE
+    tiny-deepseek-v3-fixture  DeepseekV3ForCausalLM, MLA with q LoRA, YaRN, sigmoid/noaux_tc MoE
+
+golden.json schema
+    prompts    [[token id, ...], ...]      3 prompts of lengths 1, 7 and 23
+    positions  [[pos, ...], ...]           which positions of each prompt have logits stored
+                                           (all of them for these sizes)
+    logits     [[[vocab floats] per stored position] per prompt], float32 printed as %.9g,
+               from one full forward pass per prompt (batch 1, no padding, no cache)
+    greedy     [[8 token ids], ...]        model.generate(do_sample=False, use_cache=True,
+                                           max_new_tokens=8), new tokens only
+    meta       versions, seed, and margins (smallest top-1/top-2 logit gap along the greedy
+               paths; smallest MoE routing gap) so a test can choose tolerances
+
+Self-check
+    Besides transformers' own outputs, the script runs an independent float64 numpy
+    reference of each architecture that reads only config.json + model.safetensors (the
+    same inputs the C++ engine gets) and follows tests/fixtures/NOTES.md. The script fails
+    unless that reference reproduces the golden logits (max abs diff < 2e-4) and the greedy
+    tokens, the checkpoint reloads to identical logits, the generate() continuation equals
+    the no-cache argmax continuation, and every MoE layer stores per-expert tensors.
+
+Versions (pinned in tools/requirements-fixtures.txt)
+    Python 3.11, torch 2.9.1 (PyPI wheel, run on CPU), transformers 4.57.6,
+    safetensors 0.8.0, numpy 2.4.6.
+    transformers 4.57.6 has all four model classes natively (no trust_remote_code) and
+    keeps MoE experts as a ModuleList, so the checkpoint holds per-expert tensors
+    model.layers.L.mlp.experts.E.{gate,up,down}_proj.weight exactly like the real
+    DeepSeek checkpoints; no conversion is needed before saving.
+    The PyPI torch wheel for Linux x86_64 is the CUDA build: its shared libraries link
+    against the nvidia-* wheels, so `pip install --no-deps torch` does not import. The full
+    dependency set (about 3 GB download, 7 GB installed) is needed even though only the
+    CPU is used.
+
+How to run (never install into the repository)
+    python3.11 -m venv /tmp/fixtures-venv
+    /tmp/fixtures-venv/bin/pip install -r tools/requirements-fixtures.txt
+    /tmp/fixtures-venv/bin/python tools/make_model_fixtures.py            # all fixtures
+    /tmp/fixtures-venv/bin/python tools/make_model_fixtures.py --only tiny-qwen2-fixture
+    /tmp/fixtures-venv/bin/python tools/make_model_fixtures.py --out /tmp/fx  # elsewhere
+
+The output is deterministic for the pinned versions (fixed seeds, one CPU thread).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO_ROOT / "tests" / "fixtures"
+
+PROMPT_LENGTHS = (1, 7, 23)
+PROMPT_SEED = 20240611
+GREEDY_TOKENS = 8
+VOCAB = 256
+REF_TOLERANCE = 2e-4
+PINNED = {"torch": "2.9.1", "transformers": "4.57.6"}
+
+# ----------------------------------------------------------------------------
+# fixture specifications
+# ----------------------------------------------------------------------------
+
+COMMON = dict(
+    vocab_size=VOCAB,
+    hidden_act="silu",
+    bos_token_id=None,
+    eos_token_id=None,
+    pad_token_id=None,
+    use_cache=True,
+    attention_dropout=0.0,
+)
+
+SPECS = {
+    "tiny-llama-fixture": dict(
+        cls="LlamaForCausalLM",
+        cfg="LlamaConfig",
+        seed=1001,
+        config=dict(
+            COMMON,
+            hidden_size=128,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=8,
+            num_key_value_heads=2,
+            head_dim=16,
+            max_position_embeddings=256,
+            rms_norm_eps=1e-5,
+            rope_theta=500000.0,
+            rope_scaling=None,
+            attention_bias=False,
+            mlp_bias=False,
+            tie_word_embeddings=False,
+            initializer_range=0.08,
+        ),
+    ),
+    "tiny-qwen2-fixture": dict(
+        cls="Qwen2ForCausalLM",
+        cfg="Qwen2Config",
+        seed=1002,
+        config=dict(
+            COMMON,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=256,
+            rms_norm_eps=1e-6,
+            rope_theta=1000000.0,
+            rope_scaling=None,
+            use_sliding_window=False,
+            tie_word_embeddings=True,
+            initializer_range=0.08,
+        ),
+    ),
+    "tiny-deepseek-v2-fixture": dict(
+        cls="DeepseekV2ForCausalLM",
+        cfg="DeepseekV2Config",
+        seed=1003,
+        config=dict(
+            COMMON,
+            hidden_size=64,
+            intermediate_size=128,
+            moe_intermediate_size=32,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            num_key_value_heads=4,
+            q_lora_rank=None,
+            kv_lora_rank=32,
+            qk_nope_head_dim=16,
+            qk_rope_head_dim=8,
+            v_head_dim=16,
+            n_routed_experts=8,
+            n_shared_experts=1,
+            num_experts_per_tok=2,
+            first_k_dense_replace=1,
+            moe_layer_freq=1,
+            topk_method="greedy",
+            scoring_func="softmax",
+            n_group=None,
+            topk_group=None,
+            norm_topk_prob=False,
+            routed_scaling_factor=1.5,
+            max_position_embeddings=256,
+            rms_norm_eps=1e-6,
+            rope_theta=10000.0,
+            rope_scaling=None,
+            attention_bias=False,
+            tie_word_embeddings=False,
+            initializer_range=0.08,
+        ),
+    ),
+    "tiny-deepseek-v3-fixture": dict(
+        cls="DeepseekV3ForCausalLM",
+        cfg="DeepseekV3Config",
+        seed=1004,
+        config=dict(
+            COMMON,
+            hidden_size=64,
+            intermediate_size=128,
+            moe_intermediate_size=32,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            num_key_value_heads=4,
+            q_lora_rank=48,
+            kv_lora_rank=32,
+            qk_nope_head_dim=16,
+            qk_rope_head_dim=8,
+            v_head_dim=16,
+            n_routed_experts=8,
+            n_shared_experts=1,
+            num_experts_per_tok=2,
+            first_k_dense_replace=1,
+            moe_layer_freq=1,
+            topk_method="noaux_tc",
+            scoring_func="sigmoid",
+            n_group=2,
+            topk_group=1,
+            norm_topk_prob=True,
+            routed_scaling_factor=2.5,
+            max_position_embeddings=256,
+            rms_norm_eps=1e-6,
+            rope_theta=10000.0,
+            rope_scaling=dict(
+                type="yarn",
+                factor=4.0,
+                original_max_position_embeddings=64,
+                beta_fast=32,
+                beta_slow=1,
+                mscale=1.0,
+                mscale_all_dim=1.0,
+            ),
+            rope_interleave=True,
+            attention_bias=False,
+            tie_word_embeddings=False,
+            initializer_range=0.08,
+        ),
+    ),
+}
+
+# ----------------------------------------------------------------------------
+# building with transformers
+# ----------------------------------------------------------------------------
+
+
+def perturb_defaults(model, torch, seed):
+    """HF initialises RMSNorm weights to 1 and biases / the V3 correction bias to 0.
+    Randomise them so a reimplementation that skips one of them fails the fixture."""
+    gen = torch.Generator().manual_seed(seed + 7919)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name and name.endswith(".weight"):
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=gen))
+            elif name.endswith(".bias"):
+                p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+        for name, b in model.named_buffers():
+            if name.endswith("e_score_correction_bias"):
+                # non-zero, but small enough that (sigmoid score + bias) stays positive, so
+                # HF's masked_fill(..., 0.0) of non-selected groups never wins a top-k slot
+                b.copy_(0.05 * torch.randn(b.shape, generator=gen))
+
+
+def make_prompts():
+    rng = np.random.default_rng(PROMPT_SEED)
+    return [[int(t) for t in rng.integers(0, VOCAB, size=n)] for n in PROMPT_LENGTHS]
+
+
+def hf_logits(model, torch, prompt):
+    with torch.no_grad():
+        ids = torch.tensor([prompt], dtype=torch.long)
+        out = model(input_ids=ids, use_cache=False)
+    return out.logits[0].float().numpy()
+
+
+def hf_greedy(model, torch, prompt):
+    from transformers import GenerationConfig
+
+    gc = GenerationConfig(
+        do_sample=False,
+        num_beams=1,
+        max_new_tokens=GREEDY_TOKENS,
+        min_new_tokens=GREEDY_TOKENS,
+        use_cache=True,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=0,
+    )
+    with torch.no_grad():
+        ids = torch.tensor([prompt], dtype=torch.long)
+        seq = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=gc)
+    return [int(t) for t in seq[0, len(prompt):]]
+
+
+def nocache_greedy(model, torch, prompt):
+    """Greedy continuation by full recomputation, also returning the top1-top2 gaps."""
+    seq = list(prompt)
+    toks, gaps = [], []
+    for _ in range(GREEDY_TOKENS):
+        last = hf_logits(model, torch, seq)[-1].astype(np.float64)
+        order = np.argsort(-last, kind="stable")
+        toks.append(int(order[0]))
+        gaps.append(float(last[order[0]] - last[order[1]]))
+        seq.append(int(order[0]))
+    return toks, gaps
+
+
+def build_one(name, spec, out_dir, prompts):
+    import torch
+    import transformers
+
+    torch.manual_seed(spec["seed"])
+    cfg_cls = getattr(transformers, spec["cfg"])
+    model_cls = getattr(transformers, spec["cls"])
+    config = cfg_cls(**json.loads(json.dumps(spec["config"])))
+    config._attn_implementation = "eager"
+    model = model_cls(config).to(torch.float32).eval()
+    perturb_defaults(model, torch, spec["seed"])
+
+    d = out_dir / name
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    model.save_pretrained(d, safe_serialization=True)
+    gen_cfg = d / "generation_config.json"
+    if gen_cfg.exists():
+        gen_cfg.unlink()
+    files = sorted(p.name for p in d.iterdir())
+    if files != ["config.json", "model.safetensors"]:
+        raise SystemExit(f"{name}: unexpected files after save_pretrained: {files}")
+
+    logits = [hf_logits(model, torch, p) for p in prompts]
+    greedy = [hf_greedy(model, torch, p) for p in prompts]
+
+    # the generate() path (KV cache) must agree with plain recomputation
+    margins = []
+    for p, g in zip(prompts, greedy):
+        toks, gaps = nocache_greedy(model, torch, p)
+        if toks != g:
+            raise SystemExit(f"{name}: generate() {g} != no-cache argmax {toks}")
+        margins.extend(gaps)
+
+    # the saved checkpoint reloads to the same logits
+    reloaded = model_cls.from_pretrained(d, dtype=torch.float32, attn_implementation="eager").eval()
+    for p, ref in zip(prompts, logits):
+        again = hf_logits(reloaded, torch, p)
+        if not np.array_equal(again, ref):
+            raise SystemExit(f"{name}: reloaded checkpoint gives different logits "
+                             f"(max diff {np.abs(again - ref).max()})")
+
+    meta = dict(
+        architecture=spec["cls"],
+        dtype="float32",
+        seed=spec["seed"],
+        transformers=transformers.__version__,
+        torch=torch.__version__.split("+")[0],
+        attn_implementation="eager",
+        logits_abs_max=float(max(np.abs(l).max() for l in logits)),
+        logits_std=float(np.concatenate([l.ravel() for l in logits]).std()),
+        greedy_min_top1_top2_gap=float(min(margins)),
+    )
+    return dict(prompts=prompts, logits=logits, greedy=greedy, meta=meta)
+
+
+def write_golden(path, prompts, logits, greedy, meta):
+    def fl(v):
+        return ", ".join("%.9g" % float(x) for x in v)
+
+    lines = ["{"]
+    lines.append('  "prompts": [' + ", ".join("[" + ", ".join(map(str, p)) + "]" for p in prompts) + "],")
+    lines.append('  "positions": [' + ", ".join(
+        "[" + ", ".join(str(i) for i in range(len(p))) + "]" for p in prompts) + "],")
+    lines.append('  "greedy": [' + ", ".join("[" + ", ".join(map(str, g)) + "]" for g in greedy) + "],")
+    lines.append('  "meta": ' + json.dumps(meta, sort_keys=True) + ",")
+    lines.append('  "logits": [')
+    for pi, l in enumerate(logits):
+        lines.append("    [")
+        for ri, row in enumerate(l):
+            lines.append("      [" + fl(row) + "]" + ("," if ri + 1 < len(l) else ""))
+        lines.append("    ]" + ("," if pi + 1 < len(logits) else ""))
+    lines.append("  ]")
+    lines.append("}")
+    path.write_text("\n".join(lines) + "\n")
+    # round-trip: what a reader parses equals the float32 values exactly
+    back = json.loads(path.read_text())
+    for a, b in zip(back["logits"], logits):
+        if not np.array_equal(np.asarray(a, dtype=np.float32), b.astype(np.float32)):
+            raise SystemExit(f"{path}: logits do not round-trip through %.9g")
+
+
+# ----------------------------------------------------------------------------
+# independent numpy reference (float64), reading only config.json + safetensors
+# ----------------------------------------------------------------------------
+
+
+class Ref:
+    def __init__(self, d):
+        from safetensors.numpy import load_file
+
+        self.cfg = json.loads((d / "config.json").read_text())
+        self.w = {k: v.astype(np.float64) for k, v in load_file(str(d / "model.safetensors")).items()}
+        self.arch = self.cfg["architectures"][0]
+        self.route_gaps = []      # smallest gap deciding each top-k / group choice
+        self.route_sets = set()   # distinct expert sets chosen
+        self.min_choice_score = math.inf
+
+    # -- helpers --------------------------------------------------------------
+    def W(self, name):
+        return self.w[name]
+
+    @staticmethod
+    def rms(x, w, eps):
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+
+    def lin(self, x, prefix, bias=False):
+        y = x @ self.W(prefix + ".weight").T
+        if bias:
+            y = y + self.W(prefix + ".bias")
+        return y
+
+    @staticmethod
+    def silu(x):
+        return x / (1.0 + np.exp(-x))
+
+    def mlp(self, x, p):
+        return self.lin(self.silu(self.lin(x, p + ".gate_proj")) * self.lin(x, p + ".up_proj"), p + ".down_proj")
+
+    @staticmethod
+    def softmax(x):
+        x = x - x.max(-1, keepdims=True)
+        e = np.exp(x)
+        return e / e.sum(-1, keepdims=True)
+
+    @staticmethod
+    def attend(q, k, v, scale):
+        # q [T,H,Dk] k [T,H,Dk] v [T,H,Dv], causal
+        T = q.shape[0]
+        s = np.einsum("thd,shd->hts", q, k) * scale
+        s = s + np.triu(np.full((T, T), -np.inf), 1)[None]
+        p = Ref.softmax(s)
+        return np.einsum("hts,shd->thd", p, v)
+
+    def inv_freq(self, dim):
+        c = self.cfg
+        base = c["rope_theta"]
+        exps = np.arange(0, dim, 2, dtype=np.float64) / dim
+        rs = c.get("rope_scaling")
+        if not rs:
+            return base ** -exps, 1.0
+        assert rs.get("rope_type", rs.get("type")) == "yarn"
+        f = rs["factor"]
+        orig = rs.get("original_max_position_embeddings") or c["max_position_embeddings"]
+        bf, bs = rs.get("beta_fast") or 32, rs.get("beta_slow") or 1
+
+        def corr(rot):
+            return dim * math.log(orig / (rot * 2 * math.pi)) / (2 * math.log(base))
+
+        lo, hi = max(math.floor(corr(bf)), 0), min(math.ceil(corr(bs)), dim - 1)
+        if lo == hi:
+            hi += 0.001
+        ramp = np.clip((np.arange(dim // 2) - lo) / (hi - lo), 0, 1)
+        extra = base ** -exps
+        inter = extra / f
+        inv = inter * ramp + extra * (1 - ramp)
+
+        def ms(scale, m=1.0):
+            return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+        m, mad = rs.get("mscale"), rs.get("mscale_all_dim")
+        att = rs.get("attention_factor")
+        if att is None:
+            att = ms(f, m) / ms(f, mad) if (m and mad) else ms(f)
+        return inv, att
+
+    @staticmethod
+    def rope_half(x, ang):  # x [T,H,D], ang [T,D/2]; rotate-half pairing (i, i + D/2)
+        h = x.shape[-1] // 2
+        c, s = np.cos(ang)[:, None], np.sin(ang)[:, None]
+        x1, x2 = x[..., :h], x[..., h:]
+        return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], -1)
+
+    @staticmethod
+    def rope_pairs(x, ang):  # interleaved pairing (2i, 2i+1)
+        c, s = np.cos(ang)[:, None], np.sin(ang)[:, None]
+        a, b = x[..., 0::2], x[..., 1::2]
+        out = np.empty_like(x)
+        out[..., 0::2] = a * c - b * s
+        out[..., 1::2] = b * c + a * s
+        return out
+
+    # -- attention ------------------------------------------------------------
+    def gqa_attention(self, x, L, pos):
+        c = self.cfg
+        H, KV = c["num_attention_heads"], c["num_key_value_heads"]
+        D = c.get("head_dim") or c["hidden_size"] // H
+        bias = self.arch == "Qwen2ForCausalLM" or c.get("attention_bias", False)
+        p = f"model.layers.{L}.self_attn"
+        T = x.shape[0]
+        q = self.lin(x, p + ".q_proj", bias).reshape(T, H, D)
+        k = self.lin(x, p + ".k_proj", bias).reshape(T, KV, D)
+        v = self.lin(x, p + ".v_proj", bias).reshape(T, KV, D)
+        inv, att = self.inv_freq(D)
+        ang = pos[:, None] * inv[None]
+        q, k = self.rope_half(q, ang) * att, self.rope_half(k, ang) * att
+        rep = H // KV  # q head h reads kv head h // rep
+        k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
+        o = self.attend(q, k, v, D ** -0.5).reshape(T, H * D)
+        return self.lin(o, p + ".o_proj", c.get("attention_bias", False))
+
+    def mla_attention(self, x, L, pos):
+        c = self.cfg
+        H, nope, rope, vd = c["num_attention_heads"], c["qk_nope_head_dim"], c["qk_rope_head_dim"], c["v_head_dim"]
+        r = c["kv_lora_rank"]
+        p = f"model.layers.{L}.self_attn"
+        T = x.shape[0]
+        if c.get("q_lora_rank") is None:
+            q = self.lin(x, p + ".q_proj")
+        else:
+            q = self.lin(self.rms(self.lin(x, p + ".q_a_proj"), self.W(p + ".q_a_layernorm.weight"), 1e-6),
+                         p + ".q_b_proj")
+        q = q.reshape(T, H, nope + rope)
+        q_nope, q_pe = q[..., :nope], q[..., nope:]
+        kv = self.lin(x, p + ".kv_a_proj_with_mqa")
+        latent, k_pe = kv[:, :r], kv[:, r:]
+        kvb = self.lin(self.rms(latent, self.W(p + ".kv_a_layernorm.weight"), 1e-6), p + ".kv_b_proj")
+        kvb = kvb.reshape(T, H, nope + vd)
+        k_nope, v = kvb[..., :nope], kvb[..., nope:]
+        inv, att = self.inv_freq(rope)
+        ang = pos[:, None] * inv[None]
+        q_pe = self.rope_pairs(q_pe, ang) * att
+        k_pe = self.rope_pairs(k_pe[:, None, :], ang) * att  # one k_pe shared by all heads
+        qf = np.concatenate([q_nope, q_pe], -1)
+        kf = np.concatenate([k_nope, np.repeat(k_pe, H, axis=1)], -1)
+        scale = (nope + rope) ** -0.5
+        rs = c.get("rope_scaling")
+        if self.arch == "DeepseekV3ForCausalLM" and rs and rs.get("mscale_all_dim"):
+            f = rs["factor"]
+            m = 0.1 * rs["mscale_all_dim"] * math.log(f) + 1.0 if f > 1 else 1.0
+            scale *= m * m
+        o = self.attend(qf, kf, v, scale).reshape(T, H * vd)
+        return self.lin(o, p + ".o_proj")
+
+    # -- MoE ------------------------------------------------------------------
+    def note_topk(self, vals, k):
+        s = np.sort(vals)[::-1]
+        if len(s) > k:
+            self.route_gaps.append(float(s[k - 1] - s[k]))
+
+    def moe(self, x, L):
+        c = self.cfg
+        p = f"model.layers.{L}.mlp"
+        E, K = c["n_routed_experts"], c["num_experts_per_tok"]
+        logits = x @ self.W(p + ".gate.weight").T
+        out = np.zeros_like(x)
+        for t in range(x.shape[0]):
+            if self.arch == "DeepseekV2ForCausalLM":
+                assert c["topk_method"] == "greedy"
+                s = self.softmax(logits[t])
+                idx = np.argsort(-s, kind="stable")[:K]
+                self.note_topk(s, K)
+                w = s[idx] * c["routed_scaling_factor"]  # HF V2 ignores norm_topk_prob
+            else:
+                s = 1.0 / (1.0 + np.exp(-logits[t]))
+                choice = s + self.W(p + ".gate.e_score_correction_bias")
+                G, TG = c["n_group"], c["topk_group"]
+                grp = np.sort(choice.reshape(G, E // G), axis=1)[:, ::-1][:, :2].sum(1)
+                self.note_topk(grp, TG)
+                groups = np.argsort(-grp, kind="stable")[:TG]
+                allowed = np.concatenate([np.arange(g * (E // G), (g + 1) * (E // G)) for g in groups])
+                self.note_topk(choice[allowed], K)
+                idx = allowed[np.argsort(-choice[allowed], kind="stable")[:K]]
+                self.min_choice_score = min(self.min_choice_score, float(choice[idx].min()))
+                w = s[idx]
+                if c.get("norm_topk_prob"):
+                    w = w / (w.sum() + 1e-20)
+                w = w * c["routed_scaling_factor"]
+            self.route_sets.add((L, tuple(sorted(int(i) for i in idx))))
+            for e, we in zip(idx, w):
+                out[t] += we * self.mlp(x[t:t + 1], f"{p}.experts.{e}")[0]
+        if c.get("n_shared_experts"):
+            out = out + self.mlp(x, p + ".shared_experts")
+        return out
+
+    # -- model ----------------------------------------------------------------
+    def forward(self, ids):
+        c = self.cfg
+        deepseek = self.arch.startswith("Deepseek")
+        x = self.W("model.embed_tokens.weight")[ids]
+        pos = np.arange(len(ids), dtype=np.float64)
+        eps = c["rms_norm_eps"]
+        for L in range(c["num_hidden_layers"]):
+            p = f"model.layers.{L}"
+            h = self.rms(x, self.W(p + ".input_layernorm.weight"), eps)
+            x = x + (self.mla_attention(h, L, pos) if deepseek else self.gqa_attention(h, L, pos))
+            h = self.rms(x, self.W(p + ".post_attention_layernorm.weight"), eps)
+            if deepseek and L >= c["first_k_dense_replace"]:
+                x = x + self.moe(h, L)
+            else:
+                x = x + self.mlp(h, p + ".mlp")
+        x = self.rms(x, self.W("model.norm.weight"), eps)
+        head = self.W("model.embed_tokens.weight") if c.get("tie_word_embeddings") else self.W("lm_head.weight")
+        return x @ head.T
+
+
+def check_reference(name, d, golden):
+    ref = Ref(d)
+    worst = 0.0
+    for prompt, want in zip(golden["prompts"], golden["logits"]):
+        got = ref.forward(np.array(prompt))
+        worst = max(worst, float(np.abs(got - want).max()))
+    if worst > REF_TOLERANCE:
+        raise SystemExit(f"{name}: numpy reference differs from transformers by {worst:g}")
+    for prompt, want in zip(golden["prompts"], golden["greedy"]):
+        seq = list(prompt)
+        for _ in range(GREEDY_TOKENS):
+            seq.append(int(np.argmax(ref.forward(np.array(seq))[-1])))
+        if seq[len(prompt):] != want:
+            raise SystemExit(f"{name}: numpy greedy {seq[len(prompt):]} != {want}")
+    info = dict(reference_max_abs_diff=worst)
+    if ref.route_gaps:
+        info["moe_min_routing_gap"] = min(ref.route_gaps)
+        info["moe_distinct_expert_sets"] = len(ref.route_sets)
+        if ref.arch == "DeepseekV3ForCausalLM":
+            info["moe_min_selected_choice_score"] = ref.min_choice_score
+            if ref.min_choice_score <= 0:
+                raise SystemExit(f"{name}: a selected expert has score+bias <= 0; HF masks with 0.0")
+    return info
+
+
+def check_names(name, d, cfg):
+    from safetensors import safe_open
+
+    with safe_open(str(d / "model.safetensors"), framework="numpy") as f:
+        keys = set(f.keys())
+    if cfg.get("n_routed_experts"):
+        for L in range(cfg["first_k_dense_replace"], cfg["num_hidden_layers"]):
+            for e in range(cfg["n_routed_experts"]):
+                for pr in ("gate_proj", "up_proj", "down_proj"):
+                    k = f"model.layers.{L}.mlp.experts.{e}.{pr}.weight"
+                    if k not in keys:
+                        raise SystemExit(f"{name}: missing per-expert tensor {k}")
+    return sorted(keys)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--only", action="append", choices=sorted(SPECS))
+    ap.add_argument("--any-version", action="store_true",
+                    help="run with torch/transformers versions other than the pinned ones")
+    args = ap.parse_args()
+
+    import torch
+    import transformers
+
+    found = {"torch": torch.__version__.split("+")[0], "transformers": transformers.__version__}
+    if found != PINNED and not args.any_version:
+        raise SystemExit(f"versions {found} differ from the pinned {PINNED}: the fixtures would "
+                         "change; install tools/requirements-fixtures.txt or pass --any-version")
+
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+    prompts = make_prompts()
+    for name in args.only or list(SPECS):
+        spec = SPECS[name]
+        g = build_one(name, spec, args.out, prompts)
+        d = args.out / name
+        cfg = json.loads((d / "config.json").read_text())
+        keys = check_names(name, d, cfg)
+        g["meta"].update(check_reference(name, d, dict(prompts=g["prompts"], logits=g["logits"],
+                                                       greedy=g["greedy"])))
+        write_golden(d / "golden.json", g["prompts"], g["logits"], g["greedy"], g["meta"])
+        size = sum(p.stat().st_size for p in d.iterdir())
+        print(f"{name}: {len(keys)} tensors, {size / 1024:.0f} KiB, greedy {g['greedy']}")
+        print("   ", json.dumps(g["meta"], sort_keys=True))
+    total = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
+    print(f"total under {args.out}: {total / 1024:.0f} KiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
