@@ -12,4 +12,6 @@ inline int& exit_code() {
   return code;
 }
 
+void add_layout_command(CLI::App& app);  // layout_command.cc
+
 }  // namespace ctxpar::app

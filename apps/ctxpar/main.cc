@@ -5,14 +5,16 @@
 
 #include "commands.h"
 #include "ctxpar/core/error.h"
+#include "flag_aliases.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"ctxpar: LLM inference with Decode Context Parallelism", "ctxpar"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "ctxpar 0.1.0");
+  ctxpar::app::add_layout_command(app);
 
   try {
-    app.parse(argc, argv);
+    ctxpar::app::parse_with_flag_aliases(app, argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
