@@ -1,0 +1,431 @@
+// Internal: the attention job (attention_kernel.h) as a template over a simd vector type V
+// (simd.h) and the KV element type (float, or uint16_t holding bf16 bits). Included only by
+// attention_kernel_{scalar,avx2,avx512}.cc; everything here has internal linkage so copies
+// compiled with different ISA flags never mix at link time.
+//
+// Algorithm (flash-decoding style, one pass over the keys):
+//   q rows are scaled by scale·log2(e) (scores live in base 2) and put in pair lane order
+//   when the cache is bf16, so a K row converts with one shift and one mask per vector;
+//   for each tile of kKeyTile keys:
+//     S[rows, tile] = Q · Kᵀ        dot products, 2 rows × 4 keys per register block
+//     online softmax per row: m' = max(m, max S), P = 2^(S − m'), l = l·2^(m − m') + ΣP,
+//                                o *= 2^(m − m')
+//     O[rows, dv] += P · V          outer products, 4 rows × one pair step per block
+//   finally o /= l and lse = (m + log2 l)·ln 2.
+// The rows of a job are the query heads sharing one KV head (× tokens sharing the keys), so
+// every K/V row is loaded from memory once and reused from L1 by all of them.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "ctxpar/core/half.h"
+#include "ctxpar/kernels/attention_kernel.h"
+
+namespace ctxpar::kernels::detail {
+namespace {
+
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2 = 0.693147180559945309f;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+// Rows above which a bf16 tile is converted to f32 once instead of once per row block.
+constexpr int kDirectBf16Rows = 4;
+constexpr int kQkRows = 2;  // register block of the score micro-kernel: rows ×
+constexpr int kQkKeys = 4;  // keys (8 accumulators + 4 q + 2 k registers of 16)
+constexpr int kPvRows = 4;  // register block of the P·V micro-kernel: rows × 2 vectors
+
+inline float max_f(float a, float b) {
+  return a > b ? a : b;
+}
+
+// Where value i of a row of d values sits in pair lane order (simd.h) for vectors of `width`.
+inline int64_t pair_lane_index(int64_t i, int64_t d, int width) {
+  const int64_t step = 2 * static_cast<int64_t>(width);
+  const int64_t base = i / step * step;
+  if (base + step > d) return i;  // past the last full pair step: natural position
+  const int64_t k = i - base;
+  return base + (k % 2) * width + k / 2;
+}
+
+inline float load_one(const float* p) {
+  return *p;
+}
+inline float load_one(const uint16_t* p) {
+  return bf16::to_f32(*p);
+}
+
+// One pair step (2·kWidth values) as two vectors: natural order for f32, even/odd for bf16.
+template <class V>
+inline void load_pair(const float* p, V& a, V& b) {
+  a = V::load(p);
+  b = V::load(p + V::kWidth);
+}
+template <class V>
+inline void load_pair(const uint16_t* p, V& a, V& b) {
+  V::load_bf16_pair(p, a, b);
+}
+
+// Pulls a row toward L1 ahead of use: paged rows of one KV head are spread over many pages,
+// which the hardware prefetchers do not follow.
+inline void prefetch_row(const void* p, int64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(c + off, 0, 3);
+}
+
+// Resolves key indices to row addresses (KeyRows in attention_kernel.h).
+class RowResolver {
+ public:
+  explicit RowResolver(const KeyRows& k) : k_(k) {
+    const int64_t b = k.block_size;
+    if (b > 0 && (b & (b - 1)) == 0) {
+      shift_ = 0;
+      while ((int64_t{1} << shift_) < b) ++shift_;
+    }
+  }
+
+  template <class T>
+  void resolve(int64_t j0, int n, const T** krow, const T** vrow) const {
+    for (int i = 0; i < n; ++i) {
+      const int64_t li = k_.indices != nullptr ? k_.indices[j0 + i] : j0 + i;
+      const char* kp;
+      const char* vp;
+      if (k_.block_table != nullptr) {
+        const int64_t blk = shift_ >= 0 ? li >> shift_ : li / k_.block_size;
+        const int64_t off = li - blk * k_.block_size;
+        const int64_t id = k_.block_table[blk];
+        kp = k_.k + id * k_.k_block_stride + off * k_.k_row_stride;
+        vp = k_.v + id * k_.v_block_stride + off * k_.v_row_stride;
+      } else {
+        kp = k_.k + li * k_.k_row_stride;
+        vp = k_.v + li * k_.v_row_stride;
+      }
+      krow[i] = reinterpret_cast<const T*>(kp);
+      vrow[i] = reinterpret_cast<const T*>(vp);
+    }
+  }
+
+ private:
+  KeyRows k_;
+  int shift_ = -1;
+};
+
+// s[rb·ss + kb] = q[rb]·k[kb] for RB query rows (lane order, row stride qs) and KB keys.
+template <class V, int RB, int KB, class RowT>
+inline void qk_block(const float* q, int64_t qs, const RowT* const* k, int64_t d, float* s,
+                     int64_t ss) {
+  constexpr int kW = V::kWidth;
+  constexpr int kP = 2 * kW;
+  V acc[RB][KB];
+  for (int rb = 0; rb < RB; ++rb) {
+    for (int kb = 0; kb < KB; ++kb) acc[rb][kb] = V::zero();
+  }
+  const int64_t steps = d / kP;
+  for (int64_t p = 0; p < steps; ++p) {
+    V qa[RB], qb[RB];
+    for (int rb = 0; rb < RB; ++rb) {
+      qa[rb] = V::load(q + rb * qs + p * kP);
+      qb[rb] = V::load(q + rb * qs + p * kP + kW);
+    }
+    for (int kb = 0; kb < KB; ++kb) {
+      V ka, kb2;
+      load_pair(k[kb] + p * kP, ka, kb2);
+      for (int rb = 0; rb < RB; ++rb) {
+        acc[rb][kb] = mul_add(qa[rb], ka, acc[rb][kb]);
+        acc[rb][kb] = mul_add(qb[rb], kb2, acc[rb][kb]);
+      }
+    }
+  }
+  for (int rb = 0; rb < RB; ++rb) {
+    float sums[KB];
+    if constexpr (KB == 4) {
+      reduce_add4(acc[rb][0], acc[rb][1], acc[rb][2], acc[rb][3], sums);
+    } else {
+      for (int kb = 0; kb < KB; ++kb) sums[kb] = reduce_add(acc[rb][kb]);
+    }
+    for (int kb = 0; kb < KB; ++kb) {
+      for (int64_t i = steps * kP; i < d; ++i) sums[kb] += q[rb * qs + i] * load_one(k[kb] + i);
+      s[rb * ss + kb] = sums[kb];
+    }
+  }
+}
+
+// o[rb] += Σ_j w[rb·ws + j]·v[j] for RB rows (o and v in the same lane order) over n keys.
+template <class V, int RB, class RowT>
+inline void pv_block(const float* w, int64_t ws, const RowT* const* v, int n, int64_t d, float* o,
+                     int64_t os) {
+  constexpr int kW = V::kWidth;
+  constexpr int kP = 2 * kW;
+  const int64_t steps = d / kP;
+  for (int64_t p = 0; p < steps; ++p) {
+    V acc_a[RB], acc_b[RB];
+    for (int rb = 0; rb < RB; ++rb) {
+      acc_a[rb] = V::load(o + rb * os + p * kP);
+      acc_b[rb] = V::load(o + rb * os + p * kP + kW);
+    }
+    for (int j = 0; j < n; ++j) {
+      V va, vb;
+      load_pair(v[j] + p * kP, va, vb);
+      for (int rb = 0; rb < RB; ++rb) {
+        const V wj = V::set1(w[rb * ws + j]);
+        acc_a[rb] = mul_add(wj, va, acc_a[rb]);
+        acc_b[rb] = mul_add(wj, vb, acc_b[rb]);
+      }
+    }
+    for (int rb = 0; rb < RB; ++rb) {
+      acc_a[rb].store(o + rb * os + p * kP);
+      acc_b[rb].store(o + rb * os + p * kP + kW);
+    }
+  }
+  for (int64_t i = steps * kP; i < d; ++i) {
+    for (int rb = 0; rb < RB; ++rb) {
+      float acc = o[rb * os + i];
+      for (int j = 0; j < n; ++j) acc += w[rb * ws + j] * load_one(v[j] + i);
+      o[rb * os + i] = acc;
+    }
+  }
+}
+
+// A bf16 row as f32 in pair lane order (what load_pair<uint16_t> would produce).
+template <class V>
+inline void convert_row(const uint16_t* src, int64_t d, float* dst) {
+  constexpr int kW = V::kWidth;
+  constexpr int kP = 2 * kW;
+  const int64_t steps = d / kP;
+  for (int64_t p = 0; p < steps; ++p) {
+    V a, b;
+    V::load_bf16_pair(src + p * kP, a, b);
+    a.store(dst + p * kP);
+    b.store(dst + p * kP + kW);
+  }
+  for (int64_t i = steps * kP; i < d; ++i) dst[i] = bf16::to_f32(src[i]);
+}
+
+template <class V>
+inline void scale_row(float* o, int64_t d, float s) {
+  constexpr int kW = V::kWidth;
+  const V sv = V::set1(s);
+  int64_t i = 0;
+  for (; i + kW <= d; i += kW) (V::load(o + i) * sv).store(o + i);
+  for (; i < d; ++i) o[i] *= s;
+}
+
+// Scores of all rows against keys [0, n) of a tile; prefetches the next tile's rows (one
+// register block of keys at a time, so the prefetches spread over the computation).
+template <class V, class RowT, class KvT>
+inline void tile_scores(const float* q, int64_t qs, int rows, const RowT* const* k, int n,
+                        int64_t dk, float* s, const KvT* const* k_next, const KvT* const* v_next,
+                        int n_next, int64_t k_bytes, int64_t v_bytes) {
+  for (int j = 0; j < n; j += kQkKeys) {
+    const int kb = std::min(kQkKeys, n - j);
+    for (int x = j; x < std::min(j + kQkKeys, n_next); ++x) {
+      prefetch_row(k_next[x], k_bytes);
+      if (v_bytes > 0) prefetch_row(v_next[x], v_bytes);
+    }
+    for (int r = 0; r < rows; r += kQkRows) {
+      const float* qr = q + r * qs;
+      float* sr = s + static_cast<int64_t>(r) * kKeyTile + j;
+      const bool two = rows - r >= 2;
+      if (kb == kQkKeys) {
+        if (two) {
+          qk_block<V, 2, kQkKeys>(qr, qs, k + j, dk, sr, kKeyTile);
+        } else {
+          qk_block<V, 1, kQkKeys>(qr, qs, k + j, dk, sr, kKeyTile);
+        }
+      } else {
+        for (int x = 0; x < kb; ++x) {
+          if (two) {
+            qk_block<V, 2, 1>(qr, qs, k + j + x, dk, sr + x, kKeyTile);
+          } else {
+            qk_block<V, 1, 1>(qr, qs, k + j + x, dk, sr + x, kKeyTile);
+          }
+        }
+      }
+    }
+  }
+  // Keys past n in the last tile get prefetched here (n_next may exceed n only when a tile
+  // is partial, which happens once per job).
+  for (int x = n; x < n_next; ++x) {
+    prefetch_row(k_next[x], k_bytes);
+    if (v_bytes > 0) prefetch_row(v_next[x], v_bytes);
+  }
+}
+
+template <class V, class RowT>
+inline void tile_values(const float* p, int rows, const RowT* const* v, int n, int64_t dv, float* o,
+                        int64_t os) {
+  for (int r = 0; r < rows; r += kPvRows) {
+    const float* pr = p + static_cast<int64_t>(r) * kKeyTile;
+    float* orow = o + r * os;
+    switch (std::min(kPvRows, rows - r)) {
+      case 4:
+        pv_block<V, 4>(pr, kKeyTile, v, n, dv, orow, os);
+        break;
+      case 3:
+        pv_block<V, 3>(pr, kKeyTile, v, n, dv, orow, os);
+        break;
+      case 2:
+        pv_block<V, 2>(pr, kKeyTile, v, n, dv, orow, os);
+        break;
+      default:
+        pv_block<V, 1>(pr, kKeyTile, v, n, dv, orow, os);
+        break;
+    }
+  }
+}
+
+// Online softmax update of one row for a tile of n scores s[0, n) of which the first `valid`
+// count (later ones are masked). Turns s into the weights p and rescales the row's o.
+template <class V>
+inline void softmax_row(float* s, int n, int valid, float& m, float& l, float* o, int64_t dv) {
+  constexpr int kW = V::kWidth;
+  const int padded = (n + kW - 1) / kW * kW;  // s has kKeyTile >= padded slots
+  for (int j = valid; j < padded; ++j) s[j] = kNegInf;
+  V mx = V::set1(kNegInf);
+  for (int j = 0; j < padded; j += kW) mx = max(mx, V::load(s + j));
+  const float m_new = max_f(m, reduce_max(mx));
+  if (m_new == kNegInf) {  // no key of this row so far: weights 0, state unchanged
+    for (int j = 0; j < padded; ++j) s[j] = 0.0f;
+    return;
+  }
+  const V mv = V::set1(m_new);
+  V sum = V::zero();
+  for (int j = 0; j < padded; j += kW) {
+    const V p = exp2(V::load(s + j) - mv);
+    p.store(s + j);
+    sum = sum + p;
+  }
+  const float alpha = std::exp2(m - m_new);  // 0 when m was -inf
+  l = l * alpha + reduce_add(sum);
+  if (alpha != 1.0f) scale_row<V>(o, dv, alpha);
+  m = m_new;
+}
+
+template <class V, class KvT>
+void run_job(const AttnJob& job, float* scratch) {
+  constexpr int kW = V::kWidth;
+  constexpr int kP = 2 * kW;
+  constexpr bool kBf16 = std::is_same_v<KvT, uint16_t>;
+  const AttnScratchLayout lay = attn_scratch_layout(job.dk, job.dv);
+  const int rows = job.rows;
+  const int64_t dk = job.dk, dv = job.dv;
+  const int64_t qs = lay.dk_stride, os = lay.dv_stride;
+  float* q = scratch + lay.q;
+  float* o = scratch + lay.o;
+  float* s = scratch + lay.s;
+  float* m = scratch + lay.m;
+  float* l = scratch + lay.l;
+  float* k_tile = scratch + lay.k_tile;
+  float* v_tile = scratch + lay.v_tile;
+
+  const float q_scale = job.scale * kLog2e;
+  for (int r = 0; r < rows; ++r) {
+    const float* src = job.q[r];
+    float* dst = q + r * qs;
+    for (int64_t i = 0; i < dk; ++i) {
+      dst[kBf16 ? pair_lane_index(i, dk, kW) : i] = src[i] * q_scale;
+    }
+    std::memset(o + r * os, 0, static_cast<size_t>(dv) * sizeof(float));
+    m[r] = kNegInf;
+    l[r] = 0.0f;
+  }
+
+  // A bf16 tile used by several row blocks is converted once; when V rows are prefixes of
+  // the K rows (MLA) and the prefix ends on a pair step, the converted K tile serves as V.
+  const bool convert = kBf16 && rows > kDirectBf16Rows;
+  const bool v_from_k_tile = job.v_in_k_row && (dv % kP == 0 || dv == dk);
+  const int64_t k_bytes = dk * static_cast<int64_t>(sizeof(KvT));
+  const int64_t v_bytes = job.v_in_k_row ? 0 : dv * static_cast<int64_t>(sizeof(KvT));
+
+  const RowResolver resolver(job.keys);
+  const KvT* k_rows[2][kKeyTile];
+  const KvT* v_rows[2][kKeyTile];
+  const float* k_f32[kKeyTile];
+  const float* v_f32[kKeyTile];
+  int cur = 0;
+  if (job.key_begin < job.key_end) {
+    const int n0 = static_cast<int>(std::min<int64_t>(kKeyTile, job.key_end - job.key_begin));
+    resolver.resolve(job.key_begin, n0, k_rows[0], v_rows[0]);
+  }
+  for (int64_t t0 = job.key_begin; t0 < job.key_end; t0 += kKeyTile) {
+    const int n = static_cast<int>(std::min<int64_t>(kKeyTile, job.key_end - t0));
+    const int n_next = static_cast<int>(std::clamp<int64_t>(job.key_end - t0 - n, 0, kKeyTile));
+    if (n_next > 0) resolver.resolve(t0 + n, n_next, k_rows[cur ^ 1], v_rows[cur ^ 1]);
+    const KvT* const* kr = k_rows[cur];
+    const KvT* const* vr = v_rows[cur];
+    const KvT* const* kn = k_rows[cur ^ 1];
+    const KvT* const* vn = v_rows[cur ^ 1];
+
+    if (convert) {
+      if constexpr (kBf16) {
+        for (int j = 0; j < n; ++j) {
+          convert_row<V>(kr[j], dk, k_tile + j * qs);
+          k_f32[j] = k_tile + j * qs;
+          if (j < n_next) prefetch_row(kn[j], k_bytes);
+        }
+        for (int j = 0; j < n; ++j) {
+          if (v_from_k_tile) {
+            v_f32[j] = k_f32[j];
+          } else {
+            convert_row<V>(vr[j], dv, v_tile + j * os);
+            v_f32[j] = v_tile + j * os;
+            if (j < n_next && v_bytes > 0) prefetch_row(vn[j], v_bytes);
+          }
+        }
+        for (int j = n; j < n_next; ++j) {
+          prefetch_row(kn[j], k_bytes);
+          if (v_bytes > 0) prefetch_row(vn[j], v_bytes);
+        }
+        tile_scores<V, float, KvT>(q, qs, rows, k_f32, n, dk, s, kn, vn, 0, 0, 0);
+      }
+    } else {
+      tile_scores<V, KvT, KvT>(q, qs, rows, kr, n, dk, s, kn, vn, n_next, k_bytes, v_bytes);
+    }
+
+    for (int r = 0; r < rows; ++r) {
+      int valid = n;
+      if (job.row_key_end != nullptr) {
+        valid = static_cast<int>(std::clamp<int64_t>(job.row_key_end[r] - t0, 0, n));
+      }
+      softmax_row<V>(s + static_cast<int64_t>(r) * kKeyTile, n, valid, m[r], l[r], o + r * os, dv);
+    }
+
+    if (convert) {
+      tile_values<V, float>(s, rows, v_f32, n, dv, o, os);
+    } else {
+      tile_values<V, KvT>(s, rows, vr, n, dv, o, os);
+    }
+    cur ^= 1;
+  }
+
+  for (int r = 0; r < rows; ++r) {
+    float* dst = job.out[r];
+    if (l[r] > 0.0f) {
+      const float inv = 1.0f / l[r];
+      const float* src = o + r * os;
+      for (int64_t i = 0; i < dv; ++i) {
+        dst[i] = src[kBf16 ? pair_lane_index(i, dv, kW) : i] * inv;
+      }
+      *job.lse[r] = (m[r] + std::log2(l[r])) * kLn2;
+    } else {
+      std::memset(dst, 0, static_cast<size_t>(dv) * sizeof(float));
+      *job.lse[r] = kNegInf;
+    }
+  }
+}
+
+// The kernel entry for one ISA: picks the KV element type.
+template <class V>
+void run_job_for_isa(const AttnJob& job, float* scratch) {
+  if (job.dtype == KvDType::kBF16) {
+    run_job<V, uint16_t>(job, scratch);
+  } else {
+    run_job<V, float>(job, scratch);
+  }
+}
+
+}  // namespace
+}  // namespace ctxpar::kernels::detail

@@ -1,0 +1,167 @@
+#include "ctxpar/kernels/attention_plan.h"
+
+#include <algorithm>
+
+#include "ctxpar/core/error.h"
+#include "ctxpar/core/tensor.h"
+#include "ctxpar/kernels/merge_kernel.h"
+
+namespace ctxpar::kernels::detail {
+namespace {
+
+// Fewer keys than this per chunk and the merge and per-job setup stop paying off.
+constexpr int64_t kMinChunkKeys = 256;
+// Jobs per thread to aim for when splitting, so dynamic scheduling can even out the load.
+constexpr int64_t kJobsPerThread = 4;
+
+AttnJobFn job_fn(Isa isa) {
+  check_isa_available(isa);
+  switch (isa) {
+    case Isa::kAvx512:
+      return &run_attention_job_avx512;
+    case Isa::kAvx2:
+      return &run_attention_job_avx2;
+    case Isa::kScalar:
+      break;
+  }
+  return &run_attention_job_scalar;
+}
+
+struct JobSpec {
+  int64_t group;
+  int64_t key_begin;
+  int64_t key_end;
+  int64_t part_base;  // split groups: float offset of this chunk's partial o rows; else -1
+  int64_t lse_base;   // split groups: float offset of this chunk's partial lses
+  int64_t ptr_base;   // split groups: offset into the job pointer arrays
+};
+
+// Chunk length (in keys, a multiple of the key tile) for each group.
+std::vector<int64_t> chunk_lengths(const AttnPlan& plan, int threads) {
+  std::vector<int64_t> len(plan.groups.size());
+  double total = 0;
+  for (const AttnGroup& g : plan.groups) total += static_cast<double>(g.rows) * g.num_keys;
+  const double unit = total / static_cast<double>(kJobsPerThread * threads);
+  for (size_t i = 0; i < plan.groups.size(); ++i) {
+    const AttnGroup& g = plan.groups[i];
+    int64_t chunks = 1;
+    if (threads > 1 && unit > 0) {
+      const double share = static_cast<double>(g.rows) * g.num_keys / unit;
+      chunks = std::clamp<int64_t>(static_cast<int64_t>(share + 0.5), 1,
+                                   std::max<int64_t>(1, g.num_keys / kMinChunkKeys));
+    }
+    const int64_t per = (g.num_keys + chunks - 1) / std::max<int64_t>(chunks, 1);
+    len[i] = std::max<int64_t>(kKeyTile, (per + kKeyTile - 1) / kKeyTile * kKeyTile);
+  }
+  return len;
+}
+
+}  // namespace
+
+void run_attention_plan(const AttnPlan& plan, ThreadPool& pool, Isa isa) {
+  const AttnJobFn fn = job_fn(isa);
+  const MergeKernels& merge = merge_kernels(isa);
+  const int threads = pool.num_threads();
+  const std::vector<int64_t> len = chunk_lengths(plan, threads);
+
+  std::vector<JobSpec> jobs;
+  std::vector<int64_t> split_groups;  // groups whose chunks need a merge
+  std::vector<int64_t> split_first_job;
+  int64_t part_floats = 0, lse_floats = 0, ptrs = 0;
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
+    const AttnGroup& g = plan.groups[gi];
+    const int64_t chunks = std::max<int64_t>(1, (g.num_keys + len[gi] - 1) / len[gi]);
+    if (chunks == 1) {
+      jobs.push_back({static_cast<int64_t>(gi), 0, g.num_keys, -1, -1, -1});
+      continue;
+    }
+    split_groups.push_back(static_cast<int64_t>(gi));
+    split_first_job.push_back(static_cast<int64_t>(jobs.size()));
+    for (int64_t c = 0; c < chunks; ++c) {
+      jobs.push_back({static_cast<int64_t>(gi), c * len[gi],
+                      std::min(g.num_keys, (c + 1) * len[gi]), part_floats, lse_floats, ptrs});
+      part_floats += g.rows * plan.dv;
+      lse_floats += g.rows;
+      ptrs += g.rows;
+    }
+  }
+
+  // Partials of split groups: o rows [rows, dv] and lses [rows] per chunk, and the pointer
+  // arrays the jobs write through.
+  std::vector<float> part_o(static_cast<size_t>(part_floats));
+  std::vector<float> part_lse(static_cast<size_t>(lse_floats));
+  std::vector<float*> job_out(static_cast<size_t>(ptrs));
+  std::vector<float*> job_lse(static_cast<size_t>(ptrs));
+  for (const JobSpec& j : jobs) {
+    if (j.part_base < 0) continue;
+    const int rows = plan.groups[j.group].rows;
+    for (int r = 0; r < rows; ++r) {
+      job_out[j.ptr_base + r] = part_o.data() + j.part_base + r * plan.dv;
+      job_lse[j.ptr_base + r] = part_lse.data() + j.lse_base + r;
+    }
+  }
+
+  // Largest jobs first, so the dynamic schedule ends with small ones.
+  std::vector<int64_t> order(jobs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    const auto work = [&](const JobSpec& j) {
+      return (j.key_end - j.key_begin + 1) * plan.groups[j.group].rows;
+    };
+    return work(jobs[a]) > work(jobs[b]);
+  });
+
+  const int64_t scratch_floats = attn_scratch_layout(plan.dk, plan.dv).total;
+  Tensor scratch = Tensor::empty({threads, scratch_floats}, DType::kF32);
+  pool.run(static_cast<int64_t>(jobs.size()), [&](int64_t task, int thread) {
+    const JobSpec& j = jobs[order[task]];
+    const AttnGroup& g = plan.groups[j.group];
+    AttnJob job;
+    job.dtype = plan.dtype;
+    job.dk = plan.dk;
+    job.dv = plan.dv;
+    job.v_in_k_row = plan.v_in_k_row;
+    job.keys = g.keys;
+    job.key_begin = j.key_begin;
+    job.key_end = j.key_end;
+    job.rows = g.rows;
+    job.q = plan.q.data() + g.first_row;
+    job.row_key_end = plan.row_key_end.empty() ? nullptr : plan.row_key_end.data() + g.first_row;
+    job.scale = plan.scale;
+    if (j.part_base < 0) {
+      job.out = plan.out.data() + g.first_row;
+      job.lse = plan.lse.data() + g.first_row;
+    } else {
+      job.out = job_out.data() + j.ptr_base;
+      job.lse = job_lse.data() + j.ptr_base;
+    }
+    fn(job, scratch.data<float>() + thread * scratch_floats);
+  });
+
+  // Merge the chunk partials of each split group into its rows.
+  pool.run(static_cast<int64_t>(split_groups.size()), [&](int64_t task, int) {
+    const AttnGroup& g = plan.groups[split_groups[task]];
+    const int64_t first = split_first_job[task];
+    int64_t chunks = 0;
+    while (first + chunks < static_cast<int64_t>(jobs.size()) &&
+           jobs[first + chunks].group == split_groups[task]) {
+      ++chunks;
+    }
+    std::vector<float> lses(chunks), w(chunks), used_w(chunks);
+    std::vector<const float*> used(chunks);
+    for (int r = 0; r < g.rows; ++r) {
+      for (int64_t c = 0; c < chunks; ++c) lses[c] = *job_lse[jobs[first + c].ptr_base + r];
+      const float merged = merge_weights(static_cast<int>(chunks), lses.data(), w.data());
+      int n = 0;
+      for (int64_t c = 0; c < chunks; ++c) {
+        if (w[c] == 0.0f) continue;
+        used[n] = job_out[jobs[first + c].ptr_base + r];
+        used_w[n++] = w[c];
+      }
+      merge.weighted_sum(n, used.data(), used_w.data(), plan.dv, plan.out[g.first_row + r]);
+      *plan.lse[g.first_row + r] = merged;
+    }
+  });
+}
+
+}  // namespace ctxpar::kernels::detail

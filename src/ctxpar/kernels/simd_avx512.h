@@ -1,0 +1,71 @@
+// Vec16: sixteen f32 lanes in an AVX-512 register. See simd.h. Include only in *_avx512.cc
+// files. Each primitive mirrors Vec8's (simd_avx2.h) at twice the width.
+#pragma once
+
+#if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512DQ__)
+#error "simd_avx512.h needs -mavx512f -mavx512bw -mavx512dq: include it only from *_avx512.cc"
+#endif
+
+// GCC 12's AVX-512 intrinsics build their pass-through operands from _mm512_undefined_*(),
+// which -Wmaybe-uninitialized reports once inlined (GCC bug 105593, fixed in 12.3/13). The
+// value is never used, so the warning is silenced for the AVX-512 translation units only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "ctxpar/kernels/simd.h"
+
+namespace ctxpar::kernels::simd {
+
+struct Vec16 {
+  static constexpr int kWidth = 16;
+  __m512 v;
+
+  static Vec16 zero() { return {_mm512_setzero_ps()}; }
+  static Vec16 set1(float x) { return {_mm512_set1_ps(x)}; }
+  static Vec16 load(const float* p) { return {_mm512_loadu_ps(p)}; }
+  void store(float* p) const { _mm512_storeu_ps(p, v); }
+  // Same shift / mask conversion as Vec8::load_bf16_pair over 32 bf16 values.
+  static void load_bf16_pair(const uint16_t* p, Vec16& even, Vec16& odd) {
+    const __m512i x = _mm512_loadu_si512(p);
+    even.v = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+    odd.v = _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(-65536)));
+  }
+
+  friend Vec16 operator+(Vec16 a, Vec16 b) { return {_mm512_add_ps(a.v, b.v)}; }
+  friend Vec16 operator-(Vec16 a, Vec16 b) { return {_mm512_sub_ps(a.v, b.v)}; }
+  friend Vec16 operator*(Vec16 a, Vec16 b) { return {_mm512_mul_ps(a.v, b.v)}; }
+  friend Vec16 mul_add(Vec16 a, Vec16 b, Vec16 c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+  friend Vec16 max(Vec16 a, Vec16 b) { return {_mm512_max_ps(a.v, b.v)}; }
+
+  friend float reduce_add(Vec16 a) { return _mm512_reduce_add_ps(a.v); }
+  friend float reduce_max(Vec16 a) { return _mm512_reduce_max_ps(a.v); }
+  // Fold each vector to 256 bits, then the same three horizontal adds as Vec8::reduce_add4.
+  friend void reduce_add4(Vec16 a, Vec16 b, Vec16 c, Vec16 d, float* out) {
+    const auto fold = [](__m512 x) {
+      return _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1));
+    };
+    const __m256 ab = _mm256_hadd_ps(fold(a.v), fold(b.v));
+    const __m256 cd = _mm256_hadd_ps(fold(c.v), fold(d.v));
+    const __m256 abcd = _mm256_hadd_ps(ab, cd);
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
+  }
+
+  friend Vec16 exp2(Vec16 a) {
+    const __mmask16 keep = _mm512_cmp_ps_mask(a.v, _mm512_set1_ps(-126.0f), _CMP_GE_OQ);
+    const __m512 x =
+        _mm512_min_ps(_mm512_max_ps(a.v, _mm512_set1_ps(-126.0f)), _mm512_set1_ps(127.0f));
+    const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 f = _mm512_sub_ps(x, n);
+    __m512 p = _mm512_set1_ps(kExp2Poly[7]);
+    for (int k = 6; k >= 0; --k) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2Poly[k]));
+    const __m512i e =
+        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return {_mm512_maskz_mul_ps(keep, p, _mm512_castsi512_ps(e))};
+  }
+};
+
+}  // namespace ctxpar::kernels::simd
