@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
@@ -38,7 +39,8 @@ Tensor random_tensor(const Shape& shape, DType dtype, uint64_t seed, uint64_t st
       for (int64_t i = 0; i < n; ++i) t.data<bf16>()[i] = bf16(next_float());
       break;
     case DType::kI32: {
-      std::uniform_int_distribution<int32_t> d(-1'000'000, 1'000'000);
+      // The full range, so sums wrap around and the wrap is checked.
+      std::uniform_int_distribution<int32_t> d(INT32_MIN, INT32_MAX);
       for (int64_t i = 0; i < n; ++i) t.data<int32_t>()[i] = d(rng);
       break;
     }

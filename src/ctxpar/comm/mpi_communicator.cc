@@ -50,6 +50,24 @@ int mpi_count(int64_t count, std::string_view op) {
   return static_cast<int>(count);
 }
 
+// Open MPI 4.1's AVX reduction kernels add 8-bit integers with saturation (open-mpi/ompi
+// issue 8045, closed as won't fix), so uint8 sums use this wrapping op instead of MPI_SUM.
+void wrapping_byte_sum(void* in, void* inout, int* length, MPI_Datatype* /*type*/) {
+  const auto* a = static_cast<const uint8_t*>(in);
+  auto* b = static_cast<uint8_t*>(inout);
+  for (int i = 0; i < *length; ++i) b[i] = static_cast<uint8_t>(b[i] + a[i]);
+}
+
+MPI_Op sum_op(DType dtype) {
+  if (dtype != DType::kU8) return MPI_SUM;
+  static const MPI_Op byte_sum = [] {
+    MPI_Op op = MPI_OP_NULL;
+    check_mpi(MPI_Op_create(&wrapping_byte_sum, /*commute=*/1, &op), "MPI_Op_create");
+    return op;
+  }();
+  return byte_sum;
+}
+
 // bf16 sums are reduced in f32 and rounded once at the end.
 DType sum_dtype(DType dtype) {
   return dtype == DType::kBF16 ? DType::kF32 : dtype;
@@ -183,7 +201,7 @@ void MpiCommunicator::reduce_scatter(const Tensor& input, Tensor& output, int di
   // MPI_Reduce_scatter with equal counts rather than MPI_Reduce_scatter_block: the latter
   // measured several times slower in Open MPI 4.1.
   const std::vector<int> counts(size_, count);
-  check_mpi(MPI_Reduce_scatter(send.raw(), received.raw(), counts.data(), type, MPI_SUM, comm_),
+  check_mpi(MPI_Reduce_scatter(send.raw(), received.raw(), counts.data(), type, sum_op(acc), comm_),
             "MPI_Reduce_scatter");
   if (!direct) output.copy_from(received);
 }
@@ -197,7 +215,7 @@ void MpiCommunicator::all_reduce(Tensor& tensor) {
   const int count = mpi_count(tensor.numel(), "all_reduce");
   const bool direct = acc == tensor.dtype() && tensor.is_contiguous();
   Tensor buffer = direct ? tensor : tensor.to(acc);
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, buffer.raw(), count, type, MPI_SUM, comm_),
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, buffer.raw(), count, type, sum_op(acc), comm_),
             "MPI_Allreduce");
   if (!direct) tensor.copy_from(buffer);
 }
