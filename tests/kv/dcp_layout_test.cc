@@ -98,6 +98,7 @@ TEST(DcpLayout, RejectsBadPositionsRanksAndTables) {
   const std::string short_table = error_message([&] { layout.slot(24, layout.owner(24), table); });
   EXPECT_TRUE(contains(short_table, "virtual block 2") && contains(short_table, "2 entries"))
       << short_table;
+  EXPECT_THROW(layout.slot(24, (layout.owner(24) + 1) % 3, table), Error);  // on non-owners too
   EXPECT_THROW(layout.replicated_slot(24, table), Error);
   EXPECT_THROW(layout.slot(0, 3, table), Error);
   const std::array<int32_t, 1> unallocated = {-1};

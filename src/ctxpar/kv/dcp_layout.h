@@ -61,11 +61,13 @@ class DcpLayout {
 
   // Cache row of p on `rank` for a request whose block table is `block_table` (one id per
   // virtual block, the same on every rank): block_table[vblock(p)]·B + local_index(p) % B
-  // when rank owns p, else -1. The table must cover vblock(p).
+  // when rank owns p, else -1. The table must cover vblock(p) — checked on every rank, not
+  // only the owner, so a bad batch fails on all ranks of the group alike.
   int64_t slot(int64_t p, int rank, std::span<const int32_t> block_table) const {
     check_rank(rank);
+    const int64_t id = block_id(p, block_table);
     if (owner(p) != rank) return -1;
-    return block_id(p, block_table) * block_size_ + local_index(p) % block_size_;
+    return id * block_size_ + local_index(p) % block_size_;
   }
 
   // Cache row of p in a replicated per-token cache (every rank stores every token, e.g. the
