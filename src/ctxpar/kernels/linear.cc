@@ -1,0 +1,192 @@
+#include "ctxpar/kernels/linear.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "ctxpar/core/cpu_features.h"
+#include "ctxpar/core/error.h"
+#include "ctxpar/kernels/linear_bf16_gemv.h"
+#include "ctxpar/kernels/linear_matmul_cache.h"
+#include "ctxpar/kernels/linear_weight_panels.h"
+
+namespace ctxpar::kernels {
+namespace {
+
+// Where oneDNN has no bf16 matmul: up to this many tokens the direct GEMV (one pass over W)
+// wins; above it, converting W panels to f32 for sgemm amortizes over the tokens.
+constexpr int64_t kDirectGemvMaxTokens = 8;
+
+enum class Path { kF32, kBf16OneDnn, kBf16Converted };
+
+Path choose_path(DType weight_dtype) {
+  if (weight_dtype == DType::kF32) return Path::kF32;
+  static const bool native_bf16 =
+      active_isa() >= Isa::kAvx512 && detail::onednn_matmul_supported(DType::kBF16, DType::kBF16);
+  return native_bf16 ? Path::kBf16OneDnn : Path::kBf16Converted;
+}
+
+// Row stride as oneDNN wants it: a single row's stride is meaningless, so use the row length.
+int64_t row_stride(const Tensor& t) {
+  return t.size(0) <= 1 ? t.size(1) : t.stride(0);
+}
+
+}  // namespace
+
+struct Linear::Impl {
+  Tensor weight;  // [out, in]
+  std::optional<Tensor> bias;
+  int64_t in = 0;
+  int64_t out = 0;
+  Path path = Path::kF32;
+  detail::MatmulCache cache;
+
+  void forward_bf16_onednn(const Tensor& x, Tensor& y) const;
+  void forward_bf16_converted(const Tensor& x, Tensor& y) const;
+  detail::MatmulShape shape(int64_t m, int64_t lda, int64_t ldc, DType a_type) const {
+    detail::MatmulShape s;
+    s.m = m;
+    s.k = in;
+    s.n = out;
+    s.lda = lda;
+    s.ldw = row_stride(weight);
+    s.ldc = ldc;
+    s.a_type = a_type;
+    s.w_type = weight.dtype();
+    s.has_bias = bias.has_value();
+    return s;
+  }
+};
+
+Linear::Linear(Tensor weight, std::optional<Tensor> bias) : impl_(std::make_unique<Impl>()) {
+  CTXPAR_CHECK(weight.defined() && weight.ndim() == 2,
+               "Linear weight must be 2-D [out, in], got {}",
+               weight.defined() ? weight.describe() : "an undefined tensor");
+  CTXPAR_CHECK(weight.dtype() == DType::kF32 || weight.dtype() == DType::kBF16,
+               "Linear weight {} has dtype {}; valid: float32 or bfloat16", weight.describe(),
+               dtype_name(weight.dtype()));
+  CTXPAR_CHECK(weight.size(0) >= 1 && weight.size(1) >= 1,
+               "Linear weight {} must have at least one row and one column", weight.describe());
+  CTXPAR_CHECK(weight.stride(1) == 1 || weight.size(1) == 1,
+               "Linear weight {} needs a contiguous last dim, has stride {}", weight.describe(),
+               weight.stride(1));
+  CTXPAR_CHECK(row_stride(weight) >= weight.size(1),
+               "Linear weight {} has row stride {} < in {} (rows overlap)", weight.describe(),
+               weight.stride(0), weight.size(1));
+  if (bias) {
+    CTXPAR_CHECK(bias->defined() && bias->ndim() == 1 && bias->size(0) == weight.size(0) &&
+                     bias->dtype() == DType::kF32 && bias->is_contiguous(),
+                 "Linear bias must be a contiguous float32[{}] for weight {}, got {}",
+                 weight.size(0), weight.describe(),
+                 bias->defined() ? bias->describe() : "an undefined tensor");
+  }
+  impl_->in = weight.size(1);
+  impl_->out = weight.size(0);
+  impl_->path = choose_path(weight.dtype());
+  impl_->weight = std::move(weight);
+  impl_->bias = std::move(bias);
+}
+
+Linear::~Linear() = default;
+Linear::Linear(Linear&&) noexcept = default;
+Linear& Linear::operator=(Linear&&) noexcept = default;
+
+int64_t Linear::in_features() const {
+  return impl_->in;
+}
+int64_t Linear::out_features() const {
+  return impl_->out;
+}
+const Tensor& Linear::weight() const {
+  return impl_->weight;
+}
+const std::optional<Tensor>& Linear::bias() const {
+  return impl_->bias;
+}
+
+Tensor Linear::forward(const Tensor& x) const {
+  CTXPAR_CHECK(x.defined() && x.ndim() == 2, "Linear input must be 2-D [tokens, {}], got {}",
+               impl_->in, x.defined() ? x.describe() : "an undefined tensor");
+  Tensor y = Tensor::empty({x.size(0), impl_->out}, DType::kF32);
+  forward(x, y);
+  return y;
+}
+
+void Linear::forward(const Tensor& x, Tensor& y) const {
+  const Impl& im = *impl_;
+  CTXPAR_CHECK(x.defined() && x.ndim() == 2 && x.dtype() == DType::kF32 && x.size(1) == im.in,
+               "Linear input must be float32[tokens, {}], got {}", im.in,
+               x.defined() ? x.describe() : "an undefined tensor");
+  CTXPAR_CHECK(y.defined() && y.ndim() == 2 && y.dtype() == DType::kF32 && y.size(0) == x.size(0) &&
+                   y.size(1) == im.out,
+               "Linear output must be float32[{}, {}] for input {}, got {}", x.size(0), im.out,
+               x.describe(), y.defined() ? y.describe() : "an undefined tensor");
+  CTXPAR_CHECK(x.stride(1) == 1 && row_stride(x) >= im.in,
+               "Linear input {} needs a contiguous last dim and row stride >= {}, has strides "
+               "[{}, {}]",
+               x.describe(), im.in, x.stride(0), x.stride(1));
+  CTXPAR_CHECK((y.stride(1) == 1 || im.out == 1) && row_stride(y) >= im.out,
+               "Linear output {} needs a contiguous last dim and row stride >= {}, has strides "
+               "[{}, {}]",
+               y.describe(), im.out, y.stride(0), y.stride(1));
+  if (x.size(0) == 0) return;
+
+  switch (im.path) {
+    case Path::kF32:
+      im.cache.run(im.shape(x.size(0), row_stride(x), row_stride(y), DType::kF32), x.raw(),
+                   im.weight.raw(), im.bias ? im.bias->data<float>() : nullptr, nullptr,
+                   y.data<float>());
+      break;
+    case Path::kBf16OneDnn:
+      im.forward_bf16_onednn(x, y);
+      break;
+    case Path::kBf16Converted:
+      im.forward_bf16_converted(x, y);
+      break;
+  }
+}
+
+void Linear::Impl::forward_bf16_onednn(const Tensor& x, Tensor& y) const {
+  const int64_t m = x.size(0);
+  thread_local std::vector<bf16> x_bf16;
+  x_bf16.resize(static_cast<size_t>(m * in));
+  const float* xp = x.data<float>();
+  for (int64_t t = 0; t < m; ++t) {
+    for (int64_t i = 0; i < in; ++i) x_bf16[t * in + i] = bf16(xp[t * x.stride(0) + i]);
+  }
+  cache.run(shape(m, in, row_stride(y), DType::kBF16), x_bf16.data(), weight.raw(),
+            bias ? bias->data<float>() : nullptr, nullptr, y.data<float>());
+}
+
+void Linear::Impl::forward_bf16_converted(const Tensor& x, Tensor& y) const {
+  const int64_t m = x.size(0);
+  const int64_t ldy = row_stride(y);
+  const int64_t ldw = row_stride(weight);
+  float* yp = y.data<float>();
+  const bf16* wp = weight.data<bf16>();
+  const float* bp = bias ? bias->data<float>() : nullptr;
+
+  // x rounded to bf16 but kept as f32: products of bf16 values are exact in f32, so this is
+  // the same math as a native bf16 matmul with f32 accumulation.
+  thread_local std::vector<float> x_rounded;
+  x_rounded.resize(static_cast<size_t>(m * in));
+  const float* xp = x.data<float>();
+  for (int64_t t = 0; t < m; ++t) {
+    for (int64_t i = 0; i < in; ++i) {
+      x_rounded[t * in + i] = bf16::to_f32(bf16::from_f32(xp[t * x.stride(0) + i]));
+    }
+  }
+
+  if (m <= kDirectGemvMaxTokens) {
+    detail::bf16_weight_gemv(x_rounded.data(), in, m, wp, ldw, in, out, yp, ldy);
+    if (bp != nullptr) {
+      for (int64_t t = 0; t < m; ++t) {
+        for (int64_t o = 0; o < out; ++o) yp[t * ldy + o] += bp[o];
+      }
+    }
+    return;
+  }
+  detail::matmul_converted_weight_panels(cache, x_rounded.data(), in, m, in, wp, DType::kBF16, ldw,
+                                         out, bp, nullptr, yp, ldy);
+}
+
+}  // namespace ctxpar::kernels

@@ -1,0 +1,65 @@
+// Dense linear layer y = x · Wᵀ (+ bias) on oneDNN, with f32 or bf16 weights.
+//
+// Weight memory: a Linear keeps the Tensor it was given (sharing its storage; a wrapped or
+// mmap'd checkpoint stays where it is) and never copies or reorders it. oneDNN reads W [out, in]
+// in place as the transposed operand, so the given tensor is the one persistent copy, and a
+// Linear built over a reusable buffer sees whatever was written there last (the DSA-CP o_proj
+// path relies on this).
+//
+// Numerics:
+//   f32 W:  f32 products, f32 accumulation (oneDNN sgemm).
+//   bf16 W: x is rounded to bf16 first, products of the bf16 values are accumulated in f32.
+//           CPUs with native bf16 matmul in oneDNN (AVX-512) run oneDNN's bf16 matmul; others
+//           run ctxpar's own kernels on the same math: a direct AVX2 GEMV for few tokens, and
+//           for many tokens W converted to f32 one panel of rows at a time (a transient
+//           cache-sized buffer, never a second copy of W) feeding oneDNN's sgemm.
+//
+// Threads: oneDNN runs each call on the OpenMP team of the calling thread (its
+// omp_get_max_threads()). The direct bf16 GEMV runs on the calling thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "ctxpar/core/tensor.h"
+
+namespace ctxpar::kernels {
+
+class Linear {
+ public:
+  // weight [out, in] f32 or bf16 (HF layout), last dim contiguous (rows may be strided);
+  // bias [out] f32, optional. Throws Error on any other dtype or shape.
+  explicit Linear(Tensor weight, std::optional<Tensor> bias = std::nullopt);
+  ~Linear();
+  Linear(Linear&&) noexcept;
+  Linear& operator=(Linear&&) noexcept;
+
+  // x [tokens, in] f32, last dim contiguous (rows may be strided, e.g. a column slice of a
+  // wider activation); y [tokens, out] f32, last dim contiguous, preallocated by the caller and
+  // not overlapping x. tokens may be 0.
+  //
+  // Thread safety: forward may run concurrently on one object from several threads. oneDNN
+  // primitives are built once per (tokens, row strides) and kept in a small per-object cache
+  // behind a mutex; per-call scratch lives in thread-local buffers.
+  void forward(const Tensor& x, Tensor& y) const;
+  // Same, returning a new contiguous y [tokens, out] f32.
+  Tensor forward(const Tensor& x) const;
+
+  int64_t in_features() const;
+  int64_t out_features() const;
+  const Tensor& weight() const;  // [out, in], exactly the tensor given
+  const std::optional<Tensor>& bias() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Plain double-precision reference: y[t, o] = Σ_i x[t, i]·w[o, i] (+ bias[o]), products and
+// sums in double from the stored values (x is NOT rounded to bf16 here; round it first to
+// compare against a bf16-weight Linear tightly). x [tokens, in] f32, w [out, in] f32|bf16,
+// bias [out] f32 or null, y [tokens, out] f32.
+void linear_reference(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y);
+
+}  // namespace ctxpar::kernels

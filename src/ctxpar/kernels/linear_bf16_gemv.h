@@ -1,0 +1,25 @@
+// Internal to Linear: the direct kernel for bf16 weights and few tokens, used where oneDNN has
+// no bf16 matmul (CPUs without AVX-512). Decode is memory-bound on reading W, so one pass over
+// W in its stored bf16 form beats converting it.
+#pragma once
+
+#include <cstdint>
+
+#include "ctxpar/core/half.h"
+
+namespace ctxpar::kernels::detail {
+
+// y[t, o] = Σ_i x[t, i]·w[o, i] for t < tokens, o < n, accumulated in f32.
+// x [tokens, k] f32 (row stride ldx), w [n, k] bf16 (row stride ldw), y [tokens, n] f32 (row
+// stride ldy); last dims contiguous. Runs on the calling thread; picks the AVX2 variant when
+// active_isa() allows.
+void bf16_weight_gemv(const float* x, int64_t ldx, int64_t tokens, const bf16* w, int64_t ldw,
+                      int64_t k, int64_t n, float* y, int64_t ldy);
+
+// The variants behind it (same contract).
+void bf16_weight_gemv_portable(const float* x, int64_t ldx, int64_t tokens, const bf16* w,
+                               int64_t ldw, int64_t k, int64_t n, float* y, int64_t ldy);
+void bf16_weight_gemv_avx2(const float* x, int64_t ldx, int64_t tokens, const bf16* w, int64_t ldw,
+                           int64_t k, int64_t n, float* y, int64_t ldy);
+
+}  // namespace ctxpar::kernels::detail

@@ -1,0 +1,54 @@
+// Internal to the linear kernels: oneDNN matmul primitives for C = A · Wᵀ, built once per
+// shape and reused. Keeps dnnl.hpp out of every other header.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "ctxpar/core/dtype.h"
+
+namespace ctxpar::kernels::detail {
+
+// One matmul: A [m, k] (row stride lda), W [n, k] (row stride ldw) read in place as the
+// [k, n] operand, C [m, n] f32 (row stride ldc). All last dims contiguous.
+struct MatmulShape {
+  int64_t m = 0, k = 0, n = 0;
+  int64_t lda = 0, ldw = 0, ldc = 0;
+  DType a_type = DType::kF32;      // f32, bf16 or i8
+  DType w_type = DType::kF32;      // f32, bf16 or i8
+  bool has_bias = false;           // bias [n] f32 added to C
+  bool has_column_scales = false;  // C[:, j] *= scales[j] (f32); not together with a bias
+
+  bool operator==(const MatmulShape&) const = default;
+};
+
+// Whether oneDNN can build an A-type × W-type matmul on this CPU with an optimized (non-
+// reference) implementation. bf16 needs AVX-512 in oneDNN 2.x.
+bool onednn_matmul_supported(DType a_type, DType w_type);
+
+// Whether oneDNN's s8 × s8 matmul is exact on this CPU for full-range operands. Without VNNI
+// it multiplies with vpmaddubsw, whose 16-bit pair sums saturate (checked once by running a
+// worst-case product).
+bool onednn_int8_matmul_exact();
+
+// A small LRU cache of primitives keyed by MatmulShape. Thread-safe: lookups hold a mutex;
+// execution runs outside it with per-thread scratchpad and stream.
+class MatmulCache {
+ public:
+  explicit MatmulCache(int capacity = 32);
+  ~MatmulCache();
+  MatmulCache(const MatmulCache&) = delete;
+  MatmulCache& operator=(const MatmulCache&) = delete;
+
+  // Runs the matmul described by `shape`. bias / column_scales must be non-null exactly when
+  // the shape says so (never both: oneDNN 2.x would scale the bias too). Throws Error if
+  // oneDNN rejects the shape.
+  void run(const MatmulShape& shape, const void* a, const void* w, const float* bias,
+           const float* column_scales, float* c) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace ctxpar::kernels::detail

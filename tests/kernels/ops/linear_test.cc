@@ -1,0 +1,205 @@
+#include "ctxpar/kernels/linear.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "ctxpar/core/cpu_features.h"
+#include "ctxpar/core/error.h"
+#include "ctxpar/kernels/linear_bf16_gemv.h"
+#include "kernels/ops/ops_test_util.h"
+
+namespace ctxpar::kernels {
+namespace {
+
+class LinearTest : public ops_test::SeededTest {
+ protected:
+  // Runs `linear` on x into a NaN-poisoned y and returns y.
+  Tensor run(const Linear& linear, const Tensor& x) {
+    Tensor y = Tensor::empty({x.size(0), linear.out_features()}, DType::kF32);
+    y.fill_bytes(0xff);
+    linear.forward(x, y);
+    return y;
+  }
+  Tensor reference(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias) {
+    Tensor y = Tensor::empty({x.size(0), w.size(0)}, DType::kF32);
+    linear_reference(x, w, bias ? &*bias : nullptr, y);
+    return y;
+  }
+  // x rounded to bf16 and back: the values a bf16-weight Linear actually multiplies.
+  static Tensor bf16_rounded(const Tensor& x) { return x.to(DType::kBF16).to(DType::kF32); }
+};
+
+TEST_F(LinearTest, F32MatchesReferenceForDecodeAndPrefillTokenCounts) {
+  for (int64_t tokens : {1, 3, 17, 67}) {
+    for (bool with_bias : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "tokens " << tokens << " bias " << with_bias);
+      const int64_t in = 2 * uniform_int(10, 150) + 1, out = 2 * uniform_int(10, 150) + 1;
+      const Tensor w = random({out, in});
+      std::optional<Tensor> bias;
+      if (with_bias) bias = random({out});
+      const Linear linear(w, bias);
+      const Tensor x = random({tokens, in});
+      const Tensor y = run(linear, x);
+      EXPECT_TRUE(ops_test::all_finite(y));
+      EXPECT_LE(ops_test::relative_error(y, reference(x, w, bias)), 1e-5);
+    }
+  }
+}
+
+TEST_F(LinearTest, StridedInputOutputAndWeightRows) {
+  const int64_t tokens = 17, in = 131, out = 77;
+  // Weight rows strided: the first `in` columns of a wider matrix (a TP column slice).
+  const Tensor w_wide = random({out, in + 9});
+  const Tensor w = w_wide.slice(1, 0, in);
+  const std::optional<Tensor> bias = random({out});
+  const Linear linear(w, bias);
+  for (int64_t t : {int64_t{1}, tokens}) {
+    Tensor x = ops_test::strided_f32({t, in}, 5, 12);
+    x.copy_from(random({t, in}));
+    Tensor y = ops_test::strided_f32({t, out}, 3, 7);
+    linear.forward(x, y);
+    EXPECT_TRUE(ops_test::all_finite(y));
+    EXPECT_LE(ops_test::relative_error(y, reference(x, w, bias)), 1e-5);
+  }
+}
+
+TEST_F(LinearTest, Bf16WeightsMatchReferenceOnRoundedValues) {
+  // 8 vs 9 tokens straddles the switch between the direct GEMV and the panel path where
+  // oneDNN has no bf16 matmul.
+  for (int64_t tokens : {1, 3, 8, 9, 17}) {
+    for (bool with_bias : {false, true}) {
+      SCOPED_TRACE(testing::Message() << "tokens " << tokens << " bias " << with_bias);
+      const int64_t in = 2 * uniform_int(10, 200) + 1, out = 2 * uniform_int(10, 100) + 1;
+      const Tensor w = random({out, in}, DType::kBF16);
+      std::optional<Tensor> bias;
+      if (with_bias) bias = random({out});
+      const Linear linear(w, bias);
+      const Tensor x = random({tokens, in});
+      const Tensor y = run(linear, x);
+      EXPECT_TRUE(ops_test::all_finite(y));
+      EXPECT_LE(ops_test::relative_error(y, reference(bf16_rounded(x), w, bias)), 1e-5);
+      EXPECT_LE(ops_test::relative_error(y, reference(x, w, bias)), 1e-2);
+    }
+  }
+}
+
+TEST_F(LinearTest, Bf16WeightsSpanningSeveralConvertedPanels) {
+  // A long input dim makes the converted panels a few hundred rows, so `out` covers several
+  // full panels and a ragged last one.
+  const int64_t tokens = 19, in = 4099, out = 2 * uniform_int(260, 300) + 1;
+  const Tensor w = random({out, in}, DType::kBF16);
+  const std::optional<Tensor> bias = random({out});
+  const Linear linear(w, bias);
+  const Tensor x = random({tokens, in});
+  const Tensor y = run(linear, x);
+  EXPECT_TRUE(ops_test::all_finite(y));
+  EXPECT_LE(ops_test::relative_error(y, reference(bf16_rounded(x), w, bias)), 1e-5);
+}
+
+TEST_F(LinearTest, Bf16GemvVariantsMatchReference) {
+  const int64_t tokens = 3, in = 2 * uniform_int(20, 100) + 1, out = 2 * uniform_int(3, 20) + 1;
+  const Tensor w = random({out, in}, DType::kBF16);
+  const Tensor x = bf16_rounded(random({tokens, in}));
+  const Tensor expected = reference(x, w, std::nullopt);
+  using Variant = void (*)(const float*, int64_t, int64_t, const bf16*, int64_t, int64_t, int64_t,
+                           float*, int64_t);
+  std::vector<std::pair<const char*, Variant>> variants = {
+      {"portable", &detail::bf16_weight_gemv_portable}};
+  if (active_isa() >= Isa::kAvx2) variants.emplace_back("avx2", &detail::bf16_weight_gemv_avx2);
+  for (const auto& [name, fn] : variants) {
+    SCOPED_TRACE(name);
+    Tensor y = Tensor::empty({tokens, out}, DType::kF32);
+    y.fill_bytes(0xff);
+    fn(x.data<float>(), in, tokens, w.data<bf16>(), in, in, out, y.data<float>(), out);
+    EXPECT_TRUE(ops_test::all_finite(y));
+    EXPECT_LE(ops_test::relative_error(y, expected), 1e-5);
+  }
+}
+
+TEST_F(LinearTest, ZeroTokensIsANoOp) {
+  const Linear linear(random({5, 7}));
+  Tensor y = Tensor::empty({0, 5}, DType::kF32);
+  EXPECT_NO_THROW(linear.forward(Tensor::empty({0, 7}, DType::kF32), y));
+  EXPECT_EQ(linear.forward(Tensor::empty({0, 7}, DType::kF32)).shape(), (Shape{0, 5}));
+}
+
+TEST_F(LinearTest, KeepsTheGivenWeightAsItsOnlyCopy) {
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    const Tensor w = random({301, 257}, dtype);
+    const int64_t live_before = allocation_stats().live_bytes;
+    const Linear linear(w);
+    // Construction allocates no tensor storage: no copy, no reordered copy.
+    EXPECT_EQ(allocation_stats().live_bytes, live_before);
+    EXPECT_EQ(linear.weight().raw(), w.raw());
+    const Tensor x = random({20, 257});
+    const Tensor y = linear.forward(x);
+    EXPECT_EQ(linear.weight().raw(), w.raw());
+    EXPECT_EQ(linear.in_features(), 257);
+    EXPECT_EQ(linear.out_features(), 301);
+    // Writing into the weight's memory changes the next result: it is read in place.
+    Tensor w_view = linear.weight();
+    w_view.fill(0.0);
+    const Tensor zero = linear.forward(x);
+    for (double v : ops_test::to_doubles(zero)) ASSERT_EQ(v, 0.0);
+    EXPECT_GT(ops_test::relative_error(y, zero), 0.5);
+  }
+}
+
+TEST_F(LinearTest, ConcurrentForwardFromSeveralThreads) {
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    const int64_t in = 97, out = 53;
+    const Tensor w = random({out, in}, dtype);
+    const std::optional<Tensor> bias = random({out});
+    const Linear linear(w, bias);
+    // Each thread uses its own token count, so primitives are created while others run.
+    const std::vector<int64_t> token_counts = {1, 2, 5, 9, 13, 31};
+    std::vector<Tensor> xs, ys, refs;
+    for (int64_t t : token_counts) {
+      xs.push_back(random({t, in}));
+      ys.push_back(Tensor::empty({t, out}, DType::kF32));
+      refs.push_back(
+          reference(dtype == DType::kBF16 ? bf16_rounded(xs.back()) : xs.back(), w, bias));
+    }
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < token_counts.size(); ++i) {
+      threads.emplace_back([&, i] {
+        for (int rep = 0; rep < 20; ++rep) linear.forward(xs[i], ys[i]);
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (size_t i = 0; i < token_counts.size(); ++i) {
+      EXPECT_LE(ops_test::relative_error(ys[i], refs[i]), 1e-5) << "tokens " << token_counts[i];
+    }
+  }
+}
+
+TEST_F(LinearTest, MalformedShapesThrow) {
+  EXPECT_THROW(Linear(random({4})), Error);
+  EXPECT_THROW(Linear(random({4, 6}, DType::kF16)), Error);
+  EXPECT_THROW(Linear(Tensor::empty({4, 6}, DType::kI8)), Error);
+  EXPECT_THROW(Linear(random({0, 6})), Error);
+  EXPECT_THROW(Linear(random({4, 6}), random({5})), Error);
+  EXPECT_THROW(Linear(random({4, 6}), random({4}, DType::kBF16)), Error);
+  // A column-strided weight (a transposed view) is not [out, in] row-major.
+  Tensor storage = random({6, 4});
+  EXPECT_THROW(Linear(Tensor::wrap(storage.raw(), {4, 6}, DType::kF32, {1, 4})), Error);
+
+  const Linear linear(random({4, 6}));
+  Tensor y = Tensor::empty({3, 4}, DType::kF32);
+  EXPECT_THROW(linear.forward(random({3, 5}), y), Error);
+  EXPECT_THROW(linear.forward(random({3, 6}, DType::kBF16), y), Error);
+  EXPECT_THROW(linear.forward(random({2, 6}), y), Error);
+  EXPECT_THROW(linear.forward(random({3, 6, 1}), y), Error);
+  Tensor y_wrong = Tensor::empty({3, 5}, DType::kF32);
+  EXPECT_THROW(linear.forward(random({3, 6}), y_wrong), Error);
+  Tensor y_bf16 = Tensor::empty({3, 4}, DType::kBF16);
+  EXPECT_THROW(linear.forward(random({3, 6}), y_bf16), Error);
+  Tensor x_storage = random({6, 3});
+  const Tensor x_cols = Tensor::wrap(x_storage.raw(), {3, 6}, DType::kF32, {1, 3});
+  EXPECT_THROW(linear.forward(x_cols, y), Error);
+}
+
+}  // namespace
+}  // namespace ctxpar::kernels
