@@ -1,0 +1,59 @@
+#include "ctxpar/attention/gqa_attention.h"
+
+#include "ctxpar/core/error.h"
+#include "ctxpar/kernels/attention.h"
+#include "ctxpar/kernels/kv_cache_ops.h"
+#include "ctxpar/kernels/merge.h"
+
+namespace ctxpar::attention {
+
+GqaAttention::GqaAttention(const GqaDims& dims, Tensor k_cache, Tensor v_cache, ThreadPool& pool)
+    : dims_(dims), k_cache_(std::move(k_cache)), v_cache_(std::move(v_cache)), pool_(pool) {
+  CTXPAR_CHECK(dims.num_heads > 0 && dims.num_kv_heads > 0 && dims.head_dim > 0 &&
+                   dims.num_heads % dims.num_kv_heads == 0,
+               "GQA dims: {} query heads over {} KV heads of dim {}; heads must be positive and "
+               "the query heads a multiple of the KV heads",
+               dims.num_heads, dims.num_kv_heads, dims.head_dim);
+  for (const Tensor* c : {&k_cache_, &v_cache_}) {
+    CTXPAR_CHECK(c->ndim() == 4 && c->size(2) == dims.num_kv_heads && c->size(3) == dims.head_dim,
+                 "GQA cache {} must be [num_blocks, block_size, {}, {}]", c->describe(),
+                 dims.num_kv_heads, dims.head_dim);
+  }
+}
+
+void GqaAttention::forward(const AttentionMetadata& md, const Tensor& q, const Tensor& k,
+                           const Tensor& v, Tensor& out) {
+  const CommonAttentionMetadata& c = md.common;
+  const int64_t tokens = c.num_tokens, h = dims_.num_heads, d = dims_.head_dim;
+  CTXPAR_CHECK(q.ndim() == 3 && q.size(0) == tokens && q.size(1) == h && q.size(2) == d,
+               "GQA q {} must be [{}, {}, {}]", q.describe(), tokens, h, d);
+  CTXPAR_CHECK(out.ndim() == 3 && out.size(0) == tokens && out.size(1) == h && out.size(2) == d,
+               "GQA out {} must be [{}, {}, {}]", out.describe(), tokens, h, d);
+
+  // New KV first: owned slots only (-1 elsewhere), so the cache holds this step's tokens for
+  // the next one.
+  kernels::write_cache_rows(k, c.slot_mapping, k_cache_);
+  kernels::write_cache_rows(v, c.slot_mapping, v_cache_);
+
+  // New part from the raw k/v: identical on every rank of a DCP group, no communication.
+  Tensor lse = Tensor::empty({tokens, h}, DType::kF32);
+  kernels::causal_attention(q, k, v, c.query_start, dims_.scale, out, lse, pool_);
+
+  Tensor ctx_out = Tensor::empty({tokens, h, d}, DType::kF32);
+  Tensor ctx_lse = Tensor::empty({tokens, h}, DType::kF32);
+  attend_context(md, q, ctx_out, ctx_lse);
+  kernels::merge_attn_states(out, lse, ctx_out, ctx_lse);
+}
+
+void GqaAttention::attend_context(const AttentionMetadata& md, const Tensor& q, Tensor& out,
+                                  Tensor& lse) {
+  attend_cache(md, q, md.common.context_key_lens, out, lse);
+}
+
+void GqaAttention::attend_cache(const AttentionMetadata& md, const Tensor& q,
+                                const Tensor& key_lens, Tensor& out, Tensor& lse) {
+  kernels::paged_attention(q, kernels::PagedKvView{k_cache_, v_cache_}, md.common.block_tables,
+                           md.common.token_req, key_lens, dims_.scale, out, lse, pool_);
+}
+
+}  // namespace ctxpar::attention

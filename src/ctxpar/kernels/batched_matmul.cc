@@ -1,0 +1,105 @@
+#include "ctxpar/kernels/batched_matmul.h"
+
+#include <map>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
+#include <vector>
+
+#include "ctxpar/core/error.h"
+
+namespace ctxpar::kernels {
+namespace {
+
+void check_shapes(const Tensor& a, const Tensor& w, const Tensor& c) {
+  CTXPAR_CHECK(a.ndim() == 3 && w.ndim() == 3 && c.ndim() == 3,
+               "batched_matmul needs 3-D a, w, c; got {}, {}, {}", a.describe(), w.describe(),
+               c.describe());
+  CTXPAR_CHECK(a.size(0) == w.size(0) && a.size(0) == c.size(0) && a.size(2) == w.size(1) &&
+                   a.size(1) == c.size(1) && w.size(2) == c.size(2),
+               "batched_matmul shapes do not chain: a {} · w {} → c {}", a.describe(), w.describe(),
+               c.describe());
+  CTXPAR_CHECK(a.dtype() == DType::kF32 && c.dtype() == DType::kF32,
+               "batched_matmul: a and c must be float32, got {} and {}", a.describe(),
+               c.describe());
+  CTXPAR_CHECK(w.dtype() == DType::kF32 || w.dtype() == DType::kBF16,
+               "batched_matmul: w must be float32 or bfloat16, got {}", w.describe());
+}
+
+dnnl::memory::desc md(const Tensor& t, dnnl::memory::data_type dt) {
+  return dnnl::memory::desc({t.size(0), t.size(1), t.size(2)}, dt,
+                            {t.stride(0), t.stride(1), t.stride(2)});
+}
+
+dnnl::memory::data_type dnnl_type(DType d) {
+  return d == DType::kBF16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+}
+
+using Key = std::tuple<std::vector<int64_t>, int>;
+
+Key make_key(const Tensor& a, const Tensor& w, const Tensor& c) {
+  std::vector<int64_t> k;
+  for (const Tensor* t : {&a, &w, &c}) {
+    k.insert(k.end(), t->shape().begin(), t->shape().end());
+    k.insert(k.end(), t->strides().begin(), t->strides().end());
+  }
+  return {k, static_cast<int>(w.dtype())};
+}
+
+struct Context {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::map<Key, dnnl::matmul> primitives;
+};
+
+// One per thread: ranks are threads and each issues its own matmuls.
+Context& context() {
+  thread_local Context ctx;
+  return ctx;
+}
+
+}  // namespace
+
+void batched_matmul(const Tensor& a, const Tensor& w, Tensor& c) {
+  check_shapes(a, w, c);
+  if (c.numel() == 0) return;
+  Tensor a_in = a;
+  if (w.dtype() == DType::kBF16) a_in = a.to(DType::kBF16);  // oneDNN wants matching src/weights
+  Context& ctx = context();
+  const Key key = make_key(a_in, w, c);
+  auto it = ctx.primitives.find(key);
+  if (it == ctx.primitives.end()) {
+    const auto a_md = md(a_in, dnnl_type(a_in.dtype()));
+    const auto w_md = md(w, dnnl_type(w.dtype()));
+    const auto c_md = md(c, dnnl::memory::data_type::f32);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, w_md, c_md), ctx.engine);
+    it = ctx.primitives.emplace(key, dnnl::matmul(pd)).first;
+  }
+  const auto a_md = md(a_in, dnnl_type(a_in.dtype()));
+  const auto w_md = md(w, dnnl_type(w.dtype()));
+  const auto c_md = md(c, dnnl::memory::data_type::f32);
+  dnnl::memory a_mem(a_md, ctx.engine, const_cast<void*>(a_in.raw()));
+  dnnl::memory w_mem(w_md, ctx.engine, const_cast<void*>(w.raw()));
+  dnnl::memory c_mem(c_md, ctx.engine, c.raw());
+  it->second.execute(ctx.stream,
+                     {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, c_mem}});
+  ctx.stream.wait();
+}
+
+void batched_matmul_reference(const Tensor& a, const Tensor& w, Tensor& c) {
+  check_shapes(a, w, c);
+  const bool round_a = w.dtype() == DType::kBF16;
+  for (int64_t b = 0; b < a.size(0); ++b)
+    for (int64_t m = 0; m < a.size(1); ++m)
+      for (int64_t n = 0; n < w.size(2); ++n) {
+        double acc = 0;
+        for (int64_t k = 0; k < a.size(2); ++k) {
+          double x = a.item_as_double({b, m, k});
+          if (round_a) x = to_float(bf16(static_cast<float>(x)));
+          acc += x * w.item_as_double({b, k, n});
+        }
+        c.data<float>()[b * c.stride(0) + m * c.stride(1) + n * c.stride(2)] =
+            static_cast<float>(acc);
+      }
+}
+
+}  // namespace ctxpar::kernels

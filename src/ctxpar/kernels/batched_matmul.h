@@ -1,0 +1,19 @@
+// Batched matrix product c[b] = a[b] · w[b] over strided views, through oneDNN. Used where a
+// weight is applied per head (MLA's absorbed W_UK and W_UV are per-head slices of kv_b_proj
+// read in place, so no transposed copy of the weight is kept).
+#pragma once
+
+#include "ctxpar/core/tensor.h"
+
+namespace ctxpar::kernels {
+
+// a: [batch, M, K] f32, w: [batch, K, N] f32 or bf16, c: [batch, M, N] f32. Any strides
+// (views of larger tensors are the point); c must not alias a or w. With bf16 w, a is
+// rounded to bf16 and products accumulate in f32 (as the bf16 Linear does).
+void batched_matmul(const Tensor& a, const Tensor& w, Tensor& c);
+
+// Double-precision reference of the same product (w read as stored; a rounded to bf16
+// first when w is bf16).
+void batched_matmul_reference(const Tensor& a, const Tensor& w, Tensor& c);
+
+}  // namespace ctxpar::kernels
