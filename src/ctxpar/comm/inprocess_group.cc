@@ -1,6 +1,8 @@
 #include "ctxpar/comm/inprocess_group.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "ctxpar/core/error.h"
@@ -20,6 +22,16 @@ int64_t now_ns() {
       .count();
 }
 
+int64_t microseconds_from_env(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const long long us = std::strtoll(v, &end, 10);
+  CTXPAR_CHECK(end != v && *end == '\0' && us >= 0,
+               "{}={} is not a valid number of microseconds (a non-negative integer)", name, v);
+  return us;
+}
+
 std::string ranks_str(const std::vector<int>& ranks) {
   std::string s = "[";
   for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
@@ -30,15 +42,12 @@ std::string ranks_str(const std::vector<int>& ranks) {
 
 World::World(int size) : size_(size), returned_(size, false), waiting_(size) {
   // With a core per rank, spinning answers fastest. With more ranks than cores a spinning
-  // rank steals the core the rank it waits for needs, so it yields almost at once.
+  // rank steals the core the rank it waits for needs, so it yields almost at once. Either
+  // way a waiter sleeps after a while, since the cores may be busy with other work.
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (size <= cores) {
-    spin_ns_ = 50'000;
-    yield_ns_ = 2'000'000;
-  } else {
-    spin_ns_ = 1'000;
-    yield_ns_ = 500'000;
-  }
+  const bool oversubscribed = size > cores;
+  spin_ns_ = 1000 * microseconds_from_env("CTXPAR_INPROCESS_SPIN_US", oversubscribed ? 1 : 50);
+  busy_ns_ = 1000 * microseconds_from_env("CTXPAR_INPROCESS_BUSY_US", 200);
 }
 
 std::shared_ptr<Group> World::make_group(std::vector<int> members, std::shared_ptr<World> self) {
@@ -110,7 +119,10 @@ std::string World::describe_deadlock() const {
 }
 
 Group::Group(std::shared_ptr<World> world, std::vector<int> members)
-    : world_(std::move(world)), members_(std::move(members)), slots_(2 * members_.size()) {}
+    : world_(std::move(world)),
+      members_(std::move(members)),
+      slots_(2 * members_.size()),
+      busy_budget_(members_.size(), BusyBudget{world_->busy_ns()}) {}
 
 std::string Group::describe() const {
   return "group of world ranks " + ranks_str(members_);
@@ -141,20 +153,26 @@ void Group::sync(int group_rank, std::string_view op, uint64_t seq) {
 
 void Group::wait(uint32_t generation, int group_rank, std::string_view op, uint64_t seq) {
   auto released = [&] { return generation_.load(std::memory_order_acquire) != generation; };
+  int64_t& budget = busy_budget_[group_rank].ns;
+  const int64_t spin = std::min(budget, world_->spin_ns());
   const int64_t start = now_ns();
+  auto busy_paid_off = [&] {
+    budget = std::min(world_->busy_ns(), std::max<int64_t>(2 * budget, 1000));
+  };
   for (int i = 1;; ++i) {
-    if (released()) return;
+    if (released()) return busy_paid_off();
     if ((i & 63) == 0) {
       if (world_->aborted()) world_->throw_aborted(op);
-      if (now_ns() - start > world_->spin_ns()) break;
+      if (now_ns() - start >= spin) break;
     }
     cpu_relax();
   }
-  while (now_ns() - start < world_->yield_ns()) {
-    if (released()) return;
+  while (now_ns() - start < budget) {
+    if (released()) return busy_paid_off();
     if (world_->aborted()) world_->throw_aborted(op);
     std::this_thread::yield();
   }
+  budget /= 2;
   sleep(generation, group_rank, op, seq);
 }
 

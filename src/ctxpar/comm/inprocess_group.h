@@ -58,9 +58,12 @@ class World {
   // Throws "<op>: group aborted because rank r failed: <message>".
   [[noreturn]] void throw_aborted(std::string_view op) const;
 
-  // Busy-wait budgets before a waiting rank sleeps, chosen for the ratio of ranks to cores.
+  // How a waiting rank busy-waits before it sleeps: it spins for at most spin_ns, then
+  // yields its core, for a budget of at most busy_ns in all (each rank adapts its budget
+  // below that cap). Defaults depend on the ratio of ranks to cores;
+  // CTXPAR_INPROCESS_SPIN_US and CTXPAR_INPROCESS_BUSY_US override them.
   int64_t spin_ns() const { return spin_ns_; }
-  int64_t yield_ns() const { return yield_ns_; }
+  int64_t busy_ns() const { return busy_ns_; }
 
  private:
   friend class Group;
@@ -77,7 +80,7 @@ class World {
 
   const int size_;
   int64_t spin_ns_ = 0;
-  int64_t yield_ns_ = 0;
+  int64_t busy_ns_ = 0;
   std::atomic<bool> aborted_{false};
 
   mutable std::mutex mu_;  // guards everything below; also the mutex of every Group's cv
@@ -117,6 +120,14 @@ class Group {
   std::shared_ptr<World> world_;
   std::vector<int> members_;
   std::vector<Slot> slots_;  // [member][2]
+
+  // Per member: how long it busy-waits before sleeping. Doubles (up to the world's cap)
+  // when a wait ended while busy, halves when the member had to sleep, so ranks spin when
+  // peers answer quickly and sleep when cores are oversubscribed or peers are slow.
+  struct alignas(64) BusyBudget {
+    int64_t ns = 0;
+  };
+  std::vector<BusyBudget> busy_budget_;
 
   alignas(64) std::atomic<uint32_t> arrived_{0};
   alignas(64) std::atomic<uint32_t> generation_{0};
