@@ -1,0 +1,322 @@
+#include "ctxpar/engine/scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "ctxpar/core/error.h"
+
+namespace ctxpar::engine {
+namespace {
+
+int64_t pending_tokens(const Request& request) {
+  return request.num_tokens() - request.num_computed_tokens();
+}
+
+}  // namespace
+
+int64_t SchedulerOutput::total_num_new_tokens() const {
+  int64_t total = 0;
+  for (const ScheduledEntry& e : entries) total += e.num_new_tokens;
+  return total;
+}
+
+int64_t SchedulerOutput::num_decode_entries() const {
+  int64_t n = 0;
+  while (n < static_cast<int64_t>(entries.size()) &&
+         entries[static_cast<size_t>(n)].num_new_tokens == 1 &&
+         entries[static_cast<size_t>(n)].num_computed_tokens > 0) {
+    ++n;
+  }
+  return n;
+}
+
+Scheduler::Scheduler(SchedulerConfig config, int32_t num_blocks)
+    : config_(std::move(config)), pool_(num_blocks) {
+  config_.validate();
+  const int64_t capacity = int64_t{num_blocks} * config_.layout.tokens_per_virtual_block();
+  max_request_len_ = std::min(config_.max_model_len, capacity);
+}
+
+// Out of line: Request is complete here.
+Scheduler::~Scheduler() = default;
+
+RequestStatus Scheduler::add_request(RequestId id, std::vector<int32_t> prompt_token_ids,
+                                     SamplingParams params) {
+  CTXPAR_CHECK(!requests_.contains(id),
+               "request id '{}' is already in use; ids must be unique among the requests a "
+               "scheduler holds (unfinished, or finished and not yet taken)",
+               id);
+  auto request = std::make_unique<Request>(id, std::move(prompt_token_ids), std::move(params),
+                                           next_arrival_++, kv::BlockTable(pool_, config_.layout));
+  Request& r = *request;
+  requests_.emplace(id, std::move(request));
+  if (auto reason = rejection_reason(r)) {
+    finish(r, RequestStatus::kFinishedRejected, std::move(*reason));
+    return r.status();
+  }
+  waiting_.push_back(&r);
+  return r.status();
+}
+
+std::optional<std::string> Scheduler::rejection_reason(const Request& request) const {
+  const int64_t prompt_len = request.num_prompt_tokens();
+  if (prompt_len == 0) return "the prompt is empty; a request needs at least 1 prompt token";
+  const auto prompt = request.prompt_token_ids();
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (prompt[i] < 0) {
+      return fmt::format("prompt token {} at position {} is negative; token ids are >= 0",
+                         prompt[i], i);
+    }
+  }
+  if (auto problem = request.sampling_params().problem()) {
+    return "invalid sampling params: " + *problem;
+  }
+  if (prompt_len > config_.max_model_len) {
+    return fmt::format("the prompt has {} tokens, more than max_model_len {}", prompt_len,
+                       config_.max_model_len);
+  }
+  const int64_t per_block = config_.layout.tokens_per_virtual_block();
+  if (prompt_len > int64_t{pool_.num_blocks()} * per_block) {
+    return fmt::format(
+        "the prompt has {} tokens, more than the whole KV cache holds: {} blocks of {} "
+        "positions (B={} x N={}) = {} tokens",
+        prompt_len, pool_.num_blocks(), per_block, config_.layout.block_size(),
+        config_.layout.dcp_size(), int64_t{pool_.num_blocks()} * per_block);
+  }
+  return std::nullopt;
+}
+
+SchedulerOutput Scheduler::schedule() {
+  CTXPAR_CHECK(!unapplied_step_,
+               "step {} has not been applied; call update() with its output before scheduling "
+               "the next step",
+               unapplied_step_.value_or(-1));
+  SchedulerOutput output;
+  output.step = next_step_++;
+  output.finished_request_ids = std::exchange(finished_since_step_, {});
+  int64_t budget = config_.max_num_batched_tokens;
+  schedule_running(output, budget);
+  // As vLLM: a step that had to preempt is short of blocks, so admitting more would only
+  // cause more preemption.
+  if (output.preempted_request_ids.empty()) schedule_waiting(output, budget);
+  if (!output.entries.empty()) unapplied_step_ = output.step;
+  return output;
+}
+
+void Scheduler::schedule_running(SchedulerOutput& output, int64_t& budget) {
+  // Decodes first (the attention fast path takes the leading run of decodes, and they keep
+  // latency low), then prefills that earlier steps left unfinished. Oldest first in each.
+  std::vector<Request*> order;
+  order.reserve(running_.size());
+  for (Request* r : running_) {
+    if (pending_tokens(*r) == 1) order.push_back(r);
+  }
+  for (Request* r : running_) {
+    if (pending_tokens(*r) > 1) order.push_back(r);
+  }
+  for (Request* r : order) {
+    if (budget == 0) break;
+    if (r->status() != RequestStatus::kRunning) continue;  // preempted earlier in this step
+    const int64_t n = std::min(pending_tokens(*r), budget);
+    if (!grow_or_preempt(*r, r->num_computed_tokens() + n, output, budget)) continue;
+    add_entry(*r, n, output);
+    budget -= n;
+  }
+}
+
+void Scheduler::schedule_waiting(SchedulerOutput& output, int64_t& budget) {
+  while (!waiting_.empty() && budget > 0 &&
+         static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
+    Request& r = *waiting_.front();
+    // Waiting requests have nothing computed: a preempted one re-prefills prompt and outputs.
+    const int64_t pending = pending_tokens(r);
+    if (!config_.enable_chunked_prefill && pending > budget) break;
+    const int64_t n = std::min(pending, budget);
+    // FCFS: a request that does not fit blocks the ones behind it, and waiting requests never
+    // preempt running ones; blocks come back as running requests finish.
+    if (!r.mutable_block_table().grow(r.num_computed_tokens() + n)) break;
+    waiting_.pop_front();
+    r.set_status(RequestStatus::kRunning);
+    const auto pos = std::upper_bound(
+        running_.begin(), running_.end(), r.arrival_index(),
+        [](int64_t arrival, const Request* other) { return arrival < other->arrival_index(); });
+    running_.insert(pos, &r);
+    add_entry(r, n, output);
+    budget -= n;
+  }
+}
+
+bool Scheduler::grow_or_preempt(Request& request, int64_t num_tokens, SchedulerOutput& output,
+                                int64_t& budget) {
+  while (!request.mutable_block_table().grow(num_tokens)) {
+    // running_ is sorted by arrival and still holds `request`, so it is never empty here.
+    Request& victim = *running_.back();
+    preempt(victim, output, budget);
+    if (&victim == &request) return false;
+  }
+  return true;
+}
+
+void Scheduler::preempt(Request& request, SchedulerOutput& output, int64_t& budget) {
+  // A victim scheduled earlier in this step leaves the batch and gives its tokens back.
+  auto& entries = output.entries;
+  const auto it = std::find_if(entries.begin(), entries.end(), [&](const ScheduledEntry& e) {
+    return e.request_id == request.id();
+  });
+  if (it != entries.end()) {
+    budget += it->num_new_tokens;
+    entries.erase(it);
+  }
+  remove_from_running(request);
+  request.preempt();
+  // Preempting youngest first and pushing each to the front keeps the queue in arrival order.
+  waiting_.push_front(&request);
+  output.preempted_request_ids.push_back(request.id());
+  ++num_preemptions_;
+}
+
+void Scheduler::add_entry(Request& request, int64_t num_new_tokens, SchedulerOutput& output) {
+  const int64_t computed = request.num_computed_tokens();
+  const auto tokens = request.all_token_ids().subspan(static_cast<size_t>(computed),
+                                                      static_cast<size_t>(num_new_tokens));
+  const auto table = request.block_table().ids();
+  output.entries.push_back(ScheduledEntry{
+      .request_id = request.id(),
+      .num_computed_tokens = computed,
+      .num_new_tokens = num_new_tokens,
+      .new_token_ids = std::vector<int32_t>(tokens.begin(), tokens.end()),
+      .block_table = std::vector<int32_t>(table.begin(), table.end()),
+      .samples = computed + num_new_tokens == request.num_tokens(),
+  });
+}
+
+std::vector<RequestUpdate> Scheduler::update(const SchedulerOutput& output,
+                                             std::span<const int32_t> sampled_token_ids) {
+  CTXPAR_CHECK(sampled_token_ids.size() == output.entries.size(),
+               "update() got {} sampled tokens for {} scheduled entries; pass one per entry",
+               sampled_token_ids.size(), output.entries.size());
+  if (output.entries.empty()) return {};
+  CTXPAR_CHECK(unapplied_step_ == output.step,
+               "update() got the output of step {} but the step awaiting update is {}; apply "
+               "each schedule() result exactly once, in order",
+               output.step,
+               unapplied_step_ ? fmt::format("{}", *unapplied_step_) : std::string("none"));
+  unapplied_step_.reset();
+
+  std::vector<RequestUpdate> updates;
+  for (size_t i = 0; i < output.entries.size(); ++i) {
+    const ScheduledEntry& e = output.entries[i];
+    const auto it = requests_.find(e.request_id);
+    if (it == requests_.end() || it->second->is_finished()) continue;  // aborted in flight
+    Request& r = *it->second;
+    CTXPAR_CHECK(
+        r.status() == RequestStatus::kRunning && r.num_computed_tokens() == e.num_computed_tokens,
+        "entry {} of step {} (request '{}', {} computed) does not match the request "
+        "({}, {} computed); the output was altered",
+        i, output.step, e.request_id, e.num_computed_tokens, request_status_name(r.status()),
+        r.num_computed_tokens());
+    r.set_num_computed_tokens(e.num_computed_tokens + e.num_new_tokens);
+    if (!e.samples) continue;
+    const int32_t token = sampled_token_ids[i];
+    CTXPAR_CHECK(token >= 0, "sampled token {} for request '{}' (entry {}) is negative", token,
+                 e.request_id, i);
+    r.append_output_token(token);
+    check_stop(r, token);
+    updates.push_back(RequestUpdate{r.id(), token, r.status()});
+  }
+  return updates;
+}
+
+void Scheduler::check_stop(Request& request, int32_t token) {
+  // Length first, as vLLM: the token that hits a limit is kept whatever it is.
+  const SamplingParams& params = request.sampling_params();
+  if (request.num_output_tokens() >= params.max_tokens) {
+    finish(request, RequestStatus::kFinishedLength,
+           fmt::format("reached max_tokens {}", params.max_tokens));
+  } else if (request.num_tokens() >= max_request_len_) {
+    finish(request, RequestStatus::kFinishedLength,
+           max_request_len_ == config_.max_model_len
+               ? fmt::format("reached max_model_len {}", config_.max_model_len)
+               : fmt::format("reached the KV cache capacity of {} tokens", max_request_len_));
+  } else if (!params.ignore_eos && params.is_eos(token)) {
+    finish(request, RequestStatus::kFinishedStopped, fmt::format("EOS token {}", token), token);
+  } else if (params.is_stop_token(token)) {
+    finish(request, RequestStatus::kFinishedStopped, fmt::format("stop token {}", token), token);
+  }
+}
+
+void Scheduler::finish(Request& request, RequestStatus status, std::string message,
+                       std::optional<int32_t> stop_token) {
+  if (request.status() == RequestStatus::kRunning) remove_from_running(request);
+  request.finish(status, std::move(message), stop_token);
+  finished_order_.push_back(request.id());
+  finished_since_step_.push_back(request.id());
+}
+
+void Scheduler::remove_from_running(const Request& request) {
+  const auto it = std::find(running_.begin(), running_.end(), &request);
+  CTXPAR_CHECK(it != running_.end(), "request '{}' is not running", request.id());
+  running_.erase(it);
+}
+
+bool Scheduler::abort(const RequestId& id) {
+  const auto it = requests_.find(id);
+  if (it == requests_.end() || it->second->is_finished()) return false;
+  Request& r = *it->second;
+  if (r.status() != RequestStatus::kRunning) {
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &r));
+  }
+  finish(r, RequestStatus::kFinishedAborted, "aborted by the caller");
+  return true;
+}
+
+std::vector<std::unique_ptr<Request>> Scheduler::take_finished() {
+  std::vector<std::unique_ptr<Request>> out;
+  out.reserve(finished_order_.size());
+  for (const RequestId& id : finished_order_) {
+    auto node = requests_.extract(id);
+    out.push_back(std::move(node.mapped()));
+  }
+  finished_order_.clear();
+  return out;
+}
+
+const Request* Scheduler::find(const RequestId& id) const {
+  const auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
+std::vector<const Request*> Scheduler::running_requests() const {
+  return {running_.begin(), running_.end()};
+}
+
+std::vector<const Request*> Scheduler::waiting_requests() const {
+  return {waiting_.begin(), waiting_.end()};
+}
+
+SchedulerStats Scheduler::stats() const {
+  return SchedulerStats{
+      .num_steps = next_step_,
+      .num_preemptions = num_preemptions_,
+      .num_running = num_running(),
+      .num_waiting = num_waiting(),
+      .num_blocks = pool_.num_blocks(),
+      .num_used_blocks = pool_.used_count(),
+      .num_free_blocks = pool_.free_count(),
+  };
+}
+
+std::vector<attention::ScheduledRequest> to_attention_batch(const SchedulerOutput& output) {
+  std::vector<attention::ScheduledRequest> batch;
+  batch.reserve(output.entries.size());
+  for (const ScheduledEntry& e : output.entries) {
+    batch.push_back(attention::ScheduledRequest{
+        .num_computed = e.num_computed_tokens,
+        .num_scheduled = e.num_new_tokens,
+        .block_table = e.block_table,
+    });
+  }
+  return batch;
+}
+
+}  // namespace ctxpar::engine

@@ -1,0 +1,27 @@
+// SchedulerConfig: the limits one scheduling step works within (vLLM's SchedulerConfig plus the
+// KV layout the scheduler allocates in).
+#pragma once
+
+#include <cstdint>
+
+#include "ctxpar/kv/dcp_layout.h"
+
+namespace ctxpar::engine {
+
+struct SchedulerConfig {
+  int32_t max_num_seqs = 256;             // requests in one step, and running at once
+  int64_t max_num_batched_tokens = 2048;  // new tokens in one step (the token budget)
+  int64_t max_model_len = 4096;           // prompt + output tokens of one request
+  // A prompt longer than the budget left in a step is split into chunks over several steps.
+  // Off: a prompt is prefilled in one step, so the budget must hold max_model_len tokens.
+  bool enable_chunked_prefill = true;
+  // Block size B, DCP size N and interleave I: a block id covers B·N positions (DESIGN.md §2).
+  kv::DcpLayout layout{1, 16, 1};
+
+  // Throws ctxpar::Error naming the field and the rule: every count >= 1,
+  // max_num_batched_tokens >= max_num_seqs (a decode step for every running request fits),
+  // and without chunked prefill max_num_batched_tokens >= max_model_len.
+  void validate() const;
+};
+
+}  // namespace ctxpar::engine
