@@ -5,24 +5,20 @@
 
 #include "ctxpar/core/cpu_features.h"
 #include "ctxpar/core/error.h"
-#include "ctxpar/kernels/linear_bf16_gemv.h"
+#include "ctxpar/kernels/linear_bf16_direct.h"
+#include "ctxpar/kernels/linear_direct_split.h"
 #include "ctxpar/kernels/linear_matmul_cache.h"
-#include "ctxpar/kernels/linear_weight_panels.h"
 
 namespace ctxpar::kernels {
 namespace {
 
-// Where oneDNN has no bf16 matmul: up to this many tokens the direct GEMV (one pass over W)
-// wins; above it, converting W panels to f32 for sgemm amortizes over the tokens.
-constexpr int64_t kDirectGemvMaxTokens = 8;
-
-enum class Path { kF32, kBf16OneDnn, kBf16Converted };
+enum class Path { kF32, kBf16OneDnn, kBf16Direct };
 
 Path choose_path(DType weight_dtype) {
   if (weight_dtype == DType::kF32) return Path::kF32;
   static const bool native_bf16 =
       active_isa() >= Isa::kAvx512 && detail::onednn_matmul_supported(DType::kBF16, DType::kBF16);
-  return native_bf16 ? Path::kBf16OneDnn : Path::kBf16Converted;
+  return native_bf16 ? Path::kBf16OneDnn : Path::kBf16Direct;
 }
 
 // Row stride as oneDNN wants it: a single row's stride is meaningless, so use the row length.
@@ -40,8 +36,9 @@ struct Linear::Impl {
   Path path = Path::kF32;
   detail::MatmulCache cache;
 
+  void forward(const Tensor& x, Tensor& y, ThreadPool* pool) const;
   void forward_bf16_onednn(const Tensor& x, Tensor& y) const;
-  void forward_bf16_converted(const Tensor& x, Tensor& y) const;
+  void forward_bf16_direct(const Tensor& x, Tensor& y, ThreadPool* pool) const;
   detail::MatmulShape shape(int64_t m, int64_t lda, int64_t ldc, DType a_type) const {
     detail::MatmulShape s;
     s.m = m;
@@ -112,7 +109,15 @@ Tensor Linear::forward(const Tensor& x) const {
 }
 
 void Linear::forward(const Tensor& x, Tensor& y) const {
-  const Impl& im = *impl_;
+  impl_->forward(x, y, nullptr);
+}
+
+void Linear::forward(const Tensor& x, Tensor& y, ThreadPool& pool) const {
+  impl_->forward(x, y, &pool);
+}
+
+void Linear::Impl::forward(const Tensor& x, Tensor& y, ThreadPool* pool) const {
+  const Impl& im = *this;
   CTXPAR_CHECK(x.defined() && x.ndim() == 2 && x.dtype() == DType::kF32 && x.size(1) == im.in,
                "Linear input must be float32[tokens, {}], got {}", im.in,
                x.defined() ? x.describe() : "an undefined tensor");
@@ -139,8 +144,8 @@ void Linear::forward(const Tensor& x, Tensor& y) const {
     case Path::kBf16OneDnn:
       im.forward_bf16_onednn(x, y);
       break;
-    case Path::kBf16Converted:
-      im.forward_bf16_converted(x, y);
+    case Path::kBf16Direct:
+      im.forward_bf16_direct(x, y, pool);
       break;
   }
 }
@@ -157,7 +162,7 @@ void Linear::Impl::forward_bf16_onednn(const Tensor& x, Tensor& y) const {
             bias ? bias->data<float>() : nullptr, nullptr, y.data<float>());
 }
 
-void Linear::Impl::forward_bf16_converted(const Tensor& x, Tensor& y) const {
+void Linear::Impl::forward_bf16_direct(const Tensor& x, Tensor& y, ThreadPool* pool) const {
   const int64_t m = x.size(0);
   const int64_t ldy = row_stride(y);
   const int64_t ldw = row_stride(weight);
@@ -176,17 +181,15 @@ void Linear::Impl::forward_bf16_converted(const Tensor& x, Tensor& y) const {
     }
   }
 
-  if (m <= kDirectGemvMaxTokens) {
-    detail::bf16_weight_gemv(x_rounded.data(), in, m, wp, ldw, in, out, yp, ldy);
-    if (bp != nullptr) {
-      for (int64_t t = 0; t < m; ++t) {
-        for (int64_t o = 0; o < out; ++o) yp[t * ldy + o] += bp[o];
-      }
+  const float* xr = x_rounded.data();
+  detail::for_direct_blocks(pool, m, out, [&](int64_t t0, int64_t nt, int64_t o0, int64_t no) {
+    float* yb = yp + t0 * ldy + o0;
+    detail::bf16_weight_matmul(xr + t0 * in, in, nt, wp + o0 * ldw, ldw, in, no, yb, ldy);
+    if (bp == nullptr) return;
+    for (int64_t t = 0; t < nt; ++t) {
+      for (int64_t o = 0; o < no; ++o) yb[t * ldy + o] += bp[o0 + o];
     }
-    return;
-  }
-  detail::matmul_converted_weight_panels(cache, x_rounded.data(), in, m, in, wp, DType::kBF16, ldw,
-                                         out, bp, nullptr, yp, ldy);
+  });
 }
 
 }  // namespace ctxpar::kernels

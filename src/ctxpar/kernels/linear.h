@@ -10,12 +10,12 @@
 //   f32 W:  f32 products, f32 accumulation (oneDNN sgemm).
 //   bf16 W: x is rounded to bf16 first, products of the bf16 values are accumulated in f32.
 //           CPUs with native bf16 matmul in oneDNN (AVX-512) run oneDNN's bf16 matmul; others
-//           run ctxpar's own kernels on the same math: a direct AVX2 GEMV for few tokens, and
-//           for many tokens W converted to f32 one panel of rows at a time (a transient
-//           cache-sized buffer, never a second copy of W) feeding oneDNN's sgemm.
+//           run ctxpar's own AVX2 kernel on the same math, reading W in its stored bf16 form.
 //
 // Threads: oneDNN runs each call on the OpenMP team of the calling thread (its
-// omp_get_max_threads()). The direct bf16 GEMV runs on the calling thread only.
+// omp_get_max_threads(); a process running several ranks as threads should size it per rank).
+// ctxpar's own bf16 kernels run on the ThreadPool passed to forward, or on the calling thread
+// when none is.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,7 @@
 #include <optional>
 
 #include "ctxpar/core/tensor.h"
+#include "ctxpar/core/thread_pool.h"
 
 namespace ctxpar::kernels {
 
@@ -43,6 +44,9 @@ class Linear {
   // primitives are built once per (tokens, row strides) and kept in a small per-object cache
   // behind a mutex; per-call scratch lives in thread-local buffers.
   void forward(const Tensor& x, Tensor& y) const;
+  // Same, with ctxpar's own kernels (if this CPU needs them) split over `pool`. The pool is
+  // not used reentrantly: do not call this from inside one of its tasks.
+  void forward(const Tensor& x, Tensor& y, ThreadPool& pool) const;
   // Same, returning a new contiguous y [tokens, out] f32.
   Tensor forward(const Tensor& x) const;
 

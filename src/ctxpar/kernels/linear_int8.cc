@@ -6,16 +6,13 @@
 #include <vector>
 
 #include "ctxpar/core/error.h"
-#include "ctxpar/kernels/linear_int8_gemv.h"
+#include "ctxpar/kernels/linear_direct_split.h"
+#include "ctxpar/kernels/linear_int8_direct.h"
 #include "ctxpar/kernels/linear_matmul_cache.h"
-#include "ctxpar/kernels/linear_weight_panels.h"
 
 namespace ctxpar::kernels {
 namespace {
 
-// Where oneDNN's int8 matmul is inexact (no VNNI): up to this many tokens the exact direct
-// GEMV runs, above it W is converted to f32 panels for sgemm.
-constexpr int64_t kDirectGemvMaxTokens = 8;
 // Largest input dim whose int32 accumulation cannot overflow: k·127² < 2^31.
 constexpr int64_t kMaxInFeatures = 133000;
 
@@ -83,6 +80,8 @@ struct Int8Linear::Impl {
   int64_t in = 0;
   int64_t out = 0;
   detail::MatmulCache cache;
+
+  void forward(const Tensor& x, Tensor& y, ThreadPool* pool) const;
 };
 
 Int8Linear::Int8Linear(Tensor weight, Tensor weight_scale, std::optional<Tensor> input_smooth,
@@ -167,7 +166,15 @@ Tensor Int8Linear::forward(const Tensor& x) const {
 }
 
 void Int8Linear::forward(const Tensor& x, Tensor& y) const {
-  const Impl& im = *impl_;
+  impl_->forward(x, y, nullptr);
+}
+
+void Int8Linear::forward(const Tensor& x, Tensor& y, ThreadPool& pool) const {
+  impl_->forward(x, y, &pool);
+}
+
+void Int8Linear::Impl::forward(const Tensor& x, Tensor& y, ThreadPool* pool) const {
+  const Impl& im = *this;
   CTXPAR_CHECK(x.defined() && x.ndim() == 2 && x.dtype() == DType::kF32 && x.size(1) == im.in &&
                    x.stride(1) == 1,
                "Int8Linear input must be float32[tokens, {}] with a contiguous last dim, got {}",
@@ -209,15 +216,12 @@ void Int8Linear::forward(const Tensor& x, Tensor& y) const {
     s.w_type = DType::kI8;
     s.has_column_scales = true;
     im.cache.run(s, q_buffer.data(), wp, nullptr, ws, yp);
-  } else if (m <= kDirectGemvMaxTokens) {
-    detail::int8_weight_gemv(q_buffer.data(), im.in, m, wp, ldw, im.in, im.out, ws, yp, ldy);
   } else {
-    // int8 values are exact in f32; sgemm sums them exactly while partial sums stay below
-    // 2^24 in magnitude, and rounds like any f32 GEMM beyond.
-    thread_local std::vector<float> q_float;
-    q_float.assign(q_buffer.begin(), q_buffer.end());
-    detail::matmul_converted_weight_panels(im.cache, q_float.data(), im.in, m, im.in, wp,
-                                           DType::kI8, ldw, im.out, nullptr, ws, yp, ldy);
+    const int8_t* qp = q_buffer.data();
+    detail::for_direct_blocks(pool, m, im.out, [&](int64_t t0, int64_t nt, int64_t o0, int64_t no) {
+      detail::int8_weight_matmul(qp + t0 * im.in, im.in, nt, wp + o0 * ldw, ldw, im.in, no, ws + o0,
+                                 yp + t0 * ldy + o0, ldy);
+    });
   }
   const float* bp = im.bias ? im.bias->data<float>() : nullptr;
   for (int64_t t = 0; t < m; ++t) {

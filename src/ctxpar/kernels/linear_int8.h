@@ -12,10 +12,8 @@
 // undoes it here. x must be finite; in <= 133000 so the int32 sum cannot overflow.
 //
 // Where the product runs: oneDNN's s8 × s8 → s32 matmul (weight scale as its per-column output
-// scale) on CPUs where it is exact, i.e. with VNNI. Without VNNI oneDNN's pair sums saturate,
-// so ctxpar runs an exact AVX2 int8 GEMV for up to 8 tokens, and for more converts W to f32
-// panels for sgemm (int8 values are exact in f32; the sum is exact while partial sums stay
-// below 2^24 and rounds like an f32 GEMM beyond).
+// scale) on CPUs where it is exact, i.e. with VNNI. Without VNNI oneDNN's 16-bit pair sums
+// saturate for full-range operands, so ctxpar runs its own exact AVX2 int8 kernel instead.
 //
 // Memory and threads as for Linear (linear.h): the given tensors are kept, never copied;
 // forward may run concurrently from several threads.
@@ -26,6 +24,7 @@
 #include <optional>
 
 #include "ctxpar/core/tensor.h"
+#include "ctxpar/core/thread_pool.h"
 
 namespace ctxpar::kernels {
 
@@ -42,6 +41,8 @@ class Int8Linear {
   // x [tokens, in] f32 (last dim contiguous, rows may be strided) → y [tokens, out] f32 (last
   // dim contiguous, preallocated, not overlapping x).
   void forward(const Tensor& x, Tensor& y) const;
+  // Same, with ctxpar's own kernels (if this CPU needs them) split over `pool`.
+  void forward(const Tensor& x, Tensor& y, ThreadPool& pool) const;
   Tensor forward(const Tensor& x) const;
 
   int64_t in_features() const;

@@ -7,7 +7,7 @@
 #include "ctxpar/core/cpu_features.h"
 #include "ctxpar/core/error.h"
 #include "ctxpar/kernels/linear.h"
-#include "ctxpar/kernels/linear_int8_gemv.h"
+#include "ctxpar/kernels/linear_int8_direct.h"
 #include "kernels/ops/ops_test_util.h"
 
 namespace ctxpar::kernels {
@@ -31,8 +31,10 @@ class Int8LinearTest : public ops_test::SeededTest {
 };
 
 TEST_F(Int8LinearTest, MatchesReferenceOfTheDocumentedMath) {
-  // 8 vs 9 tokens straddles the direct GEMV and the panel path where oneDNN's int8 is inexact.
-  for (int64_t tokens : {1, 3, 8, 9, 17, 40}) {
+  // 32 vs 33 tokens straddles a token chunk of ctxpar's own kernel (used where oneDNN's int8 is
+  // inexact); every case also runs with rows split over a pool.
+  ThreadPool pool(3);
+  for (int64_t tokens : {1, 3, 17, 32, 33, 40}) {
     for (bool smooth : {false, true}) {
       for (bool with_bias : {false, true}) {
         SCOPED_TRACE(testing::Message()
@@ -48,7 +50,12 @@ TEST_F(Int8LinearTest, MatchesReferenceOfTheDocumentedMath) {
         y.fill_bytes(0xff);
         linear.forward(x, y);
         EXPECT_TRUE(ops_test::all_finite(y));
-        EXPECT_LE(ops_test::relative_error(y, reference(x, linear)), 1e-5);
+        const Tensor expected = reference(x, linear);
+        EXPECT_LE(ops_test::relative_error(y, expected), 1e-5);
+        y.fill_bytes(0xff);
+        linear.forward(x, y, pool);
+        EXPECT_TRUE(ops_test::all_finite(y));
+        EXPECT_LE(ops_test::relative_error(y, expected), 1e-5);
       }
     }
   }
@@ -136,7 +143,7 @@ TEST_F(Int8LinearTest, ExactForFullRangeOperands) {
   Tensor ones = Tensor::empty({out}, DType::kF32);
   ones.fill(1.0);
   const Int8Linear linear(w, ones, std::nullopt);
-  for (int64_t tokens : {1, 3, 17}) {
+  for (int64_t tokens : {1, 3, 17, 33}) {
     SCOPED_TRACE(testing::Message() << "tokens " << tokens);
     Tensor x = Tensor::empty({tokens, in}, DType::kF32);
     x.fill(127.0);  // amax 127 → scale 1, q = 127
@@ -151,27 +158,31 @@ TEST_F(Int8LinearTest, ExactForFullRangeOperands) {
   }
 }
 
-TEST_F(Int8LinearTest, GemvVariantsAreExact) {
-  const int64_t tokens = 3, in = 2 * uniform_int(20, 300) + 1, out = 2 * uniform_int(3, 20) + 1;
-  const Tensor q = random_int8({tokens, in}), w = random_int8({out, in});
-  const Tensor scale = random({out}, DType::kF32, 0.5, 2);
-  using Variant = void (*)(const int8_t*, int64_t, int64_t, const int8_t*, int64_t, int64_t,
-                           int64_t, const float*, float*, int64_t);
-  std::vector<std::pair<const char*, Variant>> variants = {
-      {"portable", &detail::int8_weight_gemv_portable}};
-  if (active_isa() >= Isa::kAvx2) variants.emplace_back("avx2", &detail::int8_weight_gemv_avx2);
-  for (const auto& [name, fn] : variants) {
-    SCOPED_TRACE(name);
-    Tensor y = Tensor::empty({tokens, out}, DType::kF32);
-    y.fill_bytes(0xff);
-    fn(q.data<int8_t>(), in, tokens, w.data<int8_t>(), in, in, out, scale.data<float>(),
-       y.data<float>(), out);
-    for (int64_t t = 0; t < tokens; ++t) {
-      for (int64_t o = 0; o < out; ++o) {
-        int32_t acc = 0;
-        for (int64_t i = 0; i < in; ++i)
-          acc += q.data<int8_t>()[t * in + i] * w.data<int8_t>()[o * in + i];
-        ASSERT_EQ(y.data<float>()[t * out + o], static_cast<float>(acc) * scale.data<float>()[o]);
+TEST_F(Int8LinearTest, KernelVariantsAreExact) {
+  // 7 and 8 tokens exercise every token block (3, 2, 1); odd `out` the single-row tail.
+  for (int64_t tokens : {1, 2, 7, 8}) {
+    SCOPED_TRACE(testing::Message() << "tokens " << tokens);
+    const int64_t in = 2 * uniform_int(20, 300) + 1, out = 2 * uniform_int(3, 20) + 1;
+    const Tensor q = random_int8({tokens, in}), w = random_int8({out, in});
+    const Tensor scale = random({out}, DType::kF32, 0.5, 2);
+    using Variant = void (*)(const int8_t*, int64_t, int64_t, const int8_t*, int64_t, int64_t,
+                             int64_t, const float*, float*, int64_t);
+    std::vector<std::pair<const char*, Variant>> variants = {
+        {"portable", &detail::int8_weight_matmul_portable}};
+    if (active_isa() >= Isa::kAvx2) variants.emplace_back("avx2", &detail::int8_weight_matmul_avx2);
+    for (const auto& [name, fn] : variants) {
+      SCOPED_TRACE(name);
+      Tensor y = Tensor::empty({tokens, out}, DType::kF32);
+      y.fill_bytes(0xff);
+      fn(q.data<int8_t>(), in, tokens, w.data<int8_t>(), in, in, out, scale.data<float>(),
+         y.data<float>(), out);
+      for (int64_t t = 0; t < tokens; ++t) {
+        for (int64_t o = 0; o < out; ++o) {
+          int32_t acc = 0;
+          for (int64_t i = 0; i < in; ++i)
+            acc += q.data<int8_t>()[t * in + i] * w.data<int8_t>()[o * in + i];
+          ASSERT_EQ(y.data<float>()[t * out + o], static_cast<float>(acc) * scale.data<float>()[o]);
+        }
       }
     }
   }

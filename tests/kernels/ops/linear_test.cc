@@ -7,7 +7,7 @@
 
 #include "ctxpar/core/cpu_features.h"
 #include "ctxpar/core/error.h"
-#include "ctxpar/kernels/linear_bf16_gemv.h"
+#include "ctxpar/kernels/linear_bf16_direct.h"
 #include "kernels/ops/ops_test_util.h"
 
 namespace ctxpar::kernels {
@@ -15,11 +15,15 @@ namespace {
 
 class LinearTest : public ops_test::SeededTest {
  protected:
-  // Runs `linear` on x into a NaN-poisoned y and returns y.
-  Tensor run(const Linear& linear, const Tensor& x) {
+  // Runs `linear` on x into a NaN-poisoned y (on `pool` if given) and returns y.
+  Tensor run(const Linear& linear, const Tensor& x, ThreadPool* pool = nullptr) {
     Tensor y = Tensor::empty({x.size(0), linear.out_features()}, DType::kF32);
     y.fill_bytes(0xff);
-    linear.forward(x, y);
+    if (pool != nullptr) {
+      linear.forward(x, y, *pool);
+    } else {
+      linear.forward(x, y);
+    }
     return y;
   }
   Tensor reference(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias) {
@@ -66,9 +70,10 @@ TEST_F(LinearTest, StridedInputOutputAndWeightRows) {
 }
 
 TEST_F(LinearTest, Bf16WeightsMatchReferenceOnRoundedValues) {
-  // 8 vs 9 tokens straddles the switch between the direct GEMV and the panel path where
-  // oneDNN has no bf16 matmul.
-  for (int64_t tokens : {1, 3, 8, 9, 17}) {
+  // 32 vs 33 tokens straddles a token chunk of ctxpar's own kernel (used where oneDNN has no
+  // bf16 matmul); every case also runs with rows split over a pool.
+  ThreadPool pool(3);
+  for (int64_t tokens : {1, 3, 17, 32, 33}) {
     for (bool with_bias : {false, true}) {
       SCOPED_TRACE(testing::Message() << "tokens " << tokens << " bias " << with_bias);
       const int64_t in = 2 * uniform_int(10, 200) + 1, out = 2 * uniform_int(10, 100) + 1;
@@ -81,40 +86,50 @@ TEST_F(LinearTest, Bf16WeightsMatchReferenceOnRoundedValues) {
       EXPECT_TRUE(ops_test::all_finite(y));
       EXPECT_LE(ops_test::relative_error(y, reference(bf16_rounded(x), w, bias)), 1e-5);
       EXPECT_LE(ops_test::relative_error(y, reference(x, w, bias)), 1e-2);
+      const Tensor y_pool = run(linear, x, &pool);
+      EXPECT_TRUE(ops_test::all_finite(y_pool));
+      EXPECT_LE(ops_test::relative_error(y_pool, reference(bf16_rounded(x), w, bias)), 1e-5);
     }
   }
 }
 
-TEST_F(LinearTest, Bf16WeightsSpanningSeveralConvertedPanels) {
-  // A long input dim makes the converted panels a few hundred rows, so `out` covers several
-  // full panels and a ragged last one.
-  const int64_t tokens = 19, in = 4099, out = 2 * uniform_int(260, 300) + 1;
+TEST_F(LinearTest, Bf16WeightsWithLongRowsAndSeveralChunksAndRowRanges) {
+  // Enough rows for several pool tasks, two token chunks (32 + 5), a long odd input dim.
+  const int64_t tokens = 37, in = 4099, out = 2 * uniform_int(260, 300) + 1;
   const Tensor w = random({out, in}, DType::kBF16);
   const std::optional<Tensor> bias = random({out});
   const Linear linear(w, bias);
   const Tensor x = random({tokens, in});
-  const Tensor y = run(linear, x);
-  EXPECT_TRUE(ops_test::all_finite(y));
-  EXPECT_LE(ops_test::relative_error(y, reference(bf16_rounded(x), w, bias)), 1e-5);
-}
-
-TEST_F(LinearTest, Bf16GemvVariantsMatchReference) {
-  const int64_t tokens = 3, in = 2 * uniform_int(20, 100) + 1, out = 2 * uniform_int(3, 20) + 1;
-  const Tensor w = random({out, in}, DType::kBF16);
-  const Tensor x = bf16_rounded(random({tokens, in}));
-  const Tensor expected = reference(x, w, std::nullopt);
-  using Variant = void (*)(const float*, int64_t, int64_t, const bf16*, int64_t, int64_t, int64_t,
-                           float*, int64_t);
-  std::vector<std::pair<const char*, Variant>> variants = {
-      {"portable", &detail::bf16_weight_gemv_portable}};
-  if (active_isa() >= Isa::kAvx2) variants.emplace_back("avx2", &detail::bf16_weight_gemv_avx2);
-  for (const auto& [name, fn] : variants) {
-    SCOPED_TRACE(name);
-    Tensor y = Tensor::empty({tokens, out}, DType::kF32);
-    y.fill_bytes(0xff);
-    fn(x.data<float>(), in, tokens, w.data<bf16>(), in, in, out, y.data<float>(), out);
+  const Tensor expected = reference(bf16_rounded(x), w, bias);
+  ThreadPool pool(2);
+  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    const Tensor y = run(linear, x, p);
     EXPECT_TRUE(ops_test::all_finite(y));
     EXPECT_LE(ops_test::relative_error(y, expected), 1e-5);
+  }
+}
+
+TEST_F(LinearTest, Bf16KernelVariantsMatchReference) {
+  // 7 and 8 tokens exercise every token block (3, 2, 1); odd `out` the single-row tail.
+  for (int64_t tokens : {1, 2, 7, 8}) {
+    SCOPED_TRACE(testing::Message() << "tokens " << tokens);
+    const int64_t in = 2 * uniform_int(20, 100) + 1, out = 2 * uniform_int(3, 20) + 1;
+    const Tensor w = random({out, in}, DType::kBF16);
+    const Tensor x = bf16_rounded(random({tokens, in}));
+    const Tensor expected = reference(x, w, std::nullopt);
+    using Variant = void (*)(const float*, int64_t, int64_t, const bf16*, int64_t, int64_t, int64_t,
+                             float*, int64_t);
+    std::vector<std::pair<const char*, Variant>> variants = {
+        {"portable", &detail::bf16_weight_matmul_portable}};
+    if (active_isa() >= Isa::kAvx2) variants.emplace_back("avx2", &detail::bf16_weight_matmul_avx2);
+    for (const auto& [name, fn] : variants) {
+      SCOPED_TRACE(name);
+      Tensor y = Tensor::empty({tokens, out}, DType::kF32);
+      y.fill_bytes(0xff);
+      fn(x.data<float>(), in, tokens, w.data<bf16>(), in, in, out, y.data<float>(), out);
+      EXPECT_TRUE(ops_test::all_finite(y));
+      EXPECT_LE(ops_test::relative_error(y, expected), 1e-5);
+    }
   }
 }
 
@@ -154,7 +169,7 @@ TEST_F(LinearTest, ConcurrentForwardFromSeveralThreads) {
     const std::optional<Tensor> bias = random({out});
     const Linear linear(w, bias);
     // Each thread uses its own token count, so primitives are created while others run.
-    const std::vector<int64_t> token_counts = {1, 2, 5, 9, 13, 31};
+    const std::vector<int64_t> token_counts = {1, 2, 5, 9, 33, 40};
     std::vector<Tensor> xs, ys, refs;
     for (int64_t t : token_counts) {
       xs.push_back(random({t, in}));
@@ -162,10 +177,18 @@ TEST_F(LinearTest, ConcurrentForwardFromSeveralThreads) {
       refs.push_back(
           reference(dtype == DType::kBF16 ? bf16_rounded(xs.back()) : xs.back(), w, bias));
     }
+    // Half the threads bring their own pool, as ranks do.
     std::vector<std::thread> threads;
     for (size_t i = 0; i < token_counts.size(); ++i) {
       threads.emplace_back([&, i] {
-        for (int rep = 0; rep < 20; ++rep) linear.forward(xs[i], ys[i]);
+        ThreadPool pool(2);
+        for (int rep = 0; rep < 20; ++rep) {
+          if (i % 2) {
+            linear.forward(xs[i], ys[i], pool);
+          } else {
+            linear.forward(xs[i], ys[i]);
+          }
+        }
       });
     }
     for (auto& t : threads) t.join();

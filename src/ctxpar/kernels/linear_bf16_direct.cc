@@ -1,20 +1,20 @@
-#include "ctxpar/kernels/linear_bf16_gemv.h"
+#include "ctxpar/kernels/linear_bf16_direct.h"
 
 #include "ctxpar/core/cpu_features.h"
 
 namespace ctxpar::kernels::detail {
 
-void bf16_weight_gemv(const float* x, int64_t ldx, int64_t tokens, const bf16* w, int64_t ldw,
-                      int64_t k, int64_t n, float* y, int64_t ldy) {
+void bf16_weight_matmul(const float* x, int64_t ldx, int64_t tokens, const bf16* w, int64_t ldw,
+                        int64_t k, int64_t n, float* y, int64_t ldy) {
   if (active_isa() >= Isa::kAvx2) {
-    bf16_weight_gemv_avx2(x, ldx, tokens, w, ldw, k, n, y, ldy);
+    bf16_weight_matmul_avx2(x, ldx, tokens, w, ldw, k, n, y, ldy);
   } else {
-    bf16_weight_gemv_portable(x, ldx, tokens, w, ldw, k, n, y, ldy);
+    bf16_weight_matmul_portable(x, ldx, tokens, w, ldw, k, n, y, ldy);
   }
 }
 
-void bf16_weight_gemv_portable(const float* x, int64_t ldx, int64_t tokens, const bf16* w,
-                               int64_t ldw, int64_t k, int64_t n, float* y, int64_t ldy) {
+void bf16_weight_matmul_portable(const float* x, int64_t ldx, int64_t tokens, const bf16* w,
+                                 int64_t ldw, int64_t k, int64_t n, float* y, int64_t ldy) {
   // Eight independent partial sums let the compiler keep them in one vector register.
   constexpr int kLanes = 8;
   for (int64_t o = 0; o < n; ++o) {
