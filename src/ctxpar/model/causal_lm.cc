@@ -1,0 +1,119 @@
+#include "ctxpar/model/causal_lm.h"
+
+#include <fmt/format.h>
+
+#include "ctxpar/core/error.h"
+#include "ctxpar/kernels/norm.h"
+#include "ctxpar/model/parallel_validation.h"
+
+namespace ctxpar::model {
+namespace {
+
+Tensor load_norm(const ModelContext& ctx, const std::string& name, int64_t dim) {
+  return ctx.load(name, {dim}, Slice::full(), DType::kF32);
+}
+
+const ModelConfig& validated(const ModelConfig& config, const ModelContext& ctx) {
+  validate_for_parallel(config, ctx.tp_size(), ctx.dcp_size());
+  CTXPAR_CHECK(!config.is_sparse(),
+               "{} is a sparse-attention model (DeepseekV32ForCausalLM); its Lightning Indexer "
+               "path is not available in this build",
+               config.source);
+  return config;
+}
+
+}  // namespace
+
+DecoderLayer::DecoderLayer(const ModelContext& ctx, const ModelConfig& c, int64_t layer)
+    : eps_(static_cast<float>(c.rms_norm_eps)),
+      input_norm_(load_norm(ctx, fmt::format("model.layers.{}.input_layernorm.weight", layer),
+                            c.hidden_size)),
+      post_attention_norm_(
+          load_norm(ctx, fmt::format("model.layers.{}.post_attention_layernorm.weight", layer),
+                    c.hidden_size)) {
+  if (c.is_mla()) {
+    attention_ = std::make_unique<MlaAttentionLayer>(ctx, c, layer);
+  } else {
+    attention_ = std::make_unique<GqaAttentionLayer>(ctx, c, layer);
+  }
+  if (c.is_moe_layer(layer)) {
+    moe_ = std::make_unique<MoeLayer>(ctx, c, layer);
+  } else {
+    mlp_ = std::make_unique<GatedMlp>(ctx, fmt::format("model.layers.{}.mlp", layer), c.hidden_size,
+                                      c.intermediate_size, c.mlp_bias);
+  }
+}
+
+void DecoderLayer::forward(const attention::AttentionMetadata& md, Tensor& residual) {
+  Tensor normed = Tensor::empty(residual.shape(), DType::kF32);
+  kernels::rms_norm(residual, input_norm_, eps_, normed);
+  const Tensor attn = attention_->forward(md, normed);
+  kernels::add_rms_norm(residual, attn, post_attention_norm_, eps_, normed);
+  const Tensor mlp = moe_ ? moe_->forward(normed) : mlp_->forward(normed);
+  float* r = residual.data<float>();
+  const float* m = mlp.data<float>();
+  for (int64_t i = 0; i < residual.numel(); ++i) r[i] += m[i];
+}
+
+CausalLM::CausalLM(const ModelConfig& config, const ModelContext& ctx)
+    : config_(validated(config, ctx)),
+      ctx_(ctx),
+      embed_(ctx, "model.embed_tokens.weight", config.vocab_size, config.hidden_size),
+      final_norm_(load_norm(ctx, "model.norm.weight", config.hidden_size)) {
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    layers_.push_back(std::make_unique<DecoderLayer>(ctx, config, l));
+  }
+  if (config.tie_word_embeddings) {
+    lm_head_ = std::make_unique<ParallelLmHead>(ctx, embed_, config.vocab_size);
+  } else {
+    lm_head_ = std::make_unique<ParallelLmHead>(ctx, "lm_head.weight", config.vocab_size,
+                                                config.hidden_size);
+  }
+}
+
+std::vector<kv::KvCacheSpec> CausalLM::kv_cache_specs() const {
+  std::vector<kv::KvCacheSpec> specs;
+  for (const auto& layer : layers_) specs.push_back(layer->attention().kv_cache_spec());
+  return specs;
+}
+
+void CausalLM::allocate_kv_cache(int32_t num_blocks) {
+  CTXPAR_CHECK(num_blocks >= 1, "the KV cache needs at least one block per rank, got {}",
+               num_blocks);
+  kv_caches_.clear();
+  kv_cache_bytes_ = 0;
+  const int64_t b = ctx_.options.block_size;
+  for (const auto& layer : layers_) {
+    const kv::KvCacheSpec spec = layer->attention().kv_cache_spec();
+    Shape shape{num_blocks, b};
+    if (spec.components > 1) shape.push_back(spec.components);
+    if (spec.kind == kv::KvCacheKind::kGqa) shape.push_back(spec.heads_per_rank);
+    shape.push_back(spec.head_dim);
+    Tensor cache = Tensor::empty(shape, spec.dtype);
+    kv_cache_bytes_ += static_cast<int64_t>(cache.nbytes());
+    layer->attention().bind_cache(cache);
+    kv_caches_.push_back(std::move(cache));
+  }
+}
+
+Tensor CausalLM::forward(const attention::AttentionMetadata& md, const Tensor& token_ids,
+                         const Tensor& logits_indices) {
+  CTXPAR_CHECK(token_ids.ndim() == 1 && token_ids.size(0) == md.common.num_tokens,
+               "token_ids {} must hold the step's {} tokens", token_ids.describe(),
+               md.common.num_tokens);
+  Tensor residual = embed_.forward(token_ids);
+  for (auto& layer : layers_) layer->forward(md, residual);
+  const int64_t n = logits_indices.size(0);
+  Tensor selected = Tensor::empty({n, config_.hidden_size}, DType::kF32);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t t = logits_indices.data<int64_t>()[i];
+    CTXPAR_CHECK(t >= 0 && t < md.common.num_tokens, "logits index {} outside [0, {})", t,
+                 md.common.num_tokens);
+    selected.select(0, i).copy_from(residual.select(0, t));
+  }
+  Tensor normed = Tensor::empty(selected.shape(), DType::kF32);
+  kernels::rms_norm(selected, final_norm_, static_cast<float>(config_.rms_norm_eps), normed);
+  return lm_head_->forward(normed);
+}
+
+}  // namespace ctxpar::model

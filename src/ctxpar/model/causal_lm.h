@@ -1,0 +1,67 @@
+// A decoder-only causal LM on one rank (Llama, Qwen2, DeepSeek V2/V3): vocab-parallel
+// embedding, decoder layers (pre-norm attention + dense MLP or MoE), final norm and a
+// vocab-parallel LM head. Every rank of the TP group runs it on its weight shard (SPMD).
+//
+// Life cycle: construct (loads this rank's weights), ask kv_cache_specs(), allocate_kv_cache()
+// with the block count the engine planned, then forward() once per step.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "ctxpar/attention/attention_metadata.h"
+#include "ctxpar/kv/kv_cache_spec.h"
+#include "ctxpar/model/layers/attention_layers.h"
+#include "ctxpar/model/layers/mlp.h"
+#include "ctxpar/model/layers/moe.h"
+#include "ctxpar/model/layers/vocab_parallel.h"
+#include "ctxpar/model/model_config.h"
+
+namespace ctxpar::model {
+
+class DecoderLayer {
+ public:
+  DecoderLayer(const ModelContext& ctx, const ModelConfig& config, int64_t layer);
+  // residual [tokens, hidden] is updated in place (h = x + attn(norm(x)); x = h + mlp(norm(h))).
+  void forward(const attention::AttentionMetadata& md, Tensor& residual);
+  AttentionLayer& attention() { return *attention_; }
+
+ private:
+  float eps_;
+  Tensor input_norm_;  // [hidden] f32
+  Tensor post_attention_norm_;
+  std::unique_ptr<AttentionLayer> attention_;
+  std::unique_ptr<GatedMlp> mlp_;  // dense layers
+  std::unique_ptr<MoeLayer> moe_;  // MoE layers
+};
+
+class CausalLM {
+ public:
+  // Validates the config against (T, N) first (before any weight is read), then loads.
+  CausalLM(const ModelConfig& config, const ModelContext& ctx);
+
+  const ModelConfig& config() const { return config_; }
+  // One spec per layer cache on this rank.
+  std::vector<kv::KvCacheSpec> kv_cache_specs() const;
+  // Allocates every layer's cache with num_blocks blocks (this rank's shard) and binds it.
+  void allocate_kv_cache(int32_t num_blocks);
+  // Bytes of KV cache this rank allocated.
+  int64_t kv_cache_bytes() const { return kv_cache_bytes_; }
+
+  // token_ids [tokens] i32 of the step (positions and requests in md); logits_indices [n] i64
+  // selects the tokens whose next-token logits are returned: [n, vocab] f32, on every rank.
+  Tensor forward(const attention::AttentionMetadata& md, const Tensor& token_ids,
+                 const Tensor& logits_indices);
+
+ private:
+  ModelConfig config_;
+  ModelContext ctx_;
+  VocabParallelEmbedding embed_;
+  std::vector<std::unique_ptr<DecoderLayer>> layers_;
+  Tensor final_norm_;
+  std::unique_ptr<ParallelLmHead> lm_head_;
+  std::vector<Tensor> kv_caches_;
+  int64_t kv_cache_bytes_ = 0;
+};
+
+}  // namespace ctxpar::model

@@ -1,0 +1,79 @@
+// Self-attention layers of the supported architectures: projections, RoPE and o_proj around
+// an attention backend (attention/), which is the DCP variant when the DCP size is > 1.
+// The backend is created when the KV cache is bound (bind_cache), since it views the cache.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "ctxpar/attention/gqa_attention.h"
+#include "ctxpar/attention/mla_attention.h"
+#include "ctxpar/kernels/rope.h"
+#include "ctxpar/kv/kv_cache_spec.h"
+#include "ctxpar/model/layers/parallel_linear.h"
+#include "ctxpar/model/model_config.h"
+
+namespace ctxpar::model {
+
+// RoPE scaling of a config, in the kernel's terms.
+kernels::RopeScaling rope_scaling_of(const RopeConfig& rope);
+
+class AttentionLayer {
+ public:
+  virtual ~AttentionLayer() = default;
+  // This layer's KV cache on one rank.
+  virtual kv::KvCacheSpec kv_cache_spec() const = 0;
+  // cache: [num_blocks, B, row...] shaped by kv_cache_spec(); the layer views it.
+  virtual void bind_cache(Tensor cache) = 0;
+  // x [tokens, hidden] (normed) → [tokens, hidden], all-reduced over TP.
+  virtual Tensor forward(const attention::AttentionMetadata& md, const Tensor& x) = 0;
+};
+
+// Llama / Qwen2: q, k, v (fused, with KV heads split or replicated over TP), rotate-half RoPE.
+class GqaAttentionLayer : public AttentionLayer {
+ public:
+  GqaAttentionLayer(const ModelContext& ctx, const ModelConfig& config, int64_t layer);
+  kv::KvCacheSpec kv_cache_spec() const override;
+  void bind_cache(Tensor cache) override;
+  Tensor forward(const attention::AttentionMetadata& md, const Tensor& x) override;
+
+ private:
+  ModelContext ctx_;
+  int64_t num_kv_heads_;     // the model's, before TP
+  attention::GqaDims dims_;  // per rank
+  ColumnParallelLinear qkv_;
+  RowParallelLinear o_proj_;
+  kernels::RopeCache rope_;
+  std::unique_ptr<attention::GqaAttention> impl_;
+};
+
+// DeepSeek V2/V3 MLA: q (direct or through the q LoRA), the latent kv_a (replicated), interleaved
+// RoPE on the rope parts, kv_b_proj sliced per rank for the absorbed and expanded forms.
+class MlaAttentionLayer : public AttentionLayer {
+ public:
+  MlaAttentionLayer(const ModelContext& ctx, const ModelConfig& config, int64_t layer);
+  kv::KvCacheSpec kv_cache_spec() const override;
+  void bind_cache(Tensor cache) override;
+  Tensor forward(const attention::AttentionMetadata& md, const Tensor& x) override;
+
+ private:
+  ModelContext ctx_;
+  MlaConfig mla_;
+  attention::MlaDims dims_;  // per rank
+  std::optional<kernels::Linear> q_a_;
+  Tensor q_a_norm_;
+  std::optional<ColumnParallelLinear> q_;  // q_proj, or q_b_proj after the q LoRA
+  kernels::Linear kv_a_;                   // [kv_lora + rope, hidden], replicated
+  Tensor kv_a_norm_;
+  Tensor kv_b_;  // [H_l·(nope + v), kv_lora]
+  RowParallelLinear o_proj_;
+  kernels::RopeCache rope_;
+  std::unique_ptr<attention::MlaAttention> impl_;
+};
+
+// The softmax scale of an MLA config: (nope + rope)^-1/2, times mscale² under YaRN with
+// mscale_all_dim (as DeepSeek's reference and vLLM do).
+float mla_softmax_scale(const ModelConfig& config);
+
+}  // namespace ctxpar::model

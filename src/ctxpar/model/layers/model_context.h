@@ -1,0 +1,42 @@
+// What a rank's model needs besides its config and weights: its place in the TP and DCP
+// groups, the engine's KV-layout and numeric choices, and its thread pool.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ctxpar/attention/context_parallel/dcp_comm_plan.h"
+#include "ctxpar/comm/parallel_groups.h"
+#include "ctxpar/core/dtype.h"
+#include "ctxpar/core/thread_pool.h"
+#include "ctxpar/model/weight_source.h"
+
+namespace ctxpar::model {
+
+struct ModelOptions {
+  DType weight_dtype = DType::kF32;    // --dtype: f32 or bf16 weights (activations are f32)
+  DType kv_cache_dtype = DType::kF32;  // --kv-cache-dtype
+  int block_size = 16;                 // --block-size (tokens per block per rank)
+  int interleave = 1;                  // --cp-kv-cache-interleave-size
+  attention::DcpCommPlan comm_plan = attention::DcpCommPlan::kAllGatherReduceScatter;
+  int64_t max_context_chunk = 8192;  // MLA prefill context rows gathered at once
+};
+
+// Everything a layer constructor reads. References outlive the model.
+struct ModelContext {
+  const WeightSource& weights;
+  const ParallelGroups& groups;
+  const ModelOptions& options;
+  ThreadPool& pool;
+
+  int tp_rank() const { return groups.tp_rank(); }
+  int tp_size() const { return groups.tp_size(); }
+  int dcp_size() const { return groups.dcp_size(); }
+  // Reads this rank's slice of a weight, converted to `dtype`.
+  Tensor load(const std::string& name, const Shape& full_shape, const Slice& slice,
+              DType dtype) const {
+    return weights.get(name, full_shape, dtype, slice);
+  }
+};
+
+}  // namespace ctxpar::model

@@ -1,0 +1,59 @@
+// Tensor-parallel linears (y = x·Wᵀ + b, W [out, in] as in HF checkpoints).
+//  - ColumnParallel: each rank holds a block of output rows; outputs stay sharded.
+//  - RowParallel: each rank holds a block of input columns; partial outputs are summed over
+//    the TP group (all-reduce), the bias added once.
+//  - Replicated: every rank holds the whole weight.
+// Several HF weights feeding the same input (q/k/v, gate/up) can be fused into one column-
+// parallel weight by passing several parts: one GEMM, one persistent copy.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ctxpar/kernels/linear.h"
+#include "ctxpar/model/layers/model_context.h"
+
+namespace ctxpar::model {
+
+// One HF tensor's contribution to a fused column-parallel weight: rows `slice` of `name`
+// (full shape [out, in]); bias from `bias_name` if not empty.
+struct LinearPart {
+  std::string name;       // e.g. "model.layers.0.self_attn.q_proj.weight"
+  Shape full_shape;       // [out, in]
+  Slice slice;            // which rows this rank holds
+  std::string bias_name;  // e.g. "...q_proj.bias", or empty
+};
+
+class ColumnParallelLinear {
+ public:
+  ColumnParallelLinear(const ModelContext& ctx, const std::vector<LinearPart>& parts);
+  // x [tokens, in] f32 → [tokens, sum of part rows] f32 (this rank's outputs).
+  Tensor forward(const Tensor& x) const { return linear_.forward(x); }
+  int64_t out_features() const { return linear_.out_features(); }
+
+ private:
+  kernels::Linear linear_;
+};
+
+class RowParallelLinear {
+ public:
+  // weight full [out, in]; this rank holds columns part(1, tp_rank, T). bias_name may be empty.
+  RowParallelLinear(const ModelContext& ctx, const std::string& name, const Shape& full_shape,
+                    const std::string& bias_name);
+  // x [tokens, in / T] (this rank's inputs) → [tokens, out], summed over the TP group.
+  Tensor forward(const Tensor& x) const;
+  // The partial product without the reduction, for callers that sum several partials first.
+  Tensor forward_partial(const Tensor& x) const;
+  void reduce(Tensor& partial) const;
+
+ private:
+  ModelContext ctx_;  // references only; cheap to hold by value
+  kernels::Linear linear_;
+};
+
+// Loads a full (replicated) weight [out, in] as a Linear.
+kernels::Linear load_replicated_linear(const ModelContext& ctx, const std::string& name,
+                                       const Shape& full_shape, const std::string& bias_name = "");
+
+}  // namespace ctxpar::model

@@ -1,0 +1,172 @@
+// The four transformers fixtures (tools/make_model_fixtures.py): every position's logits of
+// three prompts must match transformers' to 1e-4 relative for T in {1, 2, 4} and DCP sizes
+// N > 1 where the model allows them, whether the prompt is prefilled at once, in chunks, or
+// fed token by token through the decode path.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "ctxpar/attention/context_parallel/dcp_metadata_builder.h"
+#include "ctxpar/comm/inprocess_communicator.h"
+#include "ctxpar/core/error.h"
+#include "ctxpar/kv/block_pool.h"
+#include "ctxpar/kv/block_table.h"
+#include "ctxpar/model/causal_lm.h"
+#include "ctxpar/model/checkpoint.h"
+#include "ctxpar/model/parallel_validation.h"
+
+namespace ctxpar::model {
+namespace {
+
+struct Golden {
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<std::vector<std::vector<float>>> logits;  // [prompt][position][vocab]
+};
+
+Golden load_golden(const std::string& dir) {
+  std::ifstream in(dir + "/golden.json");
+  const auto j = nlohmann::json::parse(in);
+  Golden g;
+  g.prompts = j.at("prompts").get<std::vector<std::vector<int32_t>>>();
+  g.logits = j.at("logits").get<std::vector<std::vector<std::vector<float>>>>();
+  for (size_t p = 0; p < g.prompts.size(); ++p) {
+    const auto positions = j.at("positions").at(p).get<std::vector<int>>();
+    EXPECT_EQ(positions.size(), g.prompts[p].size()) << "fixture stores every position";
+  }
+  return g;
+}
+
+struct Case {
+  std::string fixture;
+  int tp;
+  int dcp;
+};
+
+// Feeds each prompt in random chunks (1 = decode) on T in-process ranks and returns the
+// logits of every position: [prompt][position] rows of vocab floats.
+std::vector<std::vector<std::vector<float>>> run_prompts(const std::string& dir, const Case& c,
+                                                         const Golden& golden, std::mt19937& rng) {
+  const ModelConfig config = load_model_config(dir + "/config.json");
+  const auto checkpoint = Checkpoint::open(dir);
+  ModelOptions options;
+  options.block_size = std::vector<int>{1, 4, 16}[rng() % 3];
+  options.interleave = std::vector<int>{1, options.block_size}[rng() % 2];
+  options.comm_plan = rng() % 2 ? attention::DcpCommPlan::kAllToAll
+                                : attention::DcpCommPlan::kAllGatherReduceScatter;
+  options.max_context_chunk = 1 + static_cast<int64_t>(rng() % 16);
+  // Chunk plan per prompt, shared by all ranks.
+  std::vector<std::vector<int64_t>> chunks(golden.prompts.size());
+  for (size_t p = 0; p < golden.prompts.size(); ++p) {
+    int64_t left = static_cast<int64_t>(golden.prompts[p].size());
+    while (left > 0) {
+      const int64_t n = rng() % 3 == 0 ? 1 : 1 + static_cast<int64_t>(rng() % left);
+      chunks[p].push_back(n);
+      left -= n;
+    }
+  }
+  std::vector<std::vector<std::vector<float>>> result(golden.prompts.size());
+  run_inprocess_ranks(c.tp, [&](Communicator& world) {
+    ParallelGroups groups(world, c.tp, c.dcp);
+    ThreadPool pool(1);
+    const ModelContext ctx{*checkpoint, groups, options, pool};
+    CausalLM lm(config, ctx);
+    const int32_t num_blocks = 64;
+    lm.allocate_kv_cache(num_blocks);
+    const kv::DcpLayout layout(c.dcp, options.block_size, options.interleave);
+    std::unique_ptr<attention::AttentionMetadataBuilder> builder =
+        c.dcp > 1 ? std::make_unique<attention::DcpMetadataBuilder>(layout, groups.dcp_rank())
+                  : std::make_unique<attention::AttentionMetadataBuilder>(options.block_size);
+    kv::BlockPool blocks(num_blocks);
+    for (size_t p = 0; p < golden.prompts.size(); ++p) {
+      kv::BlockTable table(blocks, layout);
+      int64_t done = 0;
+      for (int64_t n : chunks[p]) {
+        ASSERT_TRUE(table.grow(done + n));
+        attention::ScheduledRequest r;
+        r.num_computed = done;
+        r.num_scheduled = n;
+        r.block_table.assign(table.ids().begin(), table.ids().end());
+        const std::vector<attention::ScheduledRequest> batch{r};
+        const auto md = builder->build(batch);
+        Tensor ids = Tensor::empty({n}, DType::kI32);
+        Tensor rows = Tensor::empty({n}, DType::kI64);
+        for (int64_t i = 0; i < n; ++i) {
+          ids.data<int32_t>()[i] = golden.prompts[p][static_cast<size_t>(done + i)];
+          rows.data<int64_t>()[i] = i;
+        }
+        const Tensor logits = lm.forward(md, ids, rows);
+        if (world.rank() == 0) {
+          for (int64_t i = 0; i < n; ++i) {
+            const float* l = logits.data<float>() + i * logits.size(1);
+            result[p].emplace_back(l, l + logits.size(1));
+          }
+        }
+        done += n;
+      }
+    }
+  });
+  return result;
+}
+
+class FixtureLogits : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FixtureLogits, EveryPositionMatchesTransformers) {
+  const Case c = GetParam();
+  const std::string dir = std::string(CTXPAR_FIXTURES_DIR) + "/" + c.fixture;
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  std::mt19937 rng(seed);
+  const Golden golden = load_golden(dir);
+  const auto got = run_prompts(dir, c, golden, rng);
+  for (size_t p = 0; p < golden.prompts.size(); ++p) {
+    ASSERT_EQ(got[p].size(), golden.logits[p].size());
+    for (size_t i = 0; i < got[p].size(); ++i) {
+      double num = 0, den = 0;
+      for (size_t v = 0; v < got[p][i].size(); ++v) {
+        const double d = got[p][i][v] - golden.logits[p][i][v];
+        num += d * d;
+        den += static_cast<double>(golden.logits[p][i][v]) * golden.logits[p][i][v];
+      }
+      ASSERT_LE(std::sqrt(num / den), 1e-4) << "prompt " << p << " position " << i;
+    }
+  }
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  const std::string fixtures[] = {"tiny-llama-fixture", "tiny-qwen2-fixture",
+                                  "tiny-deepseek-v2-fixture", "tiny-deepseek-v3-fixture"};
+  for (const std::string& f : fixtures) {
+    const ModelConfig config =
+        load_model_config(std::string(CTXPAR_FIXTURES_DIR) + "/" + f + "/config.json");
+    for (int tp : {1, 2, 4}) {
+      for (int dcp = 1; dcp <= tp; ++dcp) {
+        if (tp % dcp != 0) continue;
+        try {
+          validate_for_parallel(config, tp, dcp);
+        } catch (const Error&) {
+          continue;  // e.g. 4 Qwen2 heads... the rule rejects it; other shapes cover it
+        }
+        out.push_back({f, tp, dcp});
+      }
+    }
+  }
+  return out;
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  std::string name = fmt::format("{}_T{}_N{}", info.param.fixture, info.param.tp, info.param.dcp);
+  for (char& ch : name) {
+    if (ch == '-') ch = '_';
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureLogits, ::testing::ValuesIn(cases()), case_name);
+
+}  // namespace
+}  // namespace ctxpar::model
