@@ -36,11 +36,12 @@ class InProcessCommunicator final : public Communicator {
     Slot& me = begin(tensor_signature(CollectiveKind::kAllGather, input, d));
     me.input = &input;
     enter();
-    const int64_t chunk = input.size(d);
-    for (int i = 0; i < size(); ++i) {
-      strided_copy(*peer(i).input, slice_view(output, d, i * chunk, (i + 1) * chunk));
-    }
-    leave();
+    exchange([&] {
+      const int64_t chunk = input.size(d);
+      for (int i = 0; i < size(); ++i) {
+        strided_copy(*peer(i).input, slice_view(output, d, i * chunk, (i + 1) * chunk));
+      }
+    });
   }
 
   void all_to_all(const Tensor& input, Tensor& output, int dim) override {
@@ -48,13 +49,14 @@ class InProcessCommunicator final : public Communicator {
     Slot& me = begin(tensor_signature(CollectiveKind::kAllToAll, input, d));
     me.input = &input;
     enter();
-    // Our chunk i of output is chunk rank() of rank i's input.
-    const int64_t chunk = input.size(d) / size();
-    for (int i = 0; i < size(); ++i) {
-      strided_copy(slice_view(*peer(i).input, d, rank_ * chunk, (rank_ + 1) * chunk),
-                   slice_view(output, d, i * chunk, (i + 1) * chunk));
-    }
-    leave();
+    exchange([&] {
+      // Our chunk i of output is chunk rank() of rank i's input.
+      const int64_t chunk = input.size(d) / size();
+      for (int i = 0; i < size(); ++i) {
+        strided_copy(slice_view(*peer(i).input, d, rank_ * chunk, (rank_ + 1) * chunk),
+                     slice_view(output, d, i * chunk, (i + 1) * chunk));
+      }
+    });
   }
 
   void reduce_scatter(const Tensor& input, Tensor& output, int dim) override {
@@ -62,15 +64,16 @@ class InProcessCommunicator final : public Communicator {
     Slot& me = begin(tensor_signature(CollectiveKind::kReduceScatter, input, d));
     me.input = &input;
     enter();
-    // Each rank sums only its own chunk, reading it straight from every rank's input.
-    const int64_t chunk = output.size(d);
-    for (int i = 0; i < size(); ++i) {
-      views_[i] = slice_view(*peer(i).input, d, rank_ * chunk, (rank_ + 1) * chunk);
-      operands_[i] = &views_[i];
-    }
-    const Tensor* out[] = {&output};
-    sum_tensors(operands_, out, 0, output.numel());
-    leave();
+    exchange([&] {
+      // Each rank sums only its own chunk, reading it straight from every rank's input.
+      const int64_t chunk = output.size(d);
+      for (int i = 0; i < size(); ++i) {
+        views_[i] = slice_view(*peer(i).input, d, rank_ * chunk, (rank_ + 1) * chunk);
+        operands_[i] = &views_[i];
+      }
+      const Tensor* out[] = {&output};
+      sum_tensors(operands_, out, 0, output.numel());
+    });
   }
 
   void all_reduce(Tensor& tensor) override {
@@ -78,12 +81,13 @@ class InProcessCommunicator final : public Communicator {
     Slot& me = begin(tensor_signature(CollectiveKind::kAllReduce, tensor));
     me.output = &tensor;
     enter();
-    // Rank r sums flat elements [r*n/size, (r+1)*n/size) of every rank's tensor and writes
-    // the sum back into all of them; no other rank touches that range, so no scratch.
-    for (int i = 0; i < size(); ++i) operands_[i] = peer(i).output;
-    const int64_t n = tensor.numel();
-    sum_tensors(operands_, operands_, n * rank_ / size(), n * (rank_ + 1) / size());
-    leave();
+    exchange([&] {
+      // Rank r sums flat elements [r*n/size, (r+1)*n/size) of every rank's tensor and writes
+      // the sum back into all of them; no other rank touches that range, so no scratch.
+      for (int i = 0; i < size(); ++i) operands_[i] = peer(i).output;
+      const int64_t n = tensor.numel();
+      sum_tensors(operands_, operands_, n * rank_ / size(), n * (rank_ + 1) / size());
+    });
   }
 
   void broadcast(Tensor& tensor, int root) override {
@@ -91,8 +95,9 @@ class InProcessCommunicator final : public Communicator {
     Slot& me = begin(tensor_signature(CollectiveKind::kBroadcast, tensor, 0, root));
     me.output = &tensor;
     enter();
-    if (rank_ != root) strided_copy(*peer(root).output, tensor);
-    leave();
+    exchange([&] {
+      if (rank_ != root) strided_copy(*peer(root).output, tensor);
+    });
   }
 
   void broadcast_bytes(std::vector<uint8_t>& bytes, int root) override {
@@ -103,8 +108,9 @@ class InProcessCommunicator final : public Communicator {
     Slot& me = begin(signature);
     me.bytes = &bytes;
     enter();
-    if (rank_ != root) bytes = *peer(root).bytes;
-    leave();
+    exchange([&] {
+      if (rank_ != root) bytes = *peer(root).bytes;
+    });
   }
 
   void barrier() override {
@@ -135,10 +141,11 @@ class InProcessCommunicator final : public Communicator {
       members.push_back(group_->members()[entry.second]);
     }
     // The first member in the new order creates the group; the others pick it up after the
-    // second sync. Its slot is not reused before the collective after next.
+    // second sync. Slots live in the group (not on a caller's stack) and this one is not
+    // reused before the collective after next, so this sync may give up on an abort.
     const int leader = order.front().second;
     if (leader == rank_) me.created = world_->make_group(std::move(members), world_);
-    group_->sync(rank_, "split", seq_);
+    group_->sync(rank_, "split", seq_, Group::OnAbort::kThrow);
     return std::make_unique<InProcessCommunicator>(world_, peer(leader).created, new_rank);
   }
 
@@ -155,16 +162,29 @@ class InProcessCommunicator final : public Communicator {
   // First sync, then every rank compares all signatures; on a mismatch all ranks sync once
   // more (so no one frees a tensor another is still describing) and throw the same Error.
   void enter() {
-    group_->sync(rank_, op_, seq_);
+    group_->sync(rank_, op_, seq_, Group::OnAbort::kThrow);
     for (int i = 0; i < size(); ++i) signatures_[i] = peer(i).signature;
     const std::string mismatch = find_signature_mismatch(signatures_);
     if (!mismatch.empty()) {
-      group_->sync(rank_, op_, seq_);
+      group_->sync(rank_, op_, seq_, Group::OnAbort::kFinish);
       CTXPAR_FAIL("{} (collective #{} of {})", mismatch, seq_, group_->describe());
     }
   }
 
-  void leave() { group_->sync(rank_, op_, seq_); }
+  // The data phase of a collective whose first sync has completed: peers may read our
+  // arguments until the closing sync, so we reach it even when the body throws.
+  template <typename Body>
+  void exchange(Body&& body) {
+    try {
+      body();
+    } catch (...) {
+      leave();
+      throw;
+    }
+    leave();
+  }
+
+  void leave() { group_->sync(rank_, op_, seq_, Group::OnAbort::kFinish); }
 
   Slot& peer(int group_rank) { return group_->slot(group_rank, seq_); }
 

@@ -1,7 +1,8 @@
 // In-process backend: ranks are threads of one process and exchange data through shared
 // memory. Each rank publishes pointers to its arguments and reads the other ranks' tensors
 // directly, so a collective costs two group-wide syncs plus the copies (or sums) of the
-// bytes it must produce; no staging buffers, no threads created per call.
+// bytes it must produce; no staging buffers, no threads created per call. Sums add the
+// ranks' values in rank order, so results are bit-identical from run to run.
 //
 // Failure model: when a rank's function throws, the whole world fails: every collective
 // that is waiting, or is called later, on the world or on any group split from it, throws an

@@ -71,10 +71,7 @@ void World::fail(int rank, std::exception_ptr error, const std::string& message)
 
 void World::rank_returned(int rank) {
   std::lock_guard lock(mu_);
-  if (!returned_[rank]) {
-    returned_[rank] = true;
-    ++num_returned_;
-  }
+  returned_[rank] = true;
   notify_all_groups();
 }
 
@@ -101,13 +98,22 @@ void World::notify_all_groups() {
   }
 }
 
+bool World::all_ranks_blocked() const {
+  for (int r = 0; r < size_; ++r) {
+    if (returned_[r]) continue;
+    const Waiting& w = waiting_[r];
+    if (w.group == nullptr || w.group->released(w.generation)) return false;
+  }
+  return true;
+}
+
 std::string World::describe_deadlock() const {
   std::string s =
       "deadlock: every rank that has not returned waits in a collective that cannot complete "
       "(ranks must call the collectives of each group in the same order):";
   for (int r = 0; r < size_; ++r) {
     const Waiting& w = waiting_[r];
-    if (w.group == nullptr || w.group->generation_.load() != w.generation) continue;
+    if (w.group == nullptr || w.group->released(w.generation)) continue;
     s += fmt::format(" rank {} waits in {} #{} of {};", r, w.op, w.seq, w.group->describe());
   }
   std::vector<int> returned;
@@ -128,55 +134,65 @@ std::string Group::describe() const {
   return "group of world ranks " + ranks_str(members_);
 }
 
-void Group::sync(int group_rank, std::string_view op, uint64_t seq) {
-  if (world_->aborted()) world_->throw_aborted(op);
-  const uint32_t generation = generation_.load(std::memory_order_acquire);
+void Group::sync(int group_rank, std::string_view op, uint64_t seq, OnAbort on_abort) {
+  if (on_abort == OnAbort::kThrow && world_->aborted()) world_->throw_aborted(op);
   // acq_rel: the last arriver sees every member's Slot; its release of the new generation
   // passes them on to the waiters.
-  if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<uint32_t>(size())) {
-    arrived_.store(0, std::memory_order_relaxed);
-    generation_.store(generation + 1, std::memory_order_seq_cst);
-    // seq_cst pairs with the sleeper's increment of sleepers_ before it rechecks generation_:
+  const uint64_t before = state_.fetch_add(1, std::memory_order_acq_rel);
+  const uint32_t generation = generation_of(before);
+  if (arrived_of(before) + 1 == static_cast<uint32_t>(size())) {
+    // seq_cst pairs with the sleeper's increment of sleepers_ before it rechecks state_:
     // either we see the sleeper here, or it sees the new generation.
+    state_.store(static_cast<uint64_t>(generation + 1) << 32, std::memory_order_seq_cst);
     if (sleepers_.load(std::memory_order_seq_cst) > 0) {
-      {
-        std::lock_guard lock(world_->mu_);
-        world_->num_sleeping_ -= sleeping_[generation & 1];
-        sleeping_[generation & 1] = 0;
-      }
+      // Taking the lock orders the store before any sleeper's check-then-wait, so the
+      // notification cannot fall between them.
+      { std::lock_guard lock(world_->mu_); }
       cv_.notify_all();
     }
     return;
   }
-  wait(generation, group_rank, op, seq);
+  wait(generation, group_rank, op, seq, on_abort);
 }
 
-void Group::wait(uint32_t generation, int group_rank, std::string_view op, uint64_t seq) {
-  auto released = [&] { return generation_.load(std::memory_order_acquire) != generation; };
+bool Group::try_withdraw(uint32_t generation) {
+  uint64_t state = state_.load(std::memory_order_acquire);
+  while (true) {
+    if (generation_of(state) != generation) return false;
+    if (arrived_of(state) == static_cast<uint32_t>(size())) return false;  // being released
+    if (state_.compare_exchange_weak(state, state - 1, std::memory_order_acq_rel)) return true;
+  }
+}
+
+void Group::wait(uint32_t generation, int group_rank, std::string_view op, uint64_t seq,
+                 OnAbort on_abort) {
   int64_t& budget = busy_budget_[group_rank].ns;
   const int64_t spin = std::min(budget, world_->spin_ns());
   const int64_t start = now_ns();
   auto busy_paid_off = [&] {
     budget = std::min(world_->busy_ns(), std::max<int64_t>(2 * budget, 1000));
   };
+  // An abort seen while busy goes to sleep(), which withdraws under the lock.
+  auto give_up = [&] { return on_abort == OnAbort::kThrow && world_->aborted(); };
   for (int i = 1;; ++i) {
-    if (released()) return busy_paid_off();
+    if (released(generation)) return busy_paid_off();
     if ((i & 63) == 0) {
-      if (world_->aborted()) world_->throw_aborted(op);
+      if (give_up()) return sleep(generation, group_rank, op, seq, on_abort);
       if (now_ns() - start >= spin) break;
     }
     cpu_relax();
   }
   while (now_ns() - start < budget) {
-    if (released()) return busy_paid_off();
-    if (world_->aborted()) world_->throw_aborted(op);
+    if (released(generation)) return busy_paid_off();
+    if (give_up()) return sleep(generation, group_rank, op, seq, on_abort);
     std::this_thread::yield();
   }
   budget /= 2;
-  sleep(generation, group_rank, op, seq);
+  sleep(generation, group_rank, op, seq, on_abort);
 }
 
-void Group::sleep(uint32_t generation, int group_rank, std::string_view op, uint64_t seq) {
+void Group::sleep(uint32_t generation, int group_rank, std::string_view op, uint64_t seq,
+                  OnAbort on_abort) {
   World& w = *world_;
   const int world_rank = members_[group_rank];
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
@@ -186,43 +202,34 @@ void Group::sleep(uint32_t generation, int group_rank, std::string_view op, uint
   } leave{sleepers_};
 
   std::unique_lock lock(w.mu_);
-  bool registered = false;
-  // Undoes our registration when we leave before being released (a releaser removes the
-  // registrations of the generation it releases).
-  auto unregister = [&] {
-    w.waiting_[world_rank] = {};
-    if (!registered) return;
-    --w.num_sleeping_;
-    --sleeping_[generation & 1];
-    registered = false;
-  };
+  // Our entry in waiting_ tells the deadlock check where we sleep. Only we set or clear it,
+  // always under the lock, on both ways out.
+  w.waiting_[world_rank] = {this, op, seq, generation};
   while (true) {
-    if (generation_.load(std::memory_order_seq_cst) != generation) {
+    if (released(generation)) {
       w.waiting_[world_rank] = {};
       return;
     }
-    if (w.aborted_.load(std::memory_order_relaxed)) {
-      unregister();
+    // Why this sync can never complete, if it cannot.
+    std::string failure;
+    const bool aborted = on_abort == OnAbort::kThrow && w.aborted_.load(std::memory_order_relaxed);
+    if (!aborted) {
+      if (const int r = first_returned_member(); r >= 0) {
+        failure = fmt::format(
+            "{} #{} of {}: rank {} returned from its rank function without joining this "
+            "collective (every rank of a group must call the same collectives)",
+            op, seq, describe(), r);
+      } else if (w.all_ranks_blocked()) {
+        failure = w.describe_deadlock();
+      }
+    }
+    // Either nothing is wrong, or the sync completed under us and its release is on the
+    // way; otherwise withdraw our arrival and give up.
+    if ((aborted || !failure.empty()) && try_withdraw(generation)) {
+      w.waiting_[world_rank] = {};
       lock.unlock();
-      w.throw_aborted(op);
-    }
-    if (const int r = first_returned_member(); r >= 0) {
-      unregister();
-      CTXPAR_FAIL(
-          "{} #{} of {}: rank {} returned from its rank function without joining this "
-          "collective (every rank of a group must call the same collectives)",
-          op, seq, describe(), r);
-    }
-    if (!registered) {
-      registered = true;
-      ++w.num_sleeping_;
-      ++sleeping_[generation & 1];
-      w.waiting_[world_rank] = {this, op, seq, generation};
-    }
-    if (w.num_sleeping_ + w.num_returned_ == w.size_) {
-      std::string message = w.describe_deadlock();
-      unregister();
-      CTXPAR_FAIL("{}", message);
+      if (aborted) w.throw_aborted(op);
+      CTXPAR_FAIL("{}", failure);
     }
     cv_.wait(lock);
   }

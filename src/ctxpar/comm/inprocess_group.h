@@ -75,7 +75,10 @@ class World {
     uint32_t generation = 0;
   };
 
-  void notify_all_groups();               // caller holds mu_
+  void notify_all_groups();  // caller holds mu_
+  // True when every rank that has not returned sleeps in a sync that is not released: no
+  // one is left to arrive anywhere. Caller holds mu_.
+  bool all_ranks_blocked() const;
   std::string describe_deadlock() const;  // caller holds mu_
 
   const int size_;
@@ -88,9 +91,7 @@ class World {
   std::string failure_message_;
   std::exception_ptr first_error_;
   std::vector<bool> returned_;
-  int num_returned_ = 0;
-  int num_sleeping_ = 0;          // ranks asleep in a sync that has not been released
-  std::vector<Waiting> waiting_;  // per world rank, for deadlock messages
+  std::vector<Waiting> waiting_;  // per world rank: the sync it sleeps in, set by itself
   std::vector<std::weak_ptr<Group>> groups_;
 };
 
@@ -105,16 +106,37 @@ class Group {
   Slot& slot(int group_rank, uint64_t seq) { return slots_[2 * group_rank + (seq & 1)]; }
   std::string describe() const;  // "group of world ranks [0, 1, 2]"
 
+  // Whether a sync gives up when the world is aborted. A collective's first sync does:
+  // the rank withdraws its arrival, so the sync can never complete without it and nobody
+  // reads its arguments. Once that sync has completed, peers may be reading this rank's
+  // tensors, so the closing sync ignores aborts: every member of a started collective
+  // reaches it, and only then may anyone unwind.
+  enum class OnAbort { kThrow, kFinish };
+
   // Returns once every member has called sync the same number of times. Throws an Error
-  // when the world is aborted, when a member has returned without arriving, or when every
-  // rank that has not returned is waiting (a deadlock). op and seq only label messages.
-  void sync(int group_rank, std::string_view op, uint64_t seq);
+  // when the world is aborted (kThrow only), when a member has returned without arriving,
+  // or when every rank that has not returned is waiting (a deadlock); in those cases this
+  // rank's arrival is withdrawn first. op and seq only label messages.
+  void sync(int group_rank, std::string_view op, uint64_t seq, OnAbort on_abort);
 
  private:
   friend class World;
 
-  void wait(uint32_t generation, int group_rank, std::string_view op, uint64_t seq);
-  void sleep(uint32_t generation, int group_rank, std::string_view op, uint64_t seq);
+  // state_ packs the generation (high 32 bits) and how many members have arrived in it
+  // (low 32 bits), so arriving, releasing and withdrawing are single atomic operations.
+  static uint32_t generation_of(uint64_t state) { return static_cast<uint32_t>(state >> 32); }
+  static uint32_t arrived_of(uint64_t state) { return static_cast<uint32_t>(state); }
+  bool released(uint32_t generation) const {
+    return generation_of(state_.load(std::memory_order_acquire)) != generation;
+  }
+  // Takes back this rank's arrival unless the sync is complete (everyone arrived): true if
+  // withdrawn; false means the sync is released or about to be, and the caller must finish.
+  bool try_withdraw(uint32_t generation);
+
+  void wait(uint32_t generation, int group_rank, std::string_view op, uint64_t seq,
+            OnAbort on_abort);
+  void sleep(uint32_t generation, int group_rank, std::string_view op, uint64_t seq,
+             OnAbort on_abort);
   int first_returned_member() const;  // caller holds world mu_; -1 if none
 
   std::shared_ptr<World> world_;
@@ -129,10 +151,9 @@ class Group {
   };
   std::vector<BusyBudget> busy_budget_;
 
-  alignas(64) std::atomic<uint32_t> arrived_{0};
-  alignas(64) std::atomic<uint32_t> generation_{0};
-  std::atomic<int> sleepers_{0};  // ranks in the sleeping path; lets a releaser skip the lock
-  int sleeping_[2] = {0, 0};      // registered sleepers per generation parity; world mu_
+  alignas(64) std::atomic<uint64_t> state_{0};
+  // Ranks in the sleeping path; lets a releaser skip the lock and notify when it is zero.
+  alignas(64) std::atomic<int> sleepers_{0};
   std::condition_variable cv_;
 };
 

@@ -63,12 +63,21 @@ int run_or_abort_mpi(const std::function<int()>& body) {
   } catch (...) {
     message = "an exception not derived from std::exception";
   }
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  const bool usable = initialized && !finalized;
   int rank = -1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (usable) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  } else if (const char* env = std::getenv("OMPI_COMM_WORLD_RANK")) {
+    rank = std::atoi(env);
+  }
   std::fprintf(stderr, "rank %d: %s\n", rank, message);
   std::fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 2);
-  return 2;  // MPI_Abort does not return; this keeps the compiler content
+  // Without MPI there is no job to abort; exiting non-zero still makes mpirun stop the rest.
+  if (usable) MPI_Abort(MPI_COMM_WORLD, 2);
+  std::exit(2);
 }
 
 }  // namespace ctxpar

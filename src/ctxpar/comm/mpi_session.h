@@ -34,7 +34,8 @@ bool launched_by_mpirun();
 
 // Runs body and returns its exit status. If it throws, prints "rank r: <message>" to stderr
 // and calls MPI_Abort (exit status 2), so the whole job stops instead of the other ranks
-// hanging in their next collective. MPI must be initialized.
+// hanging in their next collective. If MPI is not (or no longer) initialized it prints the
+// same line and exits with status 2.
 int run_or_abort_mpi(const std::function<int()>& body);
 
 }  // namespace ctxpar
