@@ -151,45 +151,56 @@ void Linear::Impl::forward(const Tensor& x, Tensor& y, ThreadPool* pool) const {
 }
 
 void Linear::Impl::forward_bf16_onednn(const Tensor& x, Tensor& y) const {
-  const int64_t m = x.size(0);
-  thread_local std::vector<bf16> x_bf16;
-  x_bf16.resize(static_cast<size_t>(m * in));
+  const int64_t m = x.size(0), ldx = x.stride(0), ldy = row_stride(y);
   const float* xp = x.data<float>();
-  for (int64_t t = 0; t < m; ++t) {
-    for (int64_t i = 0; i < in; ++i) x_bf16[t * in + i] = bf16(xp[t * x.stride(0) + i]);
-  }
-  cache.run(shape(m, in, row_stride(y), DType::kBF16), x_bf16.data(), weight.raw(),
-            bias ? bias->data<float>() : nullptr, nullptr, y.data<float>());
+  float* yp = y.data<float>();
+  thread_local std::vector<bf16> x_chunk;  // [<= kOneDnnTokenChunk, in]
+  x_chunk.resize(static_cast<size_t>(std::min(m, detail::kOneDnnTokenChunk) * in));
+  bf16* xc = x_chunk.data();
+  detail::for_token_chunks(
+      nullptr, m, out, detail::kOneDnnTokenChunk,
+      [&](int64_t t0, int64_t nt) {
+        for (int64_t t = 0; t < nt; ++t) {
+          for (int64_t i = 0; i < in; ++i) xc[t * in + i] = bf16(xp[(t0 + t) * ldx + i]);
+        }
+      },
+      [&](int64_t t0, int64_t nt, int64_t, int64_t) {
+        cache.run(shape(nt, in, ldy, DType::kBF16), xc, weight.raw(),
+                  bias ? bias->data<float>() : nullptr, nullptr, yp + t0 * ldy);
+      });
 }
 
 void Linear::Impl::forward_bf16_direct(const Tensor& x, Tensor& y, ThreadPool* pool) const {
-  const int64_t m = x.size(0);
-  const int64_t ldy = row_stride(y);
+  const int64_t m = x.size(0), ldx = x.stride(0), ldy = row_stride(y);
   const int64_t ldw = row_stride(weight);
+  const float* xp = x.data<float>();
   float* yp = y.data<float>();
   const bf16* wp = weight.data<bf16>();
   const float* bp = bias ? bias->data<float>() : nullptr;
-
   // x rounded to bf16 but kept as f32: products of bf16 values are exact in f32, so this is
   // the same math as a native bf16 matmul with f32 accumulation.
-  thread_local std::vector<float> x_rounded;
-  x_rounded.resize(static_cast<size_t>(m * in));
-  const float* xp = x.data<float>();
-  for (int64_t t = 0; t < m; ++t) {
-    for (int64_t i = 0; i < in; ++i) {
-      x_rounded[t * in + i] = bf16::to_f32(bf16::from_f32(xp[t * x.stride(0) + i]));
-    }
-  }
-
-  const float* xr = x_rounded.data();
-  detail::for_direct_blocks(pool, m, out, [&](int64_t t0, int64_t nt, int64_t o0, int64_t no) {
-    float* yb = yp + t0 * ldy + o0;
-    detail::bf16_weight_matmul(xr + t0 * in, in, nt, wp + o0 * ldw, ldw, in, no, yb, ldy);
-    if (bp == nullptr) return;
-    for (int64_t t = 0; t < nt; ++t) {
-      for (int64_t o = 0; o < no; ++o) yb[t * ldy + o] += bp[o0 + o];
-    }
-  });
+  // Used through a plain pointer: inside the pool's lambdas the thread_local name would be
+  // the pool thread's own instance.
+  thread_local std::vector<float> x_chunk;  // [<= kDirectTokenChunk, in]
+  x_chunk.resize(static_cast<size_t>(std::min(m, detail::kDirectTokenChunk) * in));
+  float* xr = x_chunk.data();
+  detail::for_token_chunks(
+      pool, m, out, detail::kDirectTokenChunk,
+      [&](int64_t t0, int64_t nt) {
+        for (int64_t t = 0; t < nt; ++t) {
+          for (int64_t i = 0; i < in; ++i) {
+            xr[t * in + i] = bf16::to_f32(bf16::from_f32(xp[(t0 + t) * ldx + i]));
+          }
+        }
+      },
+      [&](int64_t t0, int64_t nt, int64_t o0, int64_t no) {
+        float* yb = yp + t0 * ldy + o0;
+        detail::bf16_weight_matmul(xr, in, nt, wp + o0 * ldw, ldw, in, no, yb, ldy);
+        if (bp == nullptr) return;
+        for (int64_t t = 0; t < nt; ++t) {
+          for (int64_t o = 0; o < no; ++o) yb[t * ldy + o] += bp[o0 + o];
+        }
+      });
 }
 
 }  // namespace ctxpar::kernels

@@ -1,6 +1,7 @@
-// Internal to the linear kernels: how ctxpar's own (non-oneDNN) matmul kernels split their
-// work. Output rows are spread over a rank's pool; within a row range, tokens go in chunks
-// small enough that a chunk of x stays in L2 while the range's weight rows stream past once.
+// Internal to the linear kernels: how a forward call walks its tokens and output rows when x
+// must first be converted (rounded to bf16, quantized to int8). Tokens go in chunks, so the
+// per-thread conversion buffer stays bounded however long a prefill is; within a chunk, output
+// rows are spread over the rank's pool for ctxpar's own kernels.
 #pragma once
 
 #include <algorithm>
@@ -11,28 +12,33 @@
 
 namespace ctxpar::kernels::detail {
 
-// Tokens per chunk: 32 f32 rows of a 4096-wide x are 512 KiB.
+// Tokens per chunk for ctxpar's own kernels: x is re-read per 4 weight rows, and 32 f32 rows
+// of a 4096-wide x (512 KiB) stay in L2 while the weight rows stream past once per chunk.
 constexpr int64_t kDirectTokenChunk = 32;
+// Tokens per chunk for oneDNN on converted x: large GEMMs, a bounded conversion buffer.
+constexpr int64_t kOneDnnTokenChunk = 256;
 // Output rows per pool task: a multiple of the kernels' 4-row register blocks.
 constexpr int64_t kDirectRowGrain = 64;
 
-// Calls fn(token_begin, token_count, row_begin, row_count) over blocks covering
-// [0, tokens) × [0, rows): row ranges on the pool's threads when pool is non-null and has more
-// than one, else everything on the calling thread.
-inline void for_direct_blocks(
-    ThreadPool* pool, int64_t tokens, int64_t rows,
-    const std::function<void(int64_t t0, int64_t nt, int64_t r0, int64_t nr)>& fn) {
-  auto row_range = [&](int64_t begin, int64_t end) {
-    for (int64_t t0 = 0; t0 < tokens; t0 += kDirectTokenChunk) {
-      fn(t0, std::min(kDirectTokenChunk, tokens - t0), begin, end - begin);
+// For each chunk of up to `chunk` tokens, in order: prepare(t0, nt) on the calling thread, then
+// block(t0, nt, r0, nr) over row ranges covering [0, rows) — on the pool's threads when pool
+// is non-null and has more than one, else once on the calling thread.
+inline void for_token_chunks(
+    ThreadPool* pool, int64_t tokens, int64_t rows, int64_t chunk,
+    const std::function<void(int64_t t0, int64_t nt)>& prepare,
+    const std::function<void(int64_t t0, int64_t nt, int64_t r0, int64_t nr)>& block) {
+  const bool split = pool != nullptr && pool->num_threads() > 1 && rows > kDirectRowGrain;
+  for (int64_t t0 = 0; t0 < tokens; t0 += chunk) {
+    const int64_t nt = std::min(chunk, tokens - t0);
+    prepare(t0, nt);
+    if (split) {
+      pool->parallel_for(rows, kDirectRowGrain, [&](int64_t begin, int64_t end, int) {
+        block(t0, nt, begin, end - begin);
+      });
+    } else {
+      block(t0, nt, 0, rows);
     }
-  };
-  if (pool == nullptr || pool->num_threads() <= 1 || rows <= kDirectRowGrain) {
-    row_range(0, rows);
-    return;
   }
-  pool->parallel_for(rows, kDirectRowGrain,
-                     [&](int64_t begin, int64_t end, int) { row_range(begin, end); });
 }
 
 }  // namespace ctxpar::kernels::detail

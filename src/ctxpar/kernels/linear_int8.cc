@@ -187,52 +187,65 @@ void Int8Linear::Impl::forward(const Tensor& x, Tensor& y, ThreadPool* pool) con
   const int64_t m = x.size(0);
   if (m == 0) return;
 
-  // Per-thread int8 activations and token scales, reused across calls.
-  thread_local std::vector<int8_t> q_buffer;
-  thread_local std::vector<float> scale_buffer;
-  q_buffer.resize(static_cast<size_t>(m * im.in));
-  scale_buffer.resize(static_cast<size_t>(m));
-  Tensor q = Tensor::wrap(q_buffer.data(), {m, im.in}, DType::kI8);
-  Tensor token_scale = Tensor::wrap(scale_buffer.data(), {m}, DType::kF32);
-  quantize_per_token(x, im.input_smooth ? &*im.input_smooth : nullptr, q, token_scale);
-
-  // The integer product times the per-column weight scale, into y. The per-row token scale
-  // and the bias follow below, because oneDNN 2.x has no fast per-row scale for matmul (its
-  // binary post-op path for a [m, 1] operand falls back to the reference implementation).
-  float* yp = y.data<float>();
   const int64_t ldy = row_stride(y);
   const int64_t ldw = row_stride(im.weight);
   const auto* wp = static_cast<const int8_t*>(im.weight.raw());
   const float* ws = im.weight_scale.data<float>();
-  if (detail::onednn_int8_matmul_exact()) {
-    detail::MatmulShape s;
-    s.m = m;
-    s.k = im.in;
-    s.n = im.out;
-    s.lda = im.in;
-    s.ldw = ldw;
-    s.ldc = ldy;
-    s.a_type = DType::kI8;
-    s.w_type = DType::kI8;
-    s.has_column_scales = true;
-    im.cache.run(s, q_buffer.data(), wp, nullptr, ws, yp);
-  } else {
-    const int8_t* qp = q_buffer.data();
-    detail::for_direct_blocks(pool, m, im.out, [&](int64_t t0, int64_t nt, int64_t o0, int64_t no) {
-      detail::int8_weight_matmul(qp + t0 * im.in, im.in, nt, wp + o0 * ldw, ldw, im.in, no, ws + o0,
-                                 yp + t0 * ldy + o0, ldy);
-    });
-  }
   const float* bp = im.bias ? im.bias->data<float>() : nullptr;
-  for (int64_t t = 0; t < m; ++t) {
-    float* row = yp + t * ldy;
-    const float sx = scale_buffer[t];
-    if (bp != nullptr) {
-      for (int64_t o = 0; o < im.out; ++o) row[o] = row[o] * sx + bp[o];
-    } else {
-      for (int64_t o = 0; o < im.out; ++o) row[o] *= sx;
-    }
-  }
+  const Tensor* smooth = im.input_smooth ? &*im.input_smooth : nullptr;
+  float* yp = y.data<float>();
+  const bool onednn = detail::onednn_int8_matmul_exact();
+  const int64_t chunk = onednn ? detail::kOneDnnTokenChunk : detail::kDirectTokenChunk;
+
+  // Per-thread scratch, reused across calls: one chunk of int8 activations, all token scales.
+  thread_local std::vector<int8_t> q_chunk;     // [<= chunk, in]
+  thread_local std::vector<float> token_scale;  // [m]
+  q_chunk.resize(static_cast<size_t>(std::min(m, chunk) * im.in));
+  token_scale.resize(static_cast<size_t>(m));
+  // Plain pointers for the lambdas: a thread_local named inside them would be the pool
+  // thread's own (empty) instance.
+  int8_t* qp = q_chunk.data();
+  float* sp = token_scale.data();
+
+  detail::for_token_chunks(
+      onednn ? nullptr : pool, m, im.out, chunk,
+      [&](int64_t t0, int64_t nt) {
+        Tensor q = Tensor::wrap(qp, {nt, im.in}, DType::kI8);
+        Tensor scale = Tensor::wrap(sp + t0, {nt}, DType::kF32);
+        quantize_per_token(x.slice(0, t0, t0 + nt), smooth, q, scale);
+      },
+      [&](int64_t t0, int64_t nt, int64_t o0, int64_t no) {
+        float* yb = yp + t0 * ldy + o0;
+        // The integer product times the per-column weight scale...
+        if (onednn) {
+          detail::MatmulShape s;
+          s.m = nt;
+          s.k = im.in;
+          s.n = no;
+          s.lda = im.in;
+          s.ldw = ldw;
+          s.ldc = ldy;
+          s.a_type = DType::kI8;
+          s.w_type = DType::kI8;
+          s.has_column_scales = true;
+          im.cache.run(s, qp, wp + o0 * ldw, nullptr, ws + o0, yb);
+        } else {
+          detail::int8_weight_matmul(qp, im.in, nt, wp + o0 * ldw, ldw, im.in, no, ws + o0, yb,
+                                     ldy);
+        }
+        // ...then the per-token scale and the bias, here rather than in oneDNN because 2.x has
+        // no fast per-row scale for matmul (a binary post-op with a [m, 1] operand falls back
+        // to its reference implementation).
+        for (int64_t t = 0; t < nt; ++t) {
+          float* row = yb + t * ldy;
+          const float sx = sp[t0 + t];
+          if (bp != nullptr) {
+            for (int64_t o = 0; o < no; ++o) row[o] = row[o] * sx + bp[o0 + o];
+          } else {
+            for (int64_t o = 0; o < no; ++o) row[o] *= sx;
+          }
+        }
+      });
 }
 
 }  // namespace ctxpar::kernels

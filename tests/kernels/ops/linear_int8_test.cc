@@ -110,6 +110,23 @@ TEST_F(Int8LinearTest, QuantizePerTokenUsesTheFullRangeAndRoundsToNearest) {
   }
 }
 
+TEST_F(Int8LinearTest, LongPrefillCrossesEveryTokenChunk) {
+  // 300 tokens: several chunks of ctxpar's own kernel (32) and of oneDNN's int8 matmul (256).
+  const int64_t tokens = 300, in = 2 * uniform_int(20, 60) + 1, out = 2 * uniform_int(20, 60) + 1;
+  const Int8Linear linear(random_int8({out, in}), random({out}, DType::kF32, 1e-3, 1e-2),
+                          random({in}, DType::kF32, 0.5, 2), random({out}));
+  const Tensor x = random({tokens, in});
+  const Tensor expected = reference(x, linear);
+  ThreadPool pool(2);
+  Tensor y = Tensor::empty({tokens, out}, DType::kF32);
+  y.fill_bytes(0xff);
+  linear.forward(x, y);
+  EXPECT_LE(ops_test::relative_error(y, expected), 1e-5);
+  y.fill_bytes(0xff);
+  linear.forward(x, y, pool);
+  EXPECT_LE(ops_test::relative_error(y, expected), 1e-5);
+}
+
 TEST_F(Int8LinearTest, AllZeroTokenGivesTheBias) {
   const int64_t in = 37, out = 11;
   const Tensor bias = random({out});

@@ -109,6 +109,22 @@ TEST_F(LinearTest, Bf16WeightsWithLongRowsAndSeveralChunksAndRowRanges) {
   }
 }
 
+TEST_F(LinearTest, LongPrefillCrossesEveryTokenChunk) {
+  // 300 tokens: several chunks of ctxpar's own kernels (32) and of oneDNN on converted x (256).
+  const int64_t tokens = 300, in = 2 * uniform_int(20, 60) + 1, out = 2 * uniform_int(20, 60) + 1;
+  const Tensor x = random({tokens, in});
+  const std::optional<Tensor> bias = random({out});
+  ThreadPool pool(2);
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Tensor w = random({out, in}, dtype);
+    const Linear linear(w, bias);
+    const Tensor expected = reference(dtype == DType::kBF16 ? bf16_rounded(x) : x, w, bias);
+    EXPECT_LE(ops_test::relative_error(run(linear, x), expected), 1e-5);
+    EXPECT_LE(ops_test::relative_error(run(linear, x, &pool), expected), 1e-5);
+  }
+}
+
 TEST_F(LinearTest, Bf16KernelVariantsMatchReference) {
   // 7 and 8 tokens exercise every token block (3, 2, 1); odd `out` the single-row tail.
   for (int64_t tokens : {1, 2, 7, 8}) {
