@@ -41,8 +41,9 @@ class Linear {
   // not overlapping x. tokens may be 0.
   //
   // Thread safety: forward may run concurrently on one object from several threads. oneDNN
-  // primitives are built once per (tokens, row strides) and kept in a small per-object cache
-  // behind a mutex; per-call scratch lives in thread-local buffers.
+  // primitives are built once per (tokens, row strides) and kept in a small per-object LRU
+  // cache behind a mutex; per-call scratch (x converted for bf16 weights, one chunk of at most
+  // 256 tokens at a time) lives in thread-local buffers of the calling thread.
   void forward(const Tensor& x, Tensor& y) const;
   // Same, with ctxpar's own kernels (if this CPU needs them) split over `pool`. The pool is
   // not used reentrantly: do not call this from inside one of its tasks.
