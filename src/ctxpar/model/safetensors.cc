@@ -3,11 +3,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cstring>
 #include <fstream>
-#include <limits>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "ctxpar/core/error.h"
 
