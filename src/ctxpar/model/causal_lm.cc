@@ -24,7 +24,8 @@ const ModelConfig& validated(const ModelConfig& config, const ModelContext& ctx)
 
 }  // namespace
 
-DecoderLayer::DecoderLayer(const ModelContext& ctx, const ModelConfig& c, int64_t layer)
+DecoderLayer::DecoderLayer(const ModelContext& ctx, const ModelConfig& c, int64_t layer,
+                           const std::shared_ptr<const kernels::RopeCache>& rope)
     : eps_(static_cast<float>(c.rms_norm_eps)),
       input_norm_(load_norm(ctx, fmt::format("model.layers.{}.input_layernorm.weight", layer),
                             c.hidden_size)),
@@ -32,9 +33,9 @@ DecoderLayer::DecoderLayer(const ModelContext& ctx, const ModelConfig& c, int64_
           load_norm(ctx, fmt::format("model.layers.{}.post_attention_layernorm.weight", layer),
                     c.hidden_size)) {
   if (c.is_mla()) {
-    attention_ = std::make_unique<MlaAttentionLayer>(ctx, c, layer);
+    attention_ = std::make_unique<MlaAttentionLayer>(ctx, c, layer, rope);
   } else {
-    attention_ = std::make_unique<GqaAttentionLayer>(ctx, c, layer);
+    attention_ = std::make_unique<GqaAttentionLayer>(ctx, c, layer, rope);
   }
   if (c.is_moe_layer(layer)) {
     moe_ = std::make_unique<MoeLayer>(ctx, c, layer);
@@ -60,8 +61,9 @@ CausalLM::CausalLM(const ModelConfig& config, const ModelContext& ctx)
       ctx_(ctx),
       embed_(ctx, "model.embed_tokens.weight", config.vocab_size, config.hidden_size),
       final_norm_(load_norm(ctx, "model.norm.weight", config.hidden_size)) {
+  const auto rope = make_rope_cache(config);
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
-    layers_.push_back(std::make_unique<DecoderLayer>(ctx, config, l));
+    layers_.push_back(std::make_unique<DecoderLayer>(ctx, config, l, rope));
   }
   if (config.tie_word_embeddings) {
     lm_head_ = std::make_unique<ParallelLmHead>(ctx, embed_, config.vocab_size);

@@ -21,7 +21,8 @@ namespace ctxpar::model {
 
 class DecoderLayer {
  public:
-  DecoderLayer(const ModelContext& ctx, const ModelConfig& config, int64_t layer);
+  DecoderLayer(const ModelContext& ctx, const ModelConfig& config, int64_t layer,
+               const std::shared_ptr<const kernels::RopeCache>& rope);
   // residual [tokens, hidden] is updated in place (h = x + attn(norm(x)); x = h + mlp(norm(h))).
   void forward(const attention::AttentionMetadata& md, Tensor& residual);
   AttentionLayer& attention() { return *attention_; }

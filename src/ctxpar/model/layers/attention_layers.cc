@@ -63,6 +63,12 @@ kernels::RopeScaling rope_scaling_of(const RopeConfig& rope) {
   return s;
 }
 
+std::shared_ptr<const kernels::RopeCache> make_rope_cache(const ModelConfig& c) {
+  const int64_t rotary_dim = c.is_mla() ? c.mla.qk_rope_head_dim : c.head_dim;
+  return std::make_shared<const kernels::RopeCache>(rotary_dim, rope_max_positions(c), c.rope.theta,
+                                                    rope_scaling_of(c.rope));
+}
+
 float mla_softmax_scale(const ModelConfig& c) {
   double scale =
       1.0 / std::sqrt(static_cast<double>(c.mla.qk_nope_head_dim + c.mla.qk_rope_head_dim));
@@ -75,7 +81,8 @@ float mla_softmax_scale(const ModelConfig& c) {
 
 // ---- GQA ----
 
-GqaAttentionLayer::GqaAttentionLayer(const ModelContext& ctx, const ModelConfig& c, int64_t layer)
+GqaAttentionLayer::GqaAttentionLayer(const ModelContext& ctx, const ModelConfig& c, int64_t layer,
+                                     std::shared_ptr<const kernels::RopeCache> rope)
     : ctx_(ctx),
       num_kv_heads_(c.num_key_value_heads),
       dims_([&] {
@@ -110,7 +117,7 @@ GqaAttentionLayer::GqaAttentionLayer(const ModelContext& ctx, const ModelConfig&
       o_proj_(ctx, attn_prefix(layer) + ".o_proj.weight",
               {c.hidden_size, c.num_attention_heads * c.head_dim},
               c.o_proj_bias ? attn_prefix(layer) + ".o_proj.bias" : ""),
-      rope_(c.head_dim, rope_max_positions(c), c.rope.theta, rope_scaling_of(c.rope)) {}
+      rope_(std::move(rope)) {}
 
 kv::KvCacheSpec GqaAttentionLayer::kv_cache_spec() const {
   return kv::gqa_kv_cache_spec(static_cast<int>(num_kv_heads_), static_cast<int>(dims_.head_dim),
@@ -139,8 +146,8 @@ Tensor GqaAttentionLayer::forward(const attention::AttentionMetadata& md, const 
   Tensor q = qkv.slice(1, 0, h * d).contiguous().view({tokens, h, d});
   Tensor k = qkv.slice(1, h * d, (h + kv) * d).contiguous().view({tokens, kv, d});
   const Tensor v = qkv.slice(1, (h + kv) * d, (h + 2 * kv) * d).contiguous().view({tokens, kv, d});
-  rope_.apply(q, md.common.positions, kernels::RopeStyle::kRotateHalf);
-  rope_.apply(k, md.common.positions, kernels::RopeStyle::kRotateHalf);
+  rope_->apply(q, md.common.positions, kernels::RopeStyle::kRotateHalf);
+  rope_->apply(k, md.common.positions, kernels::RopeStyle::kRotateHalf);
   Tensor attn = Tensor::empty({tokens, h, d}, DType::kF32);
   impl_->forward(md, q, k, v, attn);
   return o_proj_.forward(attn.view({tokens, h * d}));
@@ -148,7 +155,8 @@ Tensor GqaAttentionLayer::forward(const attention::AttentionMetadata& md, const 
 
 // ---- MLA ----
 
-MlaAttentionLayer::MlaAttentionLayer(const ModelContext& ctx, const ModelConfig& c, int64_t layer)
+MlaAttentionLayer::MlaAttentionLayer(const ModelContext& ctx, const ModelConfig& c, int64_t layer,
+                                     std::shared_ptr<const kernels::RopeCache> rope)
     : ctx_(ctx),
       mla_(c.mla),
       dims_([&] {
@@ -172,7 +180,7 @@ MlaAttentionLayer::MlaAttentionLayer(const ModelContext& ctx, const ModelConfig&
           Slice::column_parallel(ctx.tp_rank(), ctx.tp_size()), ctx.options.weight_dtype)),
       o_proj_(ctx, attn_prefix(layer) + ".o_proj.weight",
               {c.hidden_size, c.num_attention_heads * c.mla.v_head_dim}, ""),
-      rope_(c.mla.qk_rope_head_dim, rope_max_positions(c), c.rope.theta, rope_scaling_of(c.rope)) {
+      rope_(std::move(rope)) {
   const std::string p = attn_prefix(layer);
   const int64_t qk = c.mla.qk_nope_head_dim + c.mla.qk_rope_head_dim;
   const Slice heads = Slice::column_parallel(ctx.tp_rank(), ctx.tp_size());
@@ -216,12 +224,12 @@ Tensor MlaAttentionLayer::forward(const attention::AttentionMetadata& md, const 
   const Tensor q_in = q_a_ ? rms_normed(q_a_->forward(x), q_a_norm_, kLatentNormEps) : x;
   Tensor q = q_->forward(q_in).view({tokens, h, nope + rope});
   Tensor q_pe = q.slice(2, nope, nope + rope);
-  rope_.apply(q_pe, md.common.positions, kernels::RopeStyle::kInterleaved);
+  rope_->apply(q_pe, md.common.positions, kernels::RopeStyle::kInterleaved);
 
   const Tensor kv_a = kv_a_.forward(x);  // [tokens, kv_lora + rope]
   const Tensor kv_c = rms_normed(kv_a.slice(1, 0, lora), kv_a_norm_, kLatentNormEps);
   Tensor k_pe = kv_a.slice(1, lora, lora + rope).contiguous().view({tokens, 1, rope});
-  rope_.apply(k_pe, md.common.positions, kernels::RopeStyle::kInterleaved);
+  rope_->apply(k_pe, md.common.positions, kernels::RopeStyle::kInterleaved);
 
   Tensor attn = Tensor::empty({tokens, h, dims_.v_head_dim}, DType::kF32);
   impl_->forward(md, q, kv_c, k_pe.view({tokens, rope}), attn);

@@ -19,6 +19,10 @@ namespace ctxpar::model {
 // RoPE scaling of a config, in the kernel's terms.
 kernels::RopeScaling rope_scaling_of(const RopeConfig& rope);
 
+// The model's cos/sin table (rotary dim: head_dim for GQA, qk_rope_head_dim for MLA), built
+// once per model and shared by its layers: at DeepSeek's 163840 positions it is ~42 MB.
+std::shared_ptr<const kernels::RopeCache> make_rope_cache(const ModelConfig& config);
+
 class AttentionLayer {
  public:
   virtual ~AttentionLayer() = default;
@@ -33,7 +37,8 @@ class AttentionLayer {
 // Llama / Qwen2: q, k, v (fused, with KV heads split or replicated over TP), rotate-half RoPE.
 class GqaAttentionLayer : public AttentionLayer {
  public:
-  GqaAttentionLayer(const ModelContext& ctx, const ModelConfig& config, int64_t layer);
+  GqaAttentionLayer(const ModelContext& ctx, const ModelConfig& config, int64_t layer,
+                    std::shared_ptr<const kernels::RopeCache> rope);
   kv::KvCacheSpec kv_cache_spec() const override;
   void bind_cache(Tensor cache) override;
   Tensor forward(const attention::AttentionMetadata& md, const Tensor& x) override;
@@ -44,7 +49,7 @@ class GqaAttentionLayer : public AttentionLayer {
   attention::GqaDims dims_;  // per rank
   ColumnParallelLinear qkv_;
   RowParallelLinear o_proj_;
-  kernels::RopeCache rope_;
+  std::shared_ptr<const kernels::RopeCache> rope_;
   std::unique_ptr<attention::GqaAttention> impl_;
 };
 
@@ -52,7 +57,8 @@ class GqaAttentionLayer : public AttentionLayer {
 // RoPE on the rope parts, kv_b_proj sliced per rank for the absorbed and expanded forms.
 class MlaAttentionLayer : public AttentionLayer {
  public:
-  MlaAttentionLayer(const ModelContext& ctx, const ModelConfig& config, int64_t layer);
+  MlaAttentionLayer(const ModelContext& ctx, const ModelConfig& config, int64_t layer,
+                    std::shared_ptr<const kernels::RopeCache> rope);
   kv::KvCacheSpec kv_cache_spec() const override;
   void bind_cache(Tensor cache) override;
   Tensor forward(const attention::AttentionMetadata& md, const Tensor& x) override;
@@ -68,7 +74,7 @@ class MlaAttentionLayer : public AttentionLayer {
   Tensor kv_a_norm_;
   Tensor kv_b_;  // [H_l·(nope + v), kv_lora]
   RowParallelLinear o_proj_;
-  kernels::RopeCache rope_;
+  std::shared_ptr<const kernels::RopeCache> rope_;
   std::unique_ptr<attention::MlaAttention> impl_;
 };
 

@@ -42,7 +42,13 @@ kernels::Linear fuse_parts(const ModelContext& ctx, const std::vector<LinearPart
 
 ColumnParallelLinear::ColumnParallelLinear(const ModelContext& ctx,
                                            const std::vector<LinearPart>& parts)
-    : linear_(fuse_parts(ctx, parts)) {}
+    : ctx_(ctx), linear_(fuse_parts(ctx, parts)) {}
+
+Tensor ColumnParallelLinear::forward(const Tensor& x) const {
+  Tensor y = Tensor::empty({x.size(0), linear_.out_features()}, DType::kF32);
+  linear_.forward(x, y, ctx_.pool);
+  return y;
+}
 
 RowParallelLinear::RowParallelLinear(const ModelContext& ctx, const std::string& name,
                                      const Shape& full_shape, const std::string& bias_name)

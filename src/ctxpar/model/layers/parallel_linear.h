@@ -29,10 +29,11 @@ class ColumnParallelLinear {
  public:
   ColumnParallelLinear(const ModelContext& ctx, const std::vector<LinearPart>& parts);
   // x [tokens, in] f32 → [tokens, sum of part rows] f32 (this rank's outputs).
-  Tensor forward(const Tensor& x) const { return linear_.forward(x); }
+  Tensor forward(const Tensor& x) const;
   int64_t out_features() const { return linear_.out_features(); }
 
  private:
+  ModelContext ctx_;
   kernels::Linear linear_;
 };
 

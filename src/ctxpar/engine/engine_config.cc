@@ -1,0 +1,154 @@
+#include "ctxpar/engine/engine_config.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "ctxpar/core/error.h"
+#include "ctxpar/core/thread_pool.h"
+#include "ctxpar/model/parallel_validation.h"
+
+namespace ctxpar::engine {
+namespace {
+
+DType weight_dtype_of(const std::string& dtype, const model::ModelConfig& m) {
+  if (dtype == "auto") return m.dtype == DType::kBF16 ? DType::kBF16 : DType::kF32;
+  if (dtype == "float32" || dtype == "float") return DType::kF32;
+  if (dtype == "bfloat16") return DType::kBF16;
+  CTXPAR_FAIL("--dtype '{}' is not supported; use auto, float32 or bfloat16", dtype);
+}
+
+DType kv_dtype_of(const std::string& dtype, DType weights) {
+  if (dtype == "auto") return weights;
+  if (dtype == "float32" || dtype == "float") return DType::kF32;
+  if (dtype == "bfloat16") return DType::kBF16;
+  CTXPAR_FAIL("--kv-cache-dtype '{}' is not supported; use auto, float32 or bfloat16", dtype);
+}
+
+}  // namespace
+
+int64_t parse_memory_size(const std::string& text) {
+  size_t end = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &end);
+  } catch (const std::exception&) {
+    CTXPAR_FAIL("memory size '{}' is not a number; use bytes or a unit: 512MiB, 8GiB, 1.5G", text);
+  }
+  std::string unit = text.substr(end);
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  double scale = 1;
+  if (unit.empty() || unit == "b") {
+    scale = 1;
+  } else if (unit == "k" || unit == "kb" || unit == "kib") {
+    scale = unit == "kb" ? 1e3 : 1024.0;
+  } else if (unit == "m" || unit == "mb" || unit == "mib") {
+    scale = unit == "mb" ? 1e6 : 1024.0 * 1024;
+  } else if (unit == "g" || unit == "gb" || unit == "gib") {
+    scale = unit == "gb" ? 1e9 : 1024.0 * 1024 * 1024;
+  } else {
+    CTXPAR_FAIL("memory size '{}' has unknown unit '{}'; use B, KiB, MiB, GiB (or KB, MB, GB)",
+                text, unit);
+  }
+  const double bytes = value * scale;
+  CTXPAR_CHECK(std::isfinite(bytes) && bytes > 0 && bytes < 9.0e18,
+               "memory size '{}' must be positive", text);
+  return static_cast<int64_t>(bytes);
+}
+
+AdditionalConfig parse_additional_config(const std::string& json_text) {
+  AdditionalConfig out;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json_text.empty() ? "{}" : json_text);
+  } catch (const nlohmann::json::exception& e) {
+    CTXPAR_FAIL("--additional-config is not valid JSON ({}): {}", e.what(), json_text);
+  }
+  CTXPAR_CHECK(j.is_object(), "--additional-config must be a JSON object, got: {}", json_text);
+  for (const auto& [key, value] : j.items()) {
+    if (key == "enable_dsa_cp") {
+      CTXPAR_CHECK(value.is_boolean(), "additional config enable_dsa_cp must be true or false");
+      out.enable_dsa_cp = value.get<bool>();
+    } else if (key == "enable_flashcomm1") {
+      CTXPAR_CHECK(value.is_boolean(), "additional config enable_flashcomm1 must be true or false");
+      out.enable_flashcomm1 = value.get<bool>();
+    } else if (key == "sfa_indexer_mode") {
+      CTXPAR_CHECK(value.is_string() && (value == "replicated" || value == "sharded"),
+                   "additional config sfa_indexer_mode {} is not valid; use \"replicated\" or "
+                   "\"sharded\"",
+                   value.dump());
+      out.sfa_indexer_mode = value.get<std::string>();
+    } else {
+      CTXPAR_FAIL(
+          "additional config key '{}' is not known; known keys: enable_dsa_cp, "
+          "enable_flashcomm1, sfa_indexer_mode",
+          key);
+    }
+  }
+  return out;
+}
+
+ResolvedEngineConfig resolve_engine_config(const EngineConfig& c) {
+  ResolvedEngineConfig r;
+  r.raw = c;
+  const int t = c.tensor_parallel_size, n = c.decode_context_parallel_size;
+  CTXPAR_CHECK(t >= 1, "--tensor-parallel-size {} must be >= 1", t);
+  CTXPAR_CHECK(
+      n >= 1 && t % n == 0,
+      "--decode-context-parallel-size {} must be >= 1 and divide --tensor-parallel-size {}", n, t);
+  const kv::DcpLayout layout(n, c.block_size, c.cp_kv_cache_interleave_size);  // B, I rules
+  const attention::DcpCommPlan plan = attention::parse_dcp_comm_plan(c.dcp_comm_backend);
+  CTXPAR_CHECK(
+      c.load_format == "auto" || c.load_format == "safetensors" || c.load_format == "dummy",
+      "--load-format '{}' is not supported; use auto, safetensors or dummy", c.load_format);
+  CTXPAR_CHECK(c.distributed_executor_backend.empty() || c.distributed_executor_backend == "mp" ||
+                   c.distributed_executor_backend == "mpi",
+               "--distributed-executor-backend '{}' is not supported; use mp (in-process ranks) "
+               "or mpi (under mpirun)",
+               c.distributed_executor_backend);
+  CTXPAR_CHECK(c.kv_cache_memory > 0, "--kv-cache-memory must be positive, got {}",
+               c.kv_cache_memory);
+  CTXPAR_CHECK(c.max_context_chunk >= 1, "max context chunk {} must be >= 1", c.max_context_chunk);
+  r.additional = parse_additional_config(c.additional_config);
+  CTXPAR_CHECK(!r.additional.enable_dsa_cp,
+               "--additional-config enable_dsa_cp: the DSA-CP path is not in this build yet");
+  CTXPAR_CHECK(!r.additional.enable_flashcomm1,
+               "--additional-config enable_flashcomm1: sequence-parallel layers are not in this "
+               "build yet");
+
+  r.model = model::resolve_model_config(c.model);
+  model::validate_for_parallel(r.model, t, n);
+  r.use_dummy_weights =
+      c.load_format == "dummy" || (c.load_format == "auto" && model::is_builtin_model(c.model));
+  CTXPAR_CHECK(r.use_dummy_weights || !model::is_builtin_model(c.model),
+               "{} has no weights to load; use --load-format dummy (or auto)", c.model);
+  r.use_mpi = c.distributed_executor_backend == "mpi";
+
+  r.options.weight_dtype = weight_dtype_of(c.dtype, r.model);
+  r.options.kv_cache_dtype = kv_dtype_of(c.kv_cache_dtype, r.options.weight_dtype);
+  r.options.block_size = c.block_size;
+  r.options.interleave = c.cp_kv_cache_interleave_size;
+  r.options.comm_plan = plan;
+  r.options.max_context_chunk = c.max_context_chunk;
+
+  const int64_t model_max = r.model.max_position_embeddings;
+  const int64_t max_len = c.max_model_len > 0 ? c.max_model_len : model_max;
+  CTXPAR_CHECK(max_len >= 1, "--max-model-len {} must be >= 1", max_len);
+  CTXPAR_CHECK(model_max <= 0 || max_len <= model_max,
+               "--max-model-len {} exceeds the model's max_position_embeddings {}", max_len,
+               model_max);
+  r.scheduler.max_num_seqs = c.max_num_seqs;
+  r.scheduler.max_num_batched_tokens = c.max_num_batched_tokens;
+  r.scheduler.max_model_len = max_len;
+  r.scheduler.enable_chunked_prefill = true;
+  r.scheduler.layout = layout;
+  r.scheduler.validate();
+
+  CTXPAR_CHECK(c.threads_per_rank >= 0, "threads per rank {} must be >= 0", c.threads_per_rank);
+  r.threads_per_rank =
+      c.threads_per_rank > 0 ? c.threads_per_rank : default_threads_per_rank(r.use_mpi ? 1 : t);
+  return r;
+}
+
+}  // namespace ctxpar::engine

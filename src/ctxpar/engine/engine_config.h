@@ -1,0 +1,62 @@
+// EngineConfig: the flags a user passes (vLLM's names), validated at start-up before any
+// weight is loaded. ResolvedEngineConfig is the checked, typed form every rank uses.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ctxpar/engine/scheduler_config.h"
+#include "ctxpar/model/layers/model_context.h"
+#include "ctxpar/model/model_config.h"
+
+namespace ctxpar::engine {
+
+struct EngineConfig {
+  std::string model = "builtin:tiny-llama";  // builtin:NAME, a HF directory or config.json
+  std::string load_format = "auto";          // auto | safetensors | dummy
+  uint64_t seed = 0;
+  int tensor_parallel_size = 1;
+  int decode_context_parallel_size = 1;
+  int block_size = 16;
+  int cp_kv_cache_interleave_size = 1;
+  std::string dcp_comm_backend = "ag_rs";  // ag_rs | a2a
+  int64_t max_model_len = 0;               // 0: the model's max_position_embeddings
+  int32_t max_num_seqs = 256;
+  int64_t max_num_batched_tokens = 2048;
+  int64_t kv_cache_memory = int64_t{512} << 20;  // bytes per rank
+  std::string dtype = "auto";                    // auto | float32 | bfloat16
+  std::string kv_cache_dtype = "auto";           // auto (= weight dtype) | float32 | bfloat16
+  int64_t max_context_chunk = 8192;
+  int threads_per_rank = 0;                  // 0: the machine's cores shared by the ranks
+  std::string additional_config = "{}";      // JSON object (vLLM's --additional-config)
+  std::string distributed_executor_backend;  // "" or "mp": in-process ranks; "mpi"
+};
+
+// Keys of --additional-config this engine understands; others are rejected by name.
+struct AdditionalConfig {
+  bool enable_dsa_cp = false;
+  bool enable_flashcomm1 = false;
+  std::string sfa_indexer_mode = "replicated";  // replicated | sharded
+};
+
+struct ResolvedEngineConfig {
+  EngineConfig raw;
+  model::ModelConfig model;
+  model::ModelOptions options;
+  SchedulerConfig scheduler;
+  AdditionalConfig additional;
+  bool use_dummy_weights = false;
+  bool use_mpi = false;
+  int threads_per_rank = 1;
+};
+
+// Checks every flag and the model config against (T, N); throws ctxpar::Error naming the bad
+// value and what is valid. Reads config.json (or the built-in config), never weights.
+ResolvedEngineConfig resolve_engine_config(const EngineConfig& config);
+
+// "512MiB", "8GiB", "1.5G", "1000000" → bytes. Throws for anything else.
+int64_t parse_memory_size(const std::string& text);
+
+AdditionalConfig parse_additional_config(const std::string& json_text);
+
+}  // namespace ctxpar::engine

@@ -1,0 +1,35 @@
+#include "ctxpar/engine/model_runner.h"
+
+#include "ctxpar/attention/context_parallel/dcp_metadata_builder.h"
+
+namespace ctxpar::engine {
+
+ModelRunner::ModelRunner(const model::ModelConfig& config, const model::ModelContext& ctx)
+    : model_(std::make_unique<model::CausalLM>(config, ctx)) {
+  const model::ModelOptions& o = ctx.options;
+  if (ctx.dcp_size() > 1) {
+    builder_ = std::make_unique<attention::DcpMetadataBuilder>(
+        kv::DcpLayout(ctx.dcp_size(), o.block_size, o.interleave), ctx.groups.dcp_rank());
+  } else {
+    builder_ = std::make_unique<attention::AttentionMetadataBuilder>(o.block_size);
+  }
+}
+
+Tensor ModelRunner::execute(const StepPlan& plan, bool all_positions) {
+  const std::vector<attention::ScheduledRequest> batch = plan.attention_batch();
+  const attention::AttentionMetadata md = builder_->build(batch);
+  Tensor token_ids = Tensor::empty({md.common.num_tokens}, DType::kI32);
+  std::vector<int64_t> rows;
+  int64_t t = 0;
+  for (const StepPlan::Entry& e : plan.entries) {
+    for (size_t i = 0; i < e.token_ids.size(); ++i, ++t) {
+      token_ids.data<int32_t>()[t] = e.token_ids[i];
+      if (all_positions || (e.samples && i + 1 == e.token_ids.size())) rows.push_back(t);
+    }
+  }
+  Tensor logits_indices = Tensor::empty({static_cast<int64_t>(rows.size())}, DType::kI64);
+  std::copy(rows.begin(), rows.end(), logits_indices.data<int64_t>());
+  return model_->forward(md, token_ids, logits_indices);
+}
+
+}  // namespace ctxpar::engine

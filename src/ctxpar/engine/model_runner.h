@@ -1,0 +1,30 @@
+// ModelRunner: one rank's model and the per-step work around it (DESIGN.md §6). Every rank
+// of the TP group builds one; each step all of them execute the same StepPlan.
+#pragma once
+
+#include <memory>
+
+#include "ctxpar/attention/attention_metadata.h"
+#include "ctxpar/engine/step_plan.h"
+#include "ctxpar/model/causal_lm.h"
+
+namespace ctxpar::engine {
+
+class ModelRunner {
+ public:
+  // Loads this rank's weights; the caller then plans the KV cache and calls allocate_kv_cache.
+  ModelRunner(const model::ModelConfig& config, const model::ModelContext& ctx);
+
+  model::CausalLM& model() { return *model_; }
+  void allocate_kv_cache(int32_t num_blocks) { model_->allocate_kv_cache(num_blocks); }
+
+  // Runs the step; returns logits [sampling entries, vocab] f32 (same on every rank), rows in
+  // entry order. With all_positions, the rows are every new token's instead (verify/tests).
+  Tensor execute(const StepPlan& plan, bool all_positions = false);
+
+ private:
+  std::unique_ptr<model::CausalLM> model_;
+  std::unique_ptr<attention::AttentionMetadataBuilder> builder_;
+};
+
+}  // namespace ctxpar::engine
