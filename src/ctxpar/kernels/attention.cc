@@ -51,28 +51,40 @@ AttnPlan make_plan(detail::KvDType dtype, int64_t dk, int64_t dv, bool v_in_k_ro
   return plan;
 }
 
-// Adds the groups of tokens [t0, t1), which share `keys`/`num_keys`: one group per KV head,
-// and per chunk of kMaxJobRows query heads when a KV head has more. Query head h reads KV
-// head h / group_size. key_base(kvh) gives the KeyRows of a KV head. If causal_first >= 0,
-// token t (t0 <= t < t1) sees keys < t - causal_first + 1.
+// Adds the groups of tokens [t0, t1), which share their keys (num_keys of them). Query head
+// h reads KV head h / (hq / hkv). A group holds the query heads of as many consecutive KV
+// heads as fit a job (a token's KV heads lie side by side, so one pass over the keys reads
+// them together), or a chunk of kMaxJobRows query heads of one KV head when a KV head has
+// more. keys_of(kvh) gives the KeyRows of KV head kvh; head_stride(kind) the byte distance
+// between KV heads of K (kind 0) and V (kind 1). If causal_first >= 0, token t sees keys
+// < t - causal_first + 1.
 template <class KeysOfHead>
 void add_token_groups(AttnPlan& plan, const Tensor& q, Tensor& out, Tensor& lse, int64_t t0,
                       int64_t t1, int64_t hq, int64_t hkv, int64_t num_keys, KeysOfHead keys_of,
-                      int64_t causal_first) {
+                      int64_t k_head_stride, int64_t v_head_stride, int64_t causal_first) {
   const int64_t group = hq / hkv;
-  for (int64_t kvh = 0; kvh < hkv; ++kvh) {
-    const KeyRows keys = keys_of(kvh);
-    for (int64_t h0 = 0; h0 < group; h0 += kMaxJobRows) {
-      const int64_t hn = std::min<int64_t>(kMaxJobRows, group - h0);
+  const int64_t tokens = t1 - t0;
+  const int64_t heads_per_group =
+      std::clamp<int64_t>(kMaxJobRows / std::max<int64_t>(1, tokens * group), 1, hkv);
+  const int64_t head_chunk = std::min<int64_t>(group, kMaxJobRows);
+  for (int64_t kv0 = 0; kv0 < hkv; kv0 += heads_per_group) {
+    const int64_t kvn = std::min(heads_per_group, hkv - kv0);
+    for (int64_t h0 = 0; h0 < group; h0 += head_chunk) {
+      const int64_t hn = std::min<int64_t>(head_chunk, group - h0);
       AttnGroup g;
-      g.keys = keys;
+      g.keys = keys_of(kv0);
       g.num_keys = num_keys;
       g.first_row = static_cast<int64_t>(plan.q.size());
-      g.rows = static_cast<int>((t1 - t0) * hn);
-      for (int64_t t = t0; t < t1; ++t) {
-        for (int64_t h = kvh * group + h0; h < kvh * group + h0 + hn; ++h) {
-          plan.add_row(q_row(q, t, h), out_row(out, t, h), lse_ptr(lse, t, h));
-          if (causal_first >= 0) plan.row_key_end.push_back(t - causal_first + 1);
+      g.rows = static_cast<int>(kvn * tokens * hn);
+      g.kv_heads = static_cast<int>(kvn);
+      g.k_head_stride = k_head_stride;
+      g.v_head_stride = v_head_stride;
+      for (int64_t kvh = kv0; kvh < kv0 + kvn; ++kvh) {
+        for (int64_t t = t0; t < t1; ++t) {
+          for (int64_t h = kvh * group + h0; h < kvh * group + h0 + hn; ++h) {
+            plan.add_row(q_row(q, t, h), out_row(out, t, h), lse_ptr(lse, t, h));
+            if (causal_first >= 0) plan.row_key_end.push_back(t - causal_first + 1);
+          }
         }
       }
       plan.groups.push_back(g);
@@ -125,7 +137,7 @@ void run_selected(const Tensor& q, const PagedKvView& kv, const detail::PagedDim
           keys.indices = compact.data() + begin[t];
           return keys;
         },
-        -1);
+        byte_stride(kv.k_cache, 2), byte_stride(kv.v_cache, 2), -1);
   }
   detail::run_attention_plan(plan, pool, isa);
 }
@@ -148,7 +160,8 @@ void run_dense(const Tensor& q, const PagedKvView& kv, const detail::PagedDims& 
     }
     add_token_groups(
         plan, q, out, lse, t0, t1, d.hq, d.hkv, n,
-        [&](int64_t kvh) { return paged_keys(kv, d, block_tables, req, kvh); }, -1);
+        [&](int64_t kvh) { return paged_keys(kv, d, block_tables, req, kvh); },
+        byte_stride(kv.k_cache, 2), byte_stride(kv.v_cache, 2), -1);
     t0 = t1;
   }
   detail::run_attention_plan(plan, pool, isa);
@@ -178,7 +191,8 @@ void run_varlen(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&
       const int64_t t1 = std::min(qe, t0 + per_group);
       // Causal: the group's last token sees the most keys; earlier ones are masked per row.
       const int64_t num_keys = causal ? t1 - qb : ke - kb;
-      add_token_groups(plan, q, out, lse, t0, t1, d.hq, d.hkv, num_keys, keys_of, causal ? qb : -1);
+      add_token_groups(plan, q, out, lse, t0, t1, d.hq, d.hkv, num_keys, keys_of, byte_stride(k, 1),
+                       byte_stride(v, 1), causal ? qb : -1);
     }
   }
   detail::run_attention_plan(plan, pool, isa);

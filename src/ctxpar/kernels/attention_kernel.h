@@ -1,8 +1,9 @@
 // Internal: one attention job, the unit of work the dispatcher (attention_plan.cc) hands to a
 // per-ISA kernel (attention_kernel_{scalar,avx2,avx512}.cc).
 //
-// A job is `rows` query rows that attend the same keys [key_begin, key_end) of one KV head:
-// the query heads of one KV head for one token, or for several tokens that share their keys.
+// A job is `rows` query rows that attend the same keys [key_begin, key_end) of kv_heads
+// consecutive KV heads: the query heads of those KV heads for one token, or for several tokens
+// that share their keys. Rows are grouped by KV head (rows / kv_heads rows per head).
 // It writes, per row, the normalized o over those keys and its natural-log lse (o = 0,
 // lse = -inf for a row that saw no key), so a key range split into jobs merges exactly.
 #pragma once
@@ -16,7 +17,7 @@ namespace ctxpar::kernels::detail {
 // Rows per job: bounds the per-thread scratch (o accumulators, scores) to stay in L2.
 inline constexpr int kMaxJobRows = 64;
 // Keys per softmax tile: the scores of a tile are computed, exponentiated, then applied to V.
-inline constexpr int kKeyTile = 32;
+inline constexpr int kKeyTile = 64;
 
 enum class KvDType : uint8_t { kF32, kBF16 };
 
@@ -45,7 +46,10 @@ struct AttnJob {
   KeyRows keys;
   int64_t key_begin = 0;
   int64_t key_end = 0;
-  int rows = 0;                          // <= kMaxJobRows
+  int kv_heads = 1;  // head h's rows are base rows + h·{k,v}_head_stride bytes
+  int64_t k_head_stride = 0;
+  int64_t v_head_stride = 0;
+  int rows = 0;                          // <= kMaxJobRows, a multiple of kv_heads
   const float* const* q = nullptr;       // [rows] → dk f32
   const int64_t* row_key_end = nullptr;  // [rows] or null: row r sees keys < row_key_end[r]
   float scale = 1.0f;                    // applied to q·k

@@ -37,6 +37,9 @@ constexpr int kDirectBf16Rows = 4;
 constexpr int kQkRows = 2;  // register block of the score micro-kernel: rows ×
 constexpr int kQkKeys = 4;  // keys (8 accumulators + 4 q + 2 k registers of 16)
 constexpr int kPvRows = 4;  // register block of the P·V micro-kernel: rows × 2 vectors
+// How many keys ahead rows are prefetched: far enough to cover DRAM latency, near enough that
+// the lines are still in L1/L2 when used.
+constexpr int kPrefetchKeys = 16;
 
 inline float max_f(float a, float b) {
   return a > b ? a : b;
@@ -213,44 +216,85 @@ inline void scale_row(float* o, int64_t d, float s) {
   for (; i < d; ++i) o[i] *= s;
 }
 
-// Scores of all rows against keys [0, n) of a tile; prefetches the next tile's rows (one
-// register block of keys at a time, so the prefetches spread over the computation).
-template <class V, class RowT, class KvT>
-inline void tile_scores(const float* q, int64_t qs, int rows, const RowT* const* k, int n,
-                        int64_t dk, float* s, const KvT* const* k_next, const KvT* const* v_next,
-                        int n_next, int64_t k_bytes, int64_t v_bytes) {
-  for (int j = 0; j < n; j += kQkKeys) {
-    const int kb = std::min(kQkKeys, n - j);
-    for (int x = j; x < std::min(j + kQkKeys, n_next); ++x) {
-      prefetch_row(k_next[x], k_bytes);
-      if (v_bytes > 0) prefetch_row(v_next[x], v_bytes);
-    }
-    for (int r = 0; r < rows; r += kQkRows) {
-      const float* qr = q + r * qs;
-      float* sr = s + static_cast<int64_t>(r) * kKeyTile + j;
-      const bool two = rows - r >= 2;
-      if (kb == kQkKeys) {
-        if (two) {
-          qk_block<V, 2, kQkKeys>(qr, qs, k + j, dk, sr, kKeyTile);
-        } else {
-          qk_block<V, 1, kQkKeys>(qr, qs, k + j, dk, sr, kKeyTile);
-        }
-      } else {
-        for (int x = 0; x < kb; ++x) {
-          if (two) {
-            qk_block<V, 2, 1>(qr, qs, k + j + x, dk, sr + x, kKeyTile);
-          } else {
-            qk_block<V, 1, 1>(qr, qs, k + j + x, dk, sr + x, kKeyTile);
-          }
-        }
+// qk_block for a run-time row count 1..kQkRows.
+template <class V, int KB, class RowT>
+inline void qk_rows(int rb, const float* q, int64_t qs, const RowT* const* k, int64_t d, float* s) {
+  static_assert(kQkRows <= 4);
+  switch (rb) {
+    case 4:
+      qk_block<V, 4, KB>(q, qs, k, d, s, kKeyTile);
+      break;
+    case 3:
+      qk_block<V, 3, KB>(q, qs, k, d, s, kKeyTile);
+      break;
+    case 2:
+      qk_block<V, 2, KB>(q, qs, k, d, s, kKeyTile);
+      break;
+    default:
+      qk_block<V, 1, KB>(q, qs, k, d, s, kKeyTile);
+      break;
+  }
+}
+
+// Prefetches the K and V rows (of every KV head of the job) of keys a fixed distance ahead of
+// the ones being used. k[0, n) / v[0, n) are this tile's rows of head 0, [n, total) the next
+// tile's, so the distance runs across tiles; head h's row is h·{k,v}_head_stride further.
+// The heads of one key are adjacent in a paged cache, so the requests walk memory in order.
+template <class T>
+struct RowPrefetcher {
+  const T* const* k;
+  const T* const* v;
+  int total;
+  int heads;
+  int64_t k_head_stride, v_head_stride;  // bytes
+  int64_t k_bytes, v_bytes;              // per head row; v_bytes 0: V inside the K rows
+
+  // Keys [j0, j1) are about to be used: fetch keys [j0, j1) + kPrefetchKeys.
+  void ahead_of(int j0, int j1) const {
+    for (int x = std::max(0, j0 + kPrefetchKeys); x < std::min(total, j1 + kPrefetchKeys); ++x) {
+      const char* kp = reinterpret_cast<const char*>(k[x]);
+      const char* vp = reinterpret_cast<const char*>(v[x]);
+      for (int h = 0; h < heads; ++h) {
+        prefetch_row(kp + h * k_head_stride, k_bytes);
+        if (v_bytes > 0) prefetch_row(vp + h * v_head_stride, v_bytes);
       }
     }
   }
-  // Keys past n in the last tile get prefetched here (n_next may exceed n only when a tile
-  // is partial, which happens once per job).
-  for (int x = n; x < n_next; ++x) {
-    prefetch_row(k_next[x], k_bytes);
-    if (v_bytes > 0) prefetch_row(v_next[x], v_bytes);
+};
+
+// Row pointers of one KV head: head 0's rows shifted by the head's byte offset.
+template <class T>
+inline void shift_rows(const T* const* base, int n, int64_t byte_offset, const T** out) {
+  for (int j = 0; j < n; ++j) {
+    out[j] = reinterpret_cast<const T*>(reinterpret_cast<const char*>(base[j]) + byte_offset);
+  }
+}
+
+// Scores of every row against keys [0, n) of a tile: s[r·kKeyTile + j] = q[r]·k_head(r)[j].
+// Rows are grouped by KV head (head_rows each); head h's K rows are k[j] + h·head_stride
+// bytes. Key blocks run outermost so the K rows of all heads of a key, adjacent in memory, are
+// read together, with the rows kPrefetchKeys ahead requested meanwhile.
+template <class V, class RowT, class KvT>
+inline void tile_scores(const float* q, int64_t qs, int heads, int head_rows, const RowT* const* k,
+                        int64_t head_stride, int n, int64_t dk, float* s,
+                        const RowPrefetcher<KvT>* prefetch) {
+  for (int j = 0; j < n; j += kQkKeys) {
+    const int kb = std::min(kQkKeys, n - j);
+    if (prefetch != nullptr) prefetch->ahead_of(j, j + kb);
+    for (int h = 0; h < heads; ++h) {
+      const RowT* kh[kQkKeys];
+      shift_rows(k + j, kb, h * head_stride, kh);
+      for (int r = h * head_rows; r < (h + 1) * head_rows; r += kQkRows) {
+        const int rb = std::min(kQkRows, (h + 1) * head_rows - r);
+        const float* qr = q + r * qs;
+        float* sr = s + static_cast<int64_t>(r) * kKeyTile + j;
+        if (kb == kQkKeys) {
+          qk_rows<V, kQkKeys>(rb, qr, qs, kh, dk, sr);
+        } else {
+          for (int x = 0; x < kb; ++x) qk_rows<V, 1>(rb, qr, qs, kh + x, dk, sr + x);
+        }
+      }
+    }
   }
 }
 
@@ -311,6 +355,8 @@ void run_job(const AttnJob& job, float* scratch) {
   constexpr bool kBf16 = std::is_same_v<KvT, uint16_t>;
   const AttnScratchLayout lay = attn_scratch_layout(job.dk, job.dv);
   const int rows = job.rows;
+  const int heads = job.kv_heads;
+  const int head_rows = rows / heads;
   const int64_t dk = job.dk, dv = job.dv;
   const int64_t qs = lay.dk_stride, os = lay.dv_stride;
   float* q = scratch + lay.q;
@@ -335,54 +381,51 @@ void run_job(const AttnJob& job, float* scratch) {
 
   // A bf16 tile used by several row blocks is converted once; when V rows are prefixes of
   // the K rows (MLA) and the prefix ends on a pair step, the converted K tile serves as V.
-  const bool convert = kBf16 && rows > kDirectBf16Rows;
+  const bool convert = kBf16 && head_rows > kDirectBf16Rows;
   const bool v_from_k_tile = job.v_in_k_row && (dv % kP == 0 || dv == dk);
   const int64_t k_bytes = dk * static_cast<int64_t>(sizeof(KvT));
   const int64_t v_bytes = job.v_in_k_row ? 0 : dv * static_cast<int64_t>(sizeof(KvT));
 
   const RowResolver resolver(job.keys);
-  const KvT* k_rows[2][kKeyTile];
-  const KvT* v_rows[2][kKeyTile];
+  const KvT* k_base[2][kKeyTile];  // rows of KV head 0, this tile and the next
+  const KvT* v_base[2][kKeyTile];
+  const KvT* kr[2 * kKeyTile];  // head 0 (or, converting, the current head): this tile,
+  const KvT* vr[2 * kKeyTile];  // then the next
   const float* k_f32[kKeyTile];
   const float* v_f32[kKeyTile];
   int cur = 0;
   if (job.key_begin < job.key_end) {
     const int n0 = static_cast<int>(std::min<int64_t>(kKeyTile, job.key_end - job.key_begin));
-    resolver.resolve(job.key_begin, n0, k_rows[0], v_rows[0]);
+    resolver.resolve(job.key_begin, n0, k_base[0], v_base[0]);
   }
   for (int64_t t0 = job.key_begin; t0 < job.key_end; t0 += kKeyTile) {
     const int n = static_cast<int>(std::min<int64_t>(kKeyTile, job.key_end - t0));
     const int n_next = static_cast<int>(std::clamp<int64_t>(job.key_end - t0 - n, 0, kKeyTile));
-    if (n_next > 0) resolver.resolve(t0 + n, n_next, k_rows[cur ^ 1], v_rows[cur ^ 1]);
-    const KvT* const* kr = k_rows[cur];
-    const KvT* const* vr = v_rows[cur];
-    const KvT* const* kn = k_rows[cur ^ 1];
-    const KvT* const* vn = v_rows[cur ^ 1];
+    if (n_next > 0) resolver.resolve(t0 + n, n_next, k_base[cur ^ 1], v_base[cur ^ 1]);
+    shift_rows(k_base[cur], n, 0, kr);
+    shift_rows(v_base[cur], n, 0, vr);
+    shift_rows(k_base[cur ^ 1], n_next, 0, kr + n);
+    shift_rows(v_base[cur ^ 1], n_next, 0, vr + n);
+    const RowPrefetcher<KvT> prefetch{
+        kr, vr, n + n_next, heads, job.k_head_stride, job.v_head_stride, k_bytes, v_bytes};
 
-    if (convert) {
-      if constexpr (kBf16) {
+    if (!convert) {
+      tile_scores<V, KvT, KvT>(q, qs, heads, head_rows, kr, job.k_head_stride, n, dk, s, &prefetch);
+    } else if constexpr (kBf16) {
+      // Head by head: the head's K rows of the tile are converted once, then every row block
+      // of the head reads f32.
+      for (int hh = 0; hh < heads; ++hh) {
+        const KvT* kh[kKeyTile];
+        shift_rows(kr, n, hh * job.k_head_stride, kh);
         for (int j = 0; j < n; ++j) {
-          convert_row<V>(kr[j], dk, k_tile + j * qs);
+          if (hh == 0) prefetch.ahead_of(j, j + 1);
+          convert_row<V>(kh[j], dk, k_tile + j * qs);
           k_f32[j] = k_tile + j * qs;
-          if (j < n_next) prefetch_row(kn[j], k_bytes);
         }
-        for (int j = 0; j < n; ++j) {
-          if (v_from_k_tile) {
-            v_f32[j] = k_f32[j];
-          } else {
-            convert_row<V>(vr[j], dv, v_tile + j * os);
-            v_f32[j] = v_tile + j * os;
-            if (j < n_next && v_bytes > 0) prefetch_row(vn[j], v_bytes);
-          }
-        }
-        for (int j = n; j < n_next; ++j) {
-          prefetch_row(kn[j], k_bytes);
-          if (v_bytes > 0) prefetch_row(vn[j], v_bytes);
-        }
-        tile_scores<V, float, KvT>(q, qs, rows, k_f32, n, dk, s, kn, vn, 0, 0, 0);
+        const int r0 = hh * head_rows;
+        tile_scores<V, float, KvT>(q + r0 * qs, qs, 1, head_rows, k_f32, 0, n, dk,
+                                   s + static_cast<int64_t>(r0) * kKeyTile, nullptr);
       }
-    } else {
-      tile_scores<V, KvT, KvT>(q, qs, rows, kr, n, dk, s, kn, vn, n_next, k_bytes, v_bytes);
     }
 
     for (int r = 0; r < rows; ++r) {
@@ -393,10 +436,25 @@ void run_job(const AttnJob& job, float* scratch) {
       softmax_row<V>(s + static_cast<int64_t>(r) * kKeyTile, n, valid, m[r], l[r], o + r * os, dv);
     }
 
-    if (convert) {
-      tile_values<V, float>(s, rows, v_f32, n, dv, o, os);
-    } else {
-      tile_values<V, KvT>(s, rows, vr, n, dv, o, os);
+    for (int hh = 0; hh < heads; ++hh) {
+      const int r0 = hh * head_rows;
+      const float* p = s + static_cast<int64_t>(r0) * kKeyTile;
+      const KvT* vh[kKeyTile];
+      shift_rows(vr, n, hh * job.v_head_stride, vh);
+      if (!convert) {
+        tile_values<V, KvT>(p, head_rows, vh, n, dv, o + r0 * os, os);
+      } else if constexpr (kBf16) {
+        // The converted K tile still holds this head's rows when it is the only head.
+        if (!(v_from_k_tile && heads == 1)) {
+          for (int j = 0; j < n; ++j) {
+            convert_row<V>(vh[j], dv, v_tile + j * os);
+            v_f32[j] = v_tile + j * os;
+          }
+        } else {
+          for (int j = 0; j < n; ++j) v_f32[j] = k_f32[j];
+        }
+        tile_values<V, float>(p, head_rows, v_f32, n, dv, o + r0 * os, os);
+      }
     }
     cur ^= 1;
   }

@@ -122,6 +122,9 @@ void run_attention_plan(const AttnPlan& plan, ThreadPool& pool, Isa isa) {
     job.dv = plan.dv;
     job.v_in_k_row = plan.v_in_k_row;
     job.keys = g.keys;
+    job.kv_heads = g.kv_heads;
+    job.k_head_stride = g.k_head_stride;
+    job.v_head_stride = g.v_head_stride;
     job.key_begin = j.key_begin;
     job.key_end = j.key_end;
     job.rows = g.rows;

@@ -11,12 +11,16 @@
 
 namespace ctxpar::kernels::detail {
 
-// Query rows [first_row, first_row + rows) of the plan attend keys [0, num_keys) of `keys`.
+// Query rows [first_row, first_row + rows) of the plan attend keys [0, num_keys) of `keys`
+// (KV head h of the group at + h·{k,v}_head_stride bytes; rows grouped by head).
 struct AttnGroup {
   KeyRows keys;
   int64_t num_keys = 0;
   int64_t first_row = 0;
   int rows = 0;  // 1..kMaxJobRows
+  int kv_heads = 1;
+  int64_t k_head_stride = 0;
+  int64_t v_head_stride = 0;
 };
 
 struct AttnPlan {

@@ -7,10 +7,11 @@
 #endif
 
 // GCC 12's AVX-512 intrinsics build their pass-through operands from _mm512_undefined_*(),
-// which -Wmaybe-uninitialized reports once inlined (GCC bug 105593, fixed in 12.3/13). The
-// value is never used, so the warning is silenced for the AVX-512 translation units only.
+// which -W(maybe-)uninitialized reports once inlined (GCC bug 105593, fixed in 12.3/13). The
+// value is never used, so the warnings are silenced for the AVX-512 translation units only.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include <immintrin.h>
 
