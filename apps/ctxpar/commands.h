@@ -12,6 +12,7 @@ inline int& exit_code() {
   return code;
 }
 
-void add_layout_command(CLI::App& app);  // layout_command.cc
+void add_layout_command(CLI::App& app);    // layout_command.cc
+void add_generate_command(CLI::App& app);  // generate_command.cc
 
 }  // namespace ctxpar::app

@@ -1,0 +1,167 @@
+#include "engine_flags.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "ctxpar/comm/mpi_session.h"
+#include "ctxpar/core/error.h"
+#include "ctxpar/engine/tokenizer.h"
+#include "ctxpar/model/model_config.h"
+
+namespace ctxpar::app {
+namespace {
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      size_t used = 0;
+      const long v = std::stol(item, &used);
+      CTXPAR_CHECK(used == item.size() && v >= 0 && v <= INT32_MAX, "bad id");
+      ids.push_back(static_cast<int32_t>(v));
+    } catch (const std::exception&) {
+      CTXPAR_FAIL("--prompt-token-ids '{}': '{}' is not a non-negative token id", text, item);
+    }
+  }
+  CTXPAR_CHECK(!ids.empty(), "--prompt-token-ids '{}' holds no token id", text);
+  return ids;
+}
+
+}  // namespace
+
+void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
+  engine::EngineConfig& c = f.config;
+  cmd->add_option("--model", c.model, "builtin:NAME, a Hugging Face model directory or config.json")
+      ->capture_default_str();
+  cmd->add_option("--tensor-parallel-size", c.tensor_parallel_size, "ranks (T); alias -tp")
+      ->capture_default_str();
+  cmd->add_option("--decode-context-parallel-size", c.decode_context_parallel_size,
+                  "DCP size (N), divides T; alias -dcp")
+      ->capture_default_str();
+  cmd->add_option("--block-size", c.block_size, "KV block size in tokens per rank (B)")
+      ->capture_default_str();
+  cmd->add_option("--cp-kv-cache-interleave-size", c.cp_kv_cache_interleave_size,
+                  "consecutive tokens per rank (I), divides B")
+      ->capture_default_str();
+  cmd->add_option("--dcp-comm-backend", c.dcp_comm_backend, "ag_rs or a2a")->capture_default_str();
+  cmd->add_option("--max-model-len", c.max_model_len, "0: the model's max_position_embeddings")
+      ->capture_default_str();
+  cmd->add_option("--max-num-seqs", c.max_num_seqs)->capture_default_str();
+  cmd->add_option("--max-num-batched-tokens", c.max_num_batched_tokens, "token budget per step")
+      ->capture_default_str();
+  cmd->add_option("--kv-cache-memory", f.kv_cache_memory, "KV cache bytes per rank (512MiB, 8GiB)")
+      ->capture_default_str();
+  cmd->add_option("--dtype", c.dtype, "auto, float32 or bfloat16 weights")->capture_default_str();
+  cmd->add_option("--kv-cache-dtype", c.kv_cache_dtype, "auto, float32 or bfloat16")
+      ->capture_default_str();
+  cmd->add_option("--load-format", c.load_format, "auto, safetensors or dummy")
+      ->capture_default_str();
+  cmd->add_option("--seed", c.seed)->capture_default_str();
+  cmd->add_option("--additional-config", c.additional_config, "JSON object")->capture_default_str();
+  cmd->add_option("--distributed-executor-backend", c.distributed_executor_backend,
+                  "mp (in-process ranks, default) or mpi (under mpirun)");
+  cmd->add_option("--threads-per-rank", c.threads_per_rank, "0: cores / ranks")
+      ->capture_default_str();
+}
+
+engine::EngineConfig finish_engine_config(const EngineFlags& f) {
+  engine::EngineConfig c = f.config;
+  c.kv_cache_memory = engine::parse_memory_size(f.kv_cache_memory);
+  return c;
+}
+
+void add_prompt_flags(CLI::App* cmd, PromptFlags& f) {
+  cmd->add_option("--prompt", f.prompts, "a text prompt (repeatable; built-in models)");
+  cmd->add_option("--prompt-token-ids", f.prompt_token_ids, "comma-separated ids (repeatable)");
+  cmd->add_option("--prompts-file", f.prompts_file,
+                  "JSONL: {\"prompt\": \"...\"} or {\"prompt_token_ids\": [...]} per line");
+  cmd->add_option("--max-tokens", f.max_tokens, "output tokens per request")->capture_default_str();
+  cmd->add_option("--temperature", f.temperature, "0: greedy")->capture_default_str();
+  cmd->add_option("--top-k", f.top_k, "0: off")->capture_default_str();
+  cmd->add_option("--top-p", f.top_p, "1: off")->capture_default_str();
+  cmd->add_option("--sampling-seed", f.seeds, "per-request seed(s)");
+  cmd->add_flag("--ignore-eos", f.ignore_eos, "keep generating past EOS");
+}
+
+std::vector<engine::GenerationRequest> build_requests(const PromptFlags& f,
+                                                      const engine::EngineConfig& config) {
+  const bool builtin = model::is_builtin_model(config.model);
+  auto encode = [&](const std::string& text) {
+    CTXPAR_CHECK(builtin,
+                 "text prompts need a tokenizer; ctxpar's byte tokenizer serves the "
+                 "built-in models only — pass --prompt-token-ids for {}",
+                 config.model);
+    const model::ModelConfig m = model::resolve_model_config(config.model);
+    const engine::ByteTokenizer tokenizer(
+        m.bos_token_id >= 0 ? std::optional<int32_t>(static_cast<int32_t>(m.bos_token_id))
+                            : std::nullopt);
+    auto ids = tokenizer.encode(text);
+    CTXPAR_CHECK(!ids.empty(), "prompt '{}' encodes to no tokens", text);
+    return ids;
+  };
+  std::vector<std::vector<int32_t>> prompts;
+  for (const std::string& p : f.prompts) prompts.push_back(encode(p));
+  for (const std::string& p : f.prompt_token_ids) prompts.push_back(parse_ids(p));
+  if (!f.prompts_file.empty()) {
+    std::ifstream in(f.prompts_file);
+    CTXPAR_CHECK(in.good(), "--prompts-file {} cannot be opened", f.prompts_file);
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(line);
+      } catch (const nlohmann::json::exception& e) {
+        CTXPAR_FAIL("{} line {}: not JSON ({})", f.prompts_file, n, e.what());
+      }
+      if (j.contains("prompt_token_ids")) {
+        CTXPAR_CHECK(j["prompt_token_ids"].is_array() && !j["prompt_token_ids"].empty(),
+                     "{} line {}: prompt_token_ids must be a non-empty array", f.prompts_file, n);
+        std::vector<int32_t> ids;
+        for (const auto& v : j["prompt_token_ids"]) {
+          CTXPAR_CHECK(v.is_number_integer() && v.get<int64_t>() >= 0,
+                       "{} line {}: token id {} is not a non-negative integer", f.prompts_file, n,
+                       v.dump());
+          ids.push_back(v.get<int32_t>());
+        }
+        prompts.push_back(std::move(ids));
+      } else if (j.contains("prompt") && j["prompt"].is_string()) {
+        prompts.push_back(encode(j["prompt"].get<std::string>()));
+      } else {
+        CTXPAR_FAIL("{} line {}: needs \"prompt\" (string) or \"prompt_token_ids\" (array)",
+                    f.prompts_file, n);
+      }
+    }
+  }
+  CTXPAR_CHECK(!prompts.empty(),
+               "no prompt given: use --prompt, --prompt-token-ids or "
+               "--prompts-file");
+  CTXPAR_CHECK(f.seeds.size() <= 1 || f.seeds.size() == prompts.size(),
+               "{} --sampling-seed values for {} prompts: give one, or one per prompt",
+               f.seeds.size(), prompts.size());
+  std::vector<engine::GenerationRequest> requests;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    engine::GenerationRequest r;
+    r.prompt_token_ids = std::move(prompts[i]);
+    r.params.max_tokens = f.max_tokens;
+    r.params.temperature = f.temperature;
+    r.params.top_k = f.top_k;
+    r.params.top_p = f.top_p;
+    r.params.ignore_eos = f.ignore_eos;
+    if (!f.seeds.empty()) r.params.seed = f.seeds.size() == 1 ? f.seeds[0] : f.seeds[i];
+    r.params.validate();
+    requests.push_back(std::move(r));
+  }
+  return requests;
+}
+
+bool is_output_rank() {
+  if (!launched_by_mpirun()) return true;
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  return rank == nullptr || std::string(rank) == "0";
+}
+
+}  // namespace ctxpar::app

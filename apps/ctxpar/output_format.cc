@@ -1,0 +1,82 @@
+#include "output_format.h"
+
+#include <fmt/format.h>
+
+namespace ctxpar::app {
+
+std::string printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::string human_bytes(int64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+nlohmann::json stats_json(const engine::EngineStats& s, const engine::EngineConfig& c) {
+  nlohmann::json kv = {{"bytes_per_rank", s.kv_bytes_per_rank},
+                       {"blocks_per_rank", s.blocks_per_rank},
+                       {"block_size", c.block_size},
+                       {"token_capacity", s.token_capacity},
+                       {"token_capacity_without_dcp", s.token_capacity_without_dcp},
+                       {"bytes_per_token_per_rank", s.kv_bytes_per_token_per_rank},
+                       {"tensor_parallel_size", c.tensor_parallel_size},
+                       {"decode_context_parallel_size", c.decode_context_parallel_size}};
+  auto rate = [](int64_t tokens, double seconds) {
+    return seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0;
+  };
+  nlohmann::json timing = {{"load_seconds", s.load_seconds},
+                           {"prefill_tokens", s.prefill_tokens},
+                           {"prefill_seconds", s.prefill_seconds},
+                           {"prefill_tokens_per_second", rate(s.prefill_tokens, s.prefill_seconds)},
+                           {"decode_tokens", s.decode_tokens},
+                           {"decode_seconds", s.decode_seconds},
+                           {"decode_tokens_per_second", rate(s.decode_tokens, s.decode_seconds)},
+                           {"steps", s.steps},
+                           {"preemptions", s.preemptions}};
+  return {{"kv", kv}, {"timing", timing}};
+}
+
+std::string stats_text(const engine::EngineStats& s, const engine::EngineConfig& c) {
+  auto rate = [](int64_t tokens, double seconds) {
+    return seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0;
+  };
+  const double gain = s.token_capacity_without_dcp > 0
+                          ? static_cast<double>(s.token_capacity) /
+                                static_cast<double>(s.token_capacity_without_dcp)
+                          : 0.0;
+  std::string out;
+  out += fmt::format("KV cache per rank: {} in {} blocks of {} tokens ({} B/token/rank)\n",
+                     human_bytes(s.kv_bytes_per_rank), s.blocks_per_rank, c.block_size,
+                     s.kv_bytes_per_token_per_rank);
+  out += fmt::format(
+      "Token capacity per DCP group: {} tokens (same memory without DCP: {}; x{:.2f}) "
+      "[T={} N={} I={}]\n",
+      s.token_capacity, s.token_capacity_without_dcp, gain, c.tensor_parallel_size,
+      c.decode_context_parallel_size, c.cp_kv_cache_interleave_size);
+  out += fmt::format(
+      "Throughput: prefill {:.1f} tok/s ({} tokens), decode {:.1f} tok/s ({} tokens); {} steps, "
+      "{} preemptions, load {:.2f} s\n",
+      rate(s.prefill_tokens, s.prefill_seconds), s.prefill_tokens,
+      rate(s.decode_tokens, s.decode_seconds), s.decode_tokens, s.steps, s.preemptions,
+      s.load_seconds);
+  return out;
+}
+
+}  // namespace ctxpar::app
