@@ -60,7 +60,7 @@ RequestStatus Scheduler::add_request(RequestId id, std::vector<int32_t> prompt_t
 
 std::optional<std::string> Scheduler::rejection_reason(const Request& request) const {
   const int64_t prompt_len = request.num_prompt_tokens();
-  if (prompt_len == 0) return "the prompt is empty; a request needs at least 1 prompt token";
+  if (prompt_len == 0) return "the prompt has 0 tokens; a request needs at least 1";
   const auto prompt = request.prompt_token_ids();
   for (size_t i = 0; i < prompt.size(); ++i) {
     if (prompt[i] < 0) {
@@ -201,9 +201,8 @@ std::vector<RequestUpdate> Scheduler::update(const SchedulerOutput& output,
                "each schedule() result exactly once, in order",
                output.step,
                unapplied_step_ ? fmt::format("{}", *unapplied_step_) : std::string("none"));
-  unapplied_step_.reset();
-
-  std::vector<RequestUpdate> updates;
+  // Check everything before changing anything, so a rejected call leaves the step pending.
+  std::vector<Request*> live(output.entries.size(), nullptr);
   for (size_t i = 0; i < output.entries.size(); ++i) {
     const ScheduledEntry& e = output.entries[i];
     const auto it = requests_.find(e.request_id);
@@ -215,14 +214,24 @@ std::vector<RequestUpdate> Scheduler::update(const SchedulerOutput& output,
         "({}, {} computed); the output was altered",
         i, output.step, e.request_id, e.num_computed_tokens, request_status_name(r.status()),
         r.num_computed_tokens());
-    r.set_num_computed_tokens(e.num_computed_tokens + e.num_new_tokens);
+    CTXPAR_CHECK(!e.samples || sampled_token_ids[i] >= 0,
+                 "sampled token {} for request '{}' (entry {}) is negative; token ids are >= 0",
+                 sampled_token_ids[i], e.request_id, i);
+    live[i] = &r;
+  }
+  unapplied_step_.reset();
+
+  std::vector<RequestUpdate> updates;
+  for (size_t i = 0; i < output.entries.size(); ++i) {
+    const ScheduledEntry& e = output.entries[i];
+    Request* r = live[i];
+    if (r == nullptr) continue;
+    r->set_num_computed_tokens(e.num_computed_tokens + e.num_new_tokens);
     if (!e.samples) continue;
     const int32_t token = sampled_token_ids[i];
-    CTXPAR_CHECK(token >= 0, "sampled token {} for request '{}' (entry {}) is negative", token,
-                 e.request_id, i);
-    r.append_output_token(token);
-    check_stop(r, token);
-    updates.push_back(RequestUpdate{r.id(), token, r.status()});
+    r->append_output_token(token);
+    check_stop(*r, token);
+    updates.push_back(RequestUpdate{r->id(), token, r->status()});
   }
   return updates;
 }

@@ -106,8 +106,9 @@ class Scheduler {
   // ignored where entries[i].samples is false) and finishes on max_tokens, max_model_len or
   // the KV capacity (length), or on EOS unless ignore_eos, or on a stop token (stopped).
   // Finished requests free their blocks. Requests aborted since schedule() are skipped.
-  // Returns one update per request that got a token, in entry order. Throws if `output` is
-  // not the latest unapplied schedule() result, the sizes differ or a sampled token is < 0.
+  // Returns one update per request that got a token, in entry order. Throws, changing
+  // nothing, if `output` is not the latest unapplied schedule() result, the sizes differ, an
+  // entry does not match its request, or a sampled token is < 0.
   std::vector<RequestUpdate> update(const SchedulerOutput& output,
                                     std::span<const int32_t> sampled_token_ids);
 
