@@ -1,19 +1,25 @@
 // Internal: the attention job (attention_kernel.h) as a template over a simd vector type V
 // (simd.h) and the KV element type (float, or uint16_t holding bf16 bits). Included only by
-// attention_kernel_{scalar,avx2,avx512}.cc; everything here has internal linkage so copies
-// compiled with different ISA flags never mix at link time.
+// attention_kernel_{scalar,avx2,avx512}.cc (and a test that instantiates it over an emulated
+// wide vector); everything here has internal linkage, so copies compiled with different ISA
+// flags never mix at link time.
 //
-// Algorithm (flash-decoding style, one pass over the keys):
-//   q rows are scaled by scale·log2(e) (scores live in base 2) and put in pair lane order
-//   when the cache is bf16, so a K row converts with one shift and one mask per vector;
+// Algorithm (flash-decoding style, one pass over the keys, f32 accumulation):
+//   q rows are scaled by scale·log2(e) (scores live in base 2; the lse is converted back to
+//   natural log at the end) and put in pair lane order when the cache is bf16, so a K row
+//   converts with one shift and one mask per vector;
 //   for each tile of kKeyTile keys:
-//     S[rows, tile] = Q · Kᵀ        dot products, 2 rows × 4 keys per register block
+//     S[rows, tile] = Q · Kᵀ   dot products in 2-row × 4-key register blocks; key blocks run
+//                               outermost and the KV heads of the job inside, so the K rows
+//                               of all heads of a key (adjacent in a paged cache) are read
+//                               together and prefetched kPrefetchKeys ahead;
 //     online softmax per row: m' = max(m, max S), P = 2^(S − m'), l = l·2^(m − m') + ΣP,
-//                                o *= 2^(m − m')
-//     O[rows, dv] += P · V          outer products, 4 rows × one pair step per block
-//   finally o /= l and lse = (m + log2 l)·ln 2.
-// The rows of a job are the query heads sharing one KV head (× tokens sharing the keys), so
-// every K/V row is loaded from memory once and reused from L1 by all of them.
+//                              o *= 2^(m − m');
+//     O[rows, dv] += P · V     outer products, 4 rows × one pair step per register block.
+//   Finally o /= l and lse = (m + log2 l)·ln 2; a row that saw no key gets o = 0, lse = -inf.
+// All query heads of a KV head are rows of the same job, so every K/V row is loaded from
+// memory once and reused from L1 by all of them. With more than 4 rows per head a bf16 tile
+// is converted to f32 once instead of once per row block.
 #pragma once
 
 #include <algorithm>
@@ -39,7 +45,7 @@ constexpr int kQkKeys = 4;  // keys (8 accumulators + 4 q + 2 k registers of 16)
 constexpr int kPvRows = 4;  // register block of the P·V micro-kernel: rows × 2 vectors
 // How many keys ahead rows are prefetched: far enough to cover DRAM latency, near enough that
 // the lines are still in L1/L2 when used.
-constexpr int kPrefetchKeys = 16;
+constexpr int kPrefetchKeys = 8;
 
 inline float max_f(float a, float b) {
   return a > b ? a : b;

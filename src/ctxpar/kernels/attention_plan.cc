@@ -1,9 +1,9 @@
 #include "ctxpar/kernels/attention_plan.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "ctxpar/core/error.h"
-#include "ctxpar/core/tensor.h"
 #include "ctxpar/kernels/merge_kernel.h"
 
 namespace ctxpar::kernels::detail {
@@ -13,6 +13,15 @@ namespace {
 constexpr int64_t kMinChunkKeys = 256;
 // Jobs per thread to aim for when splitting, so dynamic scheduling can even out the load.
 constexpr int64_t kJobsPerThread = 4;
+
+// Per-thread job scratch, kept across calls: a decode step calls attention once per layer,
+// and a fresh allocation of this size would be fresh (faulting) pages every time. Bounded by
+// attn_scratch_layout() of the largest head dims seen (about 0.6 MB for MLA's 576/512).
+float* thread_scratch(int64_t floats) {
+  thread_local std::vector<float> scratch;
+  if (static_cast<int64_t>(scratch.size()) < floats) scratch.resize(static_cast<size_t>(floats));
+  return scratch.data();
+}
 
 AttnJobFn job_fn(Isa isa) {
   check_isa_available(isa);
@@ -112,8 +121,7 @@ void run_attention_plan(const AttnPlan& plan, ThreadPool& pool, Isa isa) {
   });
 
   const int64_t scratch_floats = attn_scratch_layout(plan.dk, plan.dv).total;
-  Tensor scratch = Tensor::empty({threads, scratch_floats}, DType::kF32);
-  pool.run(static_cast<int64_t>(jobs.size()), [&](int64_t task, int thread) {
+  pool.run(static_cast<int64_t>(jobs.size()), [&](int64_t task, int) {
     const JobSpec& j = jobs[order[task]];
     const AttnGroup& g = plan.groups[j.group];
     AttnJob job;
@@ -138,7 +146,7 @@ void run_attention_plan(const AttnPlan& plan, ThreadPool& pool, Isa isa) {
       job.out = job_out.data() + j.ptr_base;
       job.lse = job_lse.data() + j.ptr_base;
     }
-    fn(job, scratch.data<float>() + thread * scratch_floats);
+    fn(job, thread_scratch(scratch_floats));
   });
 
   // Merge the chunk partials of each split group into its rows.

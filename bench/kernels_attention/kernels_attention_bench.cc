@@ -1,0 +1,357 @@
+// Decode attention against ceilings measured in the same run (DESIGN.md §7):
+// - read bandwidth: a sum over a 1 GiB array, 1 and 2 threads;
+// - GEMM rate: oneDNN matmul 2048³ (bf16 in, f32 out; and f32 for reference), 1 and 2 threads.
+// GQA decode (1 token, 32 q heads over 8 KV heads, d 128, 32768 keys, bf16 cache, B 16,
+// shuffled block table) is memory bound: reported as GB/s of KV read and the fraction of the
+// read bandwidth. MLA decode (1 token, 16 heads, 576/512, 32768 keys, bf16 cache) is compute
+// bound: reported as GFLOP/s (2·H·keys·(576 + 512)) and the fraction of the GEMM rate.
+//
+// Every rate is reported from wall time, and for one thread also from the thread's CPU time
+// (suffix _cpu): on a shared machine the CPU-time figures show what the code does while it
+// runs, the wall-time ones include time other processes took.
+//
+// Run: build-*/bench/kernels_attention/kernels_attention_bench
+//      (the ceilings are measured on first use when their own benchmarks are filtered out).
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <ctime>
+#include <map>
+#include <numeric>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ctxpar/core/cpu_features.h"
+#include "ctxpar/core/half.h"
+#include "ctxpar/core/tensor.h"
+#include "ctxpar/core/thread_pool.h"
+#include "ctxpar/kernels/attention.h"
+
+namespace ctxpar::kernels {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double thread_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Wall and calling-thread CPU seconds of one call.
+struct Timing {
+  double wall = 0;
+  double cpu = 0;
+};
+template <class Fn>
+Timing timed(Fn&& fn) {
+  const auto t0 = Clock::now();
+  const double c0 = thread_cpu_seconds();
+  fn();
+  return {seconds_since(t0), thread_cpu_seconds() - c0};
+}
+
+// Best rates (units per second) over several calls.
+struct Rates {
+  double wall = 0;
+  double cpu = 0;
+  void add(double units, const Timing& t) {
+    wall = std::max(wall, units / t.wall);
+    cpu = std::max(cpu, units / t.cpu);
+  }
+};
+
+// ---------------------------------------------------------------------------------------
+// Read bandwidth.
+
+constexpr int64_t kReadBytes = int64_t{1} << 30;
+
+const std::vector<uint64_t>& read_buffer() {
+  static const std::vector<uint64_t> buf = [] {
+    std::vector<uint64_t> b(kReadBytes / sizeof(uint64_t));
+    std::iota(b.begin(), b.end(), uint64_t{0});  // touch every page
+    return b;
+  }();
+  return buf;
+}
+
+// One pass: each thread sums a contiguous slice (integer adds vectorize without fast-math).
+Timing read_pass(ThreadPool& pool) {
+  const std::vector<uint64_t>& buf = read_buffer();
+  const int threads = pool.num_threads();
+  std::vector<uint64_t> sums(threads * 8);  // one cache line apart
+  const int64_t n = static_cast<int64_t>(buf.size());
+  const Timing t = timed([&] {
+    pool.run(threads, [&](int64_t task, int) {
+      const int64_t b = n * task / threads, e = n * (task + 1) / threads;
+      uint64_t s = 0;
+      for (int64_t i = b; i < e; ++i) s += buf[i];
+      sums[task * 8] = s;
+    });
+  });
+  benchmark::DoNotOptimize(sums.data());
+  return t;
+}
+
+std::map<int, Rates>& read_ceiling_cache() {
+  static std::map<int, Rates> m;
+  return m;
+}
+
+// Best of a few passes, in GB/s; what the memory-bound kernel is compared with.
+Rates read_ceiling(int threads) {
+  auto& cache = read_ceiling_cache();
+  if (!cache.count(threads)) {
+    ThreadPool pool(threads);
+    Rates r;
+    for (int i = 0; i < 3; ++i) r.add(kReadBytes / 1e9, read_pass(pool));
+    cache[threads] = r;
+  }
+  return cache[threads];
+}
+
+void BM_ReadBandwidth(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  ThreadPool pool(threads);
+  read_buffer();
+  Rates r;
+  for (auto _ : state) r.add(kReadBytes / 1e9, read_pass(pool));
+  auto& cache = read_ceiling_cache();
+  Rates& best = cache[threads];
+  best.wall = std::max(best.wall, r.wall);
+  best.cpu = std::max(best.cpu, r.cpu);
+  state.counters["GB/s"] = r.wall;
+  if (threads == 1) state.counters["GB/s_cpu"] = r.cpu;
+}
+BENCHMARK(BM_ReadBandwidth)
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
+
+// ---------------------------------------------------------------------------------------
+// oneDNN matmul rate.
+
+struct MatmulResult {
+  Rates gflops;  // GFLOP/s
+  std::string impl;
+};
+
+MatmulResult matmul_pass(dnnl::memory::data_type dt, int threads, int reps) {
+  using namespace dnnl;
+  constexpr int64_t n = 2048;
+  omp_set_num_threads(threads);
+  engine eng(engine::kind::cpu, 0);
+  stream strm(eng);
+  const memory::desc a_md({n, n}, dt, memory::format_tag::ab);
+  const memory::desc b_md({n, n}, dt, memory::format_tag::ab);
+  const memory::desc c_md({n, n}, memory::data_type::f32, memory::format_tag::ab);
+  matmul::primitive_desc pd;
+  try {
+    pd = matmul::primitive_desc(matmul::desc(a_md, b_md, c_md), eng);
+  } catch (const dnnl::error&) {
+    // oneDNN 2.6 implements bf16 matmul only from avx512_core up.
+    return {Rates{}, "no oneDNN implementation on this CPU"};
+  }
+  const matmul prim(pd);
+  memory a(a_md, eng), b(b_md, eng), c(c_md, eng);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (memory* m : {&a, &b}) {
+    if (dt == memory::data_type::bf16) {
+      auto* p = static_cast<uint16_t*>(m->get_data_handle());
+      for (int64_t i = 0; i < n * n; ++i) p[i] = bf16::from_f32(u(rng));
+    } else {
+      auto* p = static_cast<float*>(m->get_data_handle());
+      for (int64_t i = 0; i < n * n; ++i) p[i] = u(rng);
+    }
+  }
+  const std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
+  prim.execute(strm, args);  // warm-up (JIT, page faults)
+  strm.wait();
+  Rates rates;
+  for (int r = 0; r < reps; ++r) {
+    rates.add(2.0 * n * n * n / 1e9, timed([&] {
+                prim.execute(strm, args);
+                strm.wait();
+              }));
+  }
+  return {rates, pd.impl_info_str()};
+}
+
+std::map<std::pair<int, int>, MatmulResult>& matmul_cache() {
+  static std::map<std::pair<int, int>, MatmulResult> m;
+  return m;
+}
+
+MatmulResult matmul_ceiling(dnnl::memory::data_type dt, int threads) {
+  const auto key = std::make_pair(static_cast<int>(dt), threads);
+  auto& cache = matmul_cache();
+  if (!cache.count(key)) cache[key] = matmul_pass(dt, threads, 2);
+  return cache[key];
+}
+
+void BM_OnednnMatmul2048(benchmark::State& state) {
+  const auto dt =
+      state.range(0) == 16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+  const int threads = static_cast<int>(state.range(1));
+  MatmulResult r;
+  for (auto _ : state) r = matmul_pass(dt, threads, 3);
+  if (r.gflops.wall == 0) {
+    state.SkipWithError(("oneDNN matmul: " + r.impl).c_str());
+    return;
+  }
+  auto& cache = matmul_cache();
+  const auto key = std::make_pair(static_cast<int>(dt), threads);
+  if (!cache.count(key) || cache[key].gflops.wall < r.gflops.wall) cache[key] = r;
+  state.counters["GFLOP/s"] = r.gflops.wall;
+  if (threads == 1) state.counters["GFLOP/s_cpu"] = r.gflops.cpu;
+  state.SetLabel(std::string(state.range(0) == 16 ? "bf16 " : "f32 ") + r.impl);
+}
+BENCHMARK(BM_OnednnMatmul2048)
+    ->ArgNames({"bits", "threads"})
+    ->Args({16, 1})
+    ->Args({16, 2})
+    ->Args({32, 1})
+    ->Args({32, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+// ---------------------------------------------------------------------------------------
+// Decode attention.
+
+// A bf16 paged cache of one request holding `keys` keys, block ids shuffled.
+struct PagedDecode {
+  Tensor k_cache, v_cache, latent, block_tables, token_req, key_lens, q, out, lse;
+};
+
+Tensor random_bf16(const Shape& shape, std::mt19937& rng) {
+  Tensor t = Tensor::empty(shape, DType::kBF16);
+  std::normal_distribution<float> d;
+  auto* p = static_cast<uint16_t*>(t.raw());
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = bf16::from_f32(d(rng));
+  return t;
+}
+
+Tensor random_f32(const Shape& shape, std::mt19937& rng) {
+  Tensor t = Tensor::empty(shape, DType::kF32);
+  std::normal_distribution<float> d;
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+void fill_table(PagedDecode& p, int64_t keys, int64_t block, int64_t num_blocks,
+                std::mt19937& rng) {
+  std::vector<int32_t> ids(num_blocks);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  const int64_t used = (keys + block - 1) / block;
+  p.block_tables = Tensor::empty({1, used}, DType::kI32);
+  std::copy(ids.begin(), ids.begin() + used, p.block_tables.data<int32_t>());
+  p.token_req = Tensor::zeros({1}, DType::kI32);
+  p.key_lens = Tensor::empty({1}, DType::kI32);
+  p.key_lens.data<int32_t>()[0] = static_cast<int32_t>(keys);
+}
+
+constexpr int64_t kKeys = 32768;
+
+// GQA: 32 q heads over 8 KV heads, d = 128, B = 16.
+void BM_GqaDecode(benchmark::State& state) {
+  constexpr int64_t kBlock = 16, kHkv = 8, kHq = 32, kD = 128;
+  const int threads = static_cast<int>(state.range(0));
+  static PagedDecode p = [] {
+    std::mt19937 rng(7);
+    PagedDecode x;
+    const int64_t blocks = kKeys / kBlock + 64;
+    x.k_cache = random_bf16({blocks, kBlock, kHkv, kD}, rng);
+    x.v_cache = random_bf16({blocks, kBlock, kHkv, kD}, rng);
+    fill_table(x, kKeys, kBlock, blocks, rng);
+    x.q = random_f32({1, kHq, kD}, rng);
+    x.out = Tensor::empty({1, kHq, kD}, DType::kF32);
+    x.lse = Tensor::empty({1, kHq}, DType::kF32);
+    return x;
+  }();
+  const Rates ceiling = read_ceiling(threads);
+  ThreadPool pool(threads);
+  const PagedKvView kv{p.k_cache, p.v_cache};
+  const double gigabytes = 2.0 * kKeys * kHkv * kD * 2 / 1e9;  // K and V, bf16
+  Rates r;
+  for (auto _ : state) {
+    r.add(gigabytes, timed([&] {
+            paged_attention(p.q, kv, p.block_tables, p.token_req, p.key_lens, 0.088f, p.out, p.lse,
+                            pool);
+          }));
+  }
+  state.counters["KV_GB/s"] = r.wall;
+  state.counters["read_GB/s"] = ceiling.wall;
+  state.counters["frac_of_read_bw"] = r.wall / ceiling.wall;
+  if (threads == 1) {
+    state.counters["KV_GB/s_cpu"] = r.cpu;
+    state.counters["frac_cpu"] = r.cpu / ceiling.cpu;
+  }
+  state.SetLabel(std::string("isa ") + std::string(isa_name(active_isa())));
+}
+BENCHMARK(BM_GqaDecode)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+
+// MLA: 16 heads, rows of 576 (512 latent + 64 rope), values = the 512 latent dims, B = 64.
+void BM_MlaDecode(benchmark::State& state) {
+  constexpr int64_t kBlock = 64, kHeads = 16, kLora = 512, kWidth = 576;
+  const int threads = static_cast<int>(state.range(0));
+  static PagedDecode p = [] {
+    std::mt19937 rng(11);
+    PagedDecode x;
+    const int64_t blocks = kKeys / kBlock + 16;
+    x.latent = random_bf16({blocks, kBlock, kWidth}, rng);
+    fill_table(x, kKeys, kBlock, blocks, rng);
+    x.q = random_f32({1, kHeads, kWidth}, rng);
+    x.out = Tensor::empty({1, kHeads, kLora}, DType::kF32);
+    x.lse = Tensor::empty({1, kHeads}, DType::kF32);
+    return x;
+  }();
+  const MatmulResult bf16_gemm = matmul_ceiling(dnnl::memory::data_type::bf16, threads);
+  const MatmulResult f32_gemm = matmul_ceiling(dnnl::memory::data_type::f32, threads);
+  ThreadPool pool(threads);
+  const double gigaflops = 2.0 * kHeads * kKeys * (kWidth + kLora) / 1e9;
+  Rates r;
+  for (auto _ : state) {
+    r.add(gigaflops, timed([&] {
+            paged_mla_attention(p.q, p.latent, kLora, p.block_tables, p.token_req, p.key_lens,
+                                0.072f, p.out, p.lse, pool);
+          }));
+  }
+  state.counters["GFLOP/s"] = r.wall;
+  // Where oneDNN has no bf16 matmul (AVX2 CPUs) the f32 GEMM rate is the ceiling: bf16 math
+  // there runs as f32 FMAs after conversion anyway.
+  if (bf16_gemm.gflops.wall > 0) {
+    state.counters["bf16_gemm_GFLOP/s"] = bf16_gemm.gflops.wall;
+    state.counters["frac_of_bf16_gemm"] = r.wall / bf16_gemm.gflops.wall;
+  }
+  state.counters["f32_gemm_GFLOP/s"] = f32_gemm.gflops.wall;
+  state.counters["frac_of_f32_gemm"] = r.wall / f32_gemm.gflops.wall;
+  if (threads == 1) {
+    state.counters["GFLOP/s_cpu"] = r.cpu;
+    state.counters["frac_f32_gemm_cpu"] = r.cpu / f32_gemm.gflops.cpu;
+    if (bf16_gemm.gflops.cpu > 0) {
+      state.counters["frac_bf16_gemm_cpu"] = r.cpu / bf16_gemm.gflops.cpu;
+    }
+  }
+  state.SetLabel(std::string("isa ") + std::string(isa_name(active_isa())));
+}
+BENCHMARK(BM_MlaDecode)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace ctxpar::kernels
+
+BENCHMARK_MAIN();
