@@ -214,7 +214,7 @@ inline void convert_row(const uint16_t* src, int64_t d, float* dst) {
 }
 
 template <class V>
-inline void scale_row(float* o, int64_t d, float s) {
+inline void rescale_row(float* o, int64_t d, float s) {
   constexpr int kW = V::kWidth;
   const V sv = V::set1(s);
   int64_t i = 0;
@@ -350,7 +350,7 @@ inline void softmax_row(float* s, int n, int valid, float& m, float& l, float* o
   }
   const float alpha = std::exp2(m - m_new);  // 0 when m was -inf
   l = l * alpha + reduce_add(sum);
-  if (alpha != 1.0f) scale_row<V>(o, dv, alpha);
+  if (alpha != 1.0f) rescale_row<V>(o, dv, alpha);
   m = m_new;
 }
 
