@@ -32,6 +32,13 @@ std::vector<int32_t> parse_ids(const std::string& text) {
 
 }  // namespace
 
+// Like vLLM's argparse flags, a repeated scalar flag takes its last value.
+void last_value_wins(CLI::App* cmd) {
+  for (CLI::Option* o : cmd->get_options()) {
+    if (o->get_expected_max() == 1) o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  }
+}
+
 void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
   engine::EngineConfig& c = f.config;
   cmd->add_option("--model", c.model, "builtin:NAME, a Hugging Face model directory or config.json")
@@ -65,6 +72,7 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
                   "mp (in-process ranks, default) or mpi (under mpirun)");
   cmd->add_option("--threads-per-rank", c.threads_per_rank, "0: cores / ranks")
       ->capture_default_str();
+  last_value_wins(cmd);
 }
 
 engine::EngineConfig finish_engine_config(const EngineFlags& f) {
@@ -84,6 +92,7 @@ void add_prompt_flags(CLI::App* cmd, PromptFlags& f) {
   cmd->add_option("--top-p", f.top_p, "1: off")->capture_default_str();
   cmd->add_option("--sampling-seed", f.seeds, "per-request seed(s)");
   cmd->add_flag("--ignore-eos", f.ignore_eos, "keep generating past EOS");
+  last_value_wins(cmd);
 }
 
 std::vector<engine::GenerationRequest> build_requests(const PromptFlags& f,

@@ -1,0 +1,103 @@
+// `ctxpar generate` as a user runs it: JSON output, the same tokens with and without DCP,
+// the same under mpirun as with in-process ranks, and one-line errors with exit status 2.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "run_command.h"
+
+namespace ctxpar::app {
+using test::CommandResult;
+using test::run_command;
+namespace {
+
+nlohmann::json run_json(const std::vector<std::string>& args) {
+  std::vector<std::string> all = {"generate",          "--json", "--max-model-len", "128",
+                                  "--kv-cache-memory", "16MiB"};
+  all.insert(all.end(), args.begin(), args.end());
+  const CommandResult r = run_command(CTXPAR_BINARY, all);
+  EXPECT_EQ(r.exit_status, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+TEST(GenerateCommand, JsonHasTokensKvAndTiming) {
+  const auto j =
+      run_json({"--model", "builtin:tiny-qwen2", "-tp", "2", "-dcp", "2", "--prompt", "hello",
+                "--prompt-token-ids", "5,6,7", "--max-tokens", "5", "--ignore-eos"});
+  ASSERT_EQ(j["requests"].size(), 2u);
+  EXPECT_EQ(j["requests"][1]["prompt_token_ids"], nlohmann::json({5, 6, 7}));
+  for (const auto& r : j["requests"]) EXPECT_EQ(r["output_token_ids"].size(), 5u);
+  EXPECT_EQ(j["kv"]["token_capacity"].get<int64_t>(),
+            2 * j["kv"]["token_capacity_without_dcp"].get<int64_t>());
+  EXPECT_GT(j["kv"]["bytes_per_rank"].get<int64_t>(), 0);
+  EXPECT_GT(j["timing"]["steps"].get<int64_t>(), 0);
+}
+
+TEST(GenerateCommand, DcpGivesTheSameTokensAsOneRank) {
+  const std::vector<std::string> prompt = {"--model",      "builtin:tiny-deepseek-v2",
+                                           "--prompt",     "context parallel",
+                                           "--max-tokens", "8",
+                                           "--ignore-eos"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.end(), prompt.begin(), prompt.end());
+    return run_json(extra)["requests"][0]["output_token_ids"];
+  };
+  const auto reference = with({});
+  EXPECT_EQ(with({"-tp", "4", "-dcp", "4", "--cp-kv-cache-interleave-size", "2"}), reference);
+  EXPECT_EQ(with({"-tp", "2", "-dcp", "2", "--dcp-comm-backend", "a2a", "--block-size", "1"}),
+            reference);
+}
+
+TEST(GenerateCommand, MpiRanksMatchInProcessRanks) {
+  const std::vector<std::string> args = {
+      "generate", "--json",      "--max-model-len",    "128",       "--kv-cache-memory",
+      "16MiB",    "--model",     "builtin:tiny-llama", "-tp",       "4",
+      "-dcp",     "2",           "--prompt",           "mpi ranks", "--max-tokens",
+      "6",        "--ignore-eos"};
+  const CommandResult local = run_command(CTXPAR_BINARY, args);
+  ASSERT_EQ(local.exit_status, 0) << local.err;
+  std::vector<std::string> mpi = {"-np", "4", "--oversubscribe", "--allow-run-as-root",
+                                  CTXPAR_BINARY};
+  mpi.insert(mpi.end(), args.begin(), args.end());
+  mpi.push_back("--distributed-executor-backend");
+  mpi.push_back("mpi");
+  const CommandResult r = run_command(MPIEXEC_BINARY, mpi);
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["requests"][0]["output_token_ids"],
+            nlohmann::json::parse(local.out)["requests"][0]["output_token_ids"]);
+}
+
+// Each invalid invocation exits 2 with exactly one line on stderr that names the problem.
+TEST(GenerateCommand, InvalidInvocationsExitTwoWithOneLine) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"-tp", "4", "-dcp", "3"}, "divide"},
+      {{"--block-size", "16", "--cp-kv-cache-interleave-size", "3"}, "interleave"},
+      {{"--model", "builtin:tiny-llama", "-tp", "2", "-dcp", "2"}, "num_key_value_heads"},
+      {{"--kv-cache-memory", "4KiB"}, "--kv-cache-memory"},
+      {{"--dcp-comm-backend", "nccl"}, "ag_rs"},
+      {{"--model", "builtin:nope"}, "builtin"},
+      {{"--additional-config", "{\"x\": 1}"}, "x"},
+      {{"--max-model-len", "100000"}, "max_position_embeddings"},
+  };
+  for (const auto& [extra, needle] : cases) {
+    std::vector<std::string> args = {"generate", "--prompt", "hi", "--max-model-len", "128"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CommandResult r = run_command(CTXPAR_BINARY, args);
+    EXPECT_EQ(r.exit_status, 2) << needle << ": " << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
+TEST(GenerateCommand, PromptLongerThanMaxModelLenIsReportedAndOthersStillRun) {
+  const auto j = run_json({"--model", "builtin:tiny-llama", "--prompt", std::string(200, 'a'),
+                           "--prompt", "short", "--max-tokens", "3", "--ignore-eos"});
+  EXPECT_NE(j["requests"][0]["finish_reason"].get<std::string>().find("rejected"),
+            std::string::npos);
+  EXPECT_EQ(j["requests"][1]["output_token_ids"].size(), 3u);
+}
+
+}  // namespace
+}  // namespace ctxpar::app

@@ -1,0 +1,186 @@
+// End to end, f32: greedy tokens of every built-in model are identical across T, N, I, B and
+// the comm plan, with concurrent requests, a prompt longer than the token budget (chunked
+// prefill) and a KV budget small enough to force preemption by recompute.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <random>
+
+#include "ctxpar/core/error.h"
+#include "ctxpar/engine/llm_engine.h"
+#include "ctxpar/model/model_config.h"
+#include "ctxpar/model/parallel_validation.h"
+
+namespace ctxpar::engine {
+namespace {
+
+constexpr int64_t kMaxModelLen = 96;
+constexpr int64_t kTokenBudget = 24;  // smaller than the longest prompt: it is chunked
+
+std::vector<GenerationRequest> random_requests(std::mt19937& rng) {
+  std::vector<GenerationRequest> requests;
+  const int64_t lengths[] = {1,
+                             2 + static_cast<int64_t>(rng() % 9),
+                             30 + static_cast<int64_t>(rng() % 30),
+                             5 + static_cast<int64_t>(rng() % 20),
+                             3,
+                             40 + static_cast<int64_t>(rng() % 20),
+                             20 + static_cast<int64_t>(rng() % 20)};
+  for (int64_t len : lengths) {
+    GenerationRequest r;
+    for (int64_t i = 0; i < len; ++i)
+      r.prompt_token_ids.push_back(static_cast<int32_t>(rng() % 256));
+    r.params.temperature = 0;
+    r.params.max_tokens = 4 + static_cast<int64_t>(rng() % 8);
+    r.params.ignore_eos = true;  // same lengths everywhere; EOS handling is tested elsewhere
+    requests.push_back(std::move(r));
+  }
+  return requests;
+}
+
+EngineConfig base_config(const std::string& model) {
+  EngineConfig c;
+  c.model = model;
+  c.max_model_len = kMaxModelLen;
+  c.max_num_batched_tokens = kTokenBudget;
+  c.max_num_seqs = 8;
+  c.dtype = "float32";
+  c.kv_cache_memory = int64_t{64} << 20;
+  c.threads_per_rank = 1;
+  return c;
+}
+
+struct Shape {
+  int tp, dcp, interleave, block;
+  const char* plan;
+};
+
+class GreedyConsistency : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GreedyConsistency, SameTokensForEveryParallelShape) {
+  const std::string model = GetParam();
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  std::mt19937 rng(seed);
+  const auto requests = random_requests(rng);
+  const GenerationResult reference = generate(base_config(model), requests);
+  ASSERT_EQ(reference.outputs.size(), requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    ASSERT_EQ(reference.outputs[i].output_token_ids.size(),
+              static_cast<size_t>(requests[i].params.max_tokens));
+  }
+  const model::ModelConfig config = model::resolve_model_config(model);
+  const std::vector<Shape> shapes = {{2, 2, 1, 16, "ag_rs"}, {4, 2, 2, 4, "a2a"},
+                                     {4, 4, 1, 1, "ag_rs"},  {3, 3, 4, 4, "a2a"},
+                                     {8, 8, 2, 8, "a2a"},    {6, 2, 1, 2, "ag_rs"},
+                                     {4, 1, 1, 16, "ag_rs"}, {8, 4, 16, 16, "ag_rs"}};
+  int ran = 0;
+  for (const Shape& s : shapes) {
+    try {
+      model::validate_for_parallel(config, s.tp, s.dcp);
+    } catch (const Error&) {
+      continue;  // this model's heads do not allow the shape
+    }
+    for (bool tight_kv : {false, true}) {
+      EngineConfig c = base_config(model);
+      c.tensor_parallel_size = s.tp;
+      c.decode_context_parallel_size = s.dcp;
+      c.cp_kv_cache_interleave_size = s.interleave;
+      c.block_size = s.block;
+      c.dcp_comm_backend = s.plan;
+      if (tight_kv) {
+        // Room for about one request of max_model_len: the seven requests must take turns.
+        const GenerationResult probe = generate(c, {requests[0]});
+        const int64_t per_token = probe.stats.kv_bytes_per_token_per_rank;
+        const int64_t tokens_per_rank = (kMaxModelLen + s.dcp - 1) / s.dcp + s.block;
+        c.kv_cache_memory = per_token * tokens_per_rank;
+      }
+      SCOPED_TRACE(fmt::format("T={} N={} I={} B={} {} tight_kv={}", s.tp, s.dcp, s.interleave,
+                               s.block, s.plan, tight_kv));
+      const GenerationResult got = generate(c, requests);
+      for (size_t i = 0; i < requests.size(); ++i) {
+        EXPECT_EQ(got.outputs[i].output_token_ids, reference.outputs[i].output_token_ids)
+            << "request " << i;
+      }
+      ++ran;
+    }
+  }
+  EXPECT_GE(ran, 6) << "too few shapes apply to " << model;
+}
+
+// Long prompts in a KV budget of about one max_model_len request with small virtual blocks:
+// running requests outgrow the pool while decoding, so some are preempted and recomputed,
+// and every token must still equal the unconstrained run's.
+TEST_P(GreedyConsistency, PreemptionByRecomputeKeepsEveryToken) {
+  const std::string model = GetParam();
+  std::vector<GenerationRequest> requests;
+  std::mt19937 rng(std::random_device{}());
+  for (int64_t len : {50, 45, 40, 35, 30}) {
+    GenerationRequest r;
+    for (int64_t i = 0; i < len; ++i)
+      r.prompt_token_ids.push_back(static_cast<int32_t>(rng() % 256));
+    r.params.temperature = 0;
+    r.params.max_tokens = 16;
+    r.params.ignore_eos = true;
+    requests.push_back(std::move(r));
+  }
+  const GenerationResult reference = generate(base_config(model), requests);
+  EngineConfig c = base_config(model);
+  c.tensor_parallel_size = 4;  // tiny-llama's 2 KV heads: T=4 puts each on a DCP group of 2
+  c.decode_context_parallel_size = 2;
+  c.block_size = 4;
+  const GenerationResult probe = generate(c, {requests[0]});
+  c.kv_cache_memory = probe.stats.kv_bytes_per_token_per_rank * (kMaxModelLen / 2 + 8);
+  const GenerationResult got = generate(c, requests);
+  EXPECT_GT(got.stats.preemptions, 0);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(got.outputs[i].output_token_ids, reference.outputs[i].output_token_ids) << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Builtins, GreedyConsistency,
+                         ::testing::Values("builtin:tiny-llama", "builtin:tiny-qwen2",
+                                           "builtin:tiny-deepseek-v2", "builtin:tiny-deepseek-v3"),
+                         [](const auto& param_info) {
+                           std::string n = param_info.param.substr(param_info.param.find(':') + 1);
+                           for (char& ch : n) ch = ch == '-' ? '_' : ch;
+                           return n;
+                         });
+
+TEST(EngineConfigErrors, RejectedAtStartUpWithTheNumbers) {
+  EngineConfig c = base_config("builtin:tiny-llama");
+  c.tensor_parallel_size = 4;
+  c.decode_context_parallel_size = 3;
+  EXPECT_THROW(generate(c, random_requests(*std::make_unique<std::mt19937>(1))), Error);
+  c = base_config("builtin:tiny-llama");
+  c.block_size = 16;
+  c.cp_kv_cache_interleave_size = 3;
+  EXPECT_THROW(resolve_engine_config(c), Error);
+  c = base_config("builtin:tiny-llama");
+  c.kv_cache_memory = 1024;  // not one request of max_model_len
+  try {
+    std::mt19937 rng(2);
+    generate(c, random_requests(rng));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--kv-cache-memory"), std::string::npos) << e.what();
+  }
+}
+
+TEST(EngineRequests, TooLongPromptIsRejectedAndOthersFinish) {
+  EngineConfig c = base_config("builtin:tiny-qwen2");
+  std::mt19937 rng(std::random_device{}());
+  auto requests = random_requests(rng);
+  requests[1].prompt_token_ids.assign(kMaxModelLen + 5, 7);
+  const GenerationResult r = generate(c, requests);
+  EXPECT_NE(r.outputs[1].finish_reason.find("rejected"), std::string::npos)
+      << r.outputs[1].finish_reason;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (i == 1) continue;
+    EXPECT_EQ(r.outputs[i].output_token_ids.size(),
+              static_cast<size_t>(requests[i].params.max_tokens));
+  }
+}
+
+}  // namespace
+}  // namespace ctxpar::engine
