@@ -11,8 +11,11 @@
 //   (q is pre-multiplied by scale·log2(e)) and the LSE is converted back to natural log.
 // - Tensors are caller-owned; out and lse are written in full and may be strided views
 //   (last dim contiguous). Inputs need a contiguous last dim, other strides are arbitrary.
-// - Work is split over (token group, KV head, key chunk) on the pool; with few rows a long key
-//   range is split so every thread works (split-K), and the chunks are merged with merge.h.
+// - Work is split over (token group, KV heads, key chunk) on the pool. A job takes the query
+//   heads of as many KV heads of a token as fit 64 rows (a token's KV heads are adjacent in
+//   the cache, so one pass reads them together); when that leaves fewer jobs than threads, a
+//   long key range is split into chunks (split-K: one decode token over 32K keys keeps every
+//   thread busy) whose partials are merged with the code of merge.h.
 // - Bad shapes, dtypes or indices throw ctxpar::Error naming the value and what is valid.
 //
 // Every function has a `_reference` twin: scalar, double accumulation, for tests. The overloads

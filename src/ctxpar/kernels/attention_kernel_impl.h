@@ -395,8 +395,8 @@ void run_job(const AttnJob& job, float* scratch) {
   const RowResolver resolver(job.keys);
   const KvT* k_base[2][kKeyTile];  // rows of KV head 0, this tile and the next
   const KvT* v_base[2][kKeyTile];
-  const KvT* kr[2 * kKeyTile];  // head 0 (or, converting, the current head): this tile,
-  const KvT* vr[2 * kKeyTile];  // then the next
+  const KvT* kr[2 * kKeyTile];  // rows of head 0: this tile, then the next (for prefetch)
+  const KvT* vr[2 * kKeyTile];
   const float* k_f32[kKeyTile];
   const float* v_f32[kKeyTile];
   int cur = 0;
