@@ -13,9 +13,10 @@
 //   (last dim contiguous). Inputs need a contiguous last dim, other strides are arbitrary.
 // - Work is split over (token group, KV heads, key chunk) on the pool. A job takes the query
 //   heads of as many KV heads of a token as fit 64 rows (a token's KV heads are adjacent in
-//   the cache, so one pass reads them together); when that leaves fewer jobs than threads, a
-//   long key range is split into chunks (split-K: one decode token over 32K keys keeps every
-//   thread busy) whose partials are merged with the code of merge.h.
+//   the cache, so one pass reads them together). With more than one thread, a job holding
+//   more than about 1/(4·threads) of the call's work is split along its keys (split-K: one
+//   decode token over 32K keys keeps every thread busy); the chunk partials are merged with
+//   the code of merge.h.
 // - Bad shapes, dtypes or indices throw ctxpar::Error naming the value and what is valid.
 //
 // Every function has a `_reference` twin: scalar, double accumulation, for tests. The overloads
