@@ -11,7 +11,8 @@
 // virtual blocks of B·N positions (one id valid on every DCP rank). When a running request's
 // table cannot grow, the youngest running request is preempted by recompute (blocks freed,
 // computed tokens forgotten, back at the front of the waiting queue) until it fits or the
-// request itself is the youngest; a waiting request that does not fit just waits. The oldest
+// request itself was the youngest and is preempted; a waiting request that does not fit
+// just waits. The oldest
 // running request can always grow (a request never outgrows the pool, see max_request_len()),
 // so every request finishes.
 //
