@@ -4,6 +4,7 @@
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/kernels/norm.h"
+#include "ctxpar/model/layers/sfa_attention_layer.h"
 #include "ctxpar/model/parallel_validation.h"
 
 namespace ctxpar::model {
@@ -15,10 +16,11 @@ Tensor load_norm(const ModelContext& ctx, const std::string& name, int64_t dim) 
 
 const ModelConfig& validated(const ModelConfig& config, const ModelContext& ctx) {
   validate_for_parallel(config, ctx.tp_size(), ctx.dcp_size());
-  CTXPAR_CHECK(!config.is_sparse(),
-               "{} is a sparse-attention model (DeepseekV32ForCausalLM); its Lightning Indexer "
-               "path is not available in this build",
-               config.source);
+  // Sparse attention (N == T under DCP is validate_for_parallel's rule): the indexer's
+  // queries come from the q LoRA activation.
+  CTXPAR_CHECK(!config.is_sparse() || config.mla.q_lora_rank > 0,
+               "{}: a sparse-attention model (Lightning Indexer) needs q_lora_rank > 0, got {}",
+               config.source, config.mla.q_lora_rank);
   return config;
 }
 
@@ -32,7 +34,9 @@ DecoderLayer::DecoderLayer(const ModelContext& ctx, const ModelConfig& c, int64_
       post_attention_norm_(
           load_norm(ctx, fmt::format("model.layers.{}.post_attention_layernorm.weight", layer),
                     c.hidden_size)) {
-  if (c.is_mla()) {
+  if (c.is_sparse()) {
+    attention_ = std::make_unique<SfaAttentionLayer>(ctx, c, layer, rope);
+  } else if (c.is_mla()) {
     attention_ = std::make_unique<MlaAttentionLayer>(ctx, c, layer, rope);
   } else {
     attention_ = std::make_unique<GqaAttentionLayer>(ctx, c, layer, rope);
@@ -75,7 +79,9 @@ CausalLM::CausalLM(const ModelConfig& config, const ModelContext& ctx)
 
 std::vector<kv::KvCacheSpec> CausalLM::kv_cache_specs() const {
   std::vector<kv::KvCacheSpec> specs;
-  for (const auto& layer : layers_) specs.push_back(layer->attention().kv_cache_spec());
+  for (const auto& layer : layers_) {
+    for (const kv::KvCacheSpec& spec : layer->attention().kv_cache_specs()) specs.push_back(spec);
+  }
   return specs;
 }
 
@@ -84,17 +90,21 @@ void CausalLM::allocate_kv_cache(int32_t num_blocks) {
                num_blocks);
   kv_caches_.clear();
   kv_cache_bytes_ = 0;
-  const int64_t b = ctx_.options.block_size;
+  const kv::DcpLayout layout(ctx_.dcp_size(), ctx_.options.block_size, ctx_.options.interleave);
   for (const auto& layer : layers_) {
-    const kv::KvCacheSpec spec = layer->attention().kv_cache_spec();
-    Shape shape{num_blocks, b};
-    if (spec.components > 1) shape.push_back(spec.components);
-    if (spec.kind == kv::KvCacheKind::kGqa) shape.push_back(spec.heads_per_rank);
-    shape.push_back(spec.head_dim);
-    Tensor cache = Tensor::empty(shape, spec.dtype);
-    kv_cache_bytes_ += static_cast<int64_t>(cache.nbytes());
-    layer->attention().bind_cache(cache);
-    kv_caches_.push_back(std::move(cache));
+    std::vector<Tensor> caches;
+    for (const kv::KvCacheSpec& spec : layer->attention().kv_cache_specs()) {
+      // B rows per block for a DCP-sharded cache, B·N for a replicated one.
+      Shape shape{num_blocks, spec.rows_per_block(layout)};
+      if (spec.components > 1) shape.push_back(spec.components);
+      if (spec.kind == kv::KvCacheKind::kGqa) shape.push_back(spec.heads_per_rank);
+      shape.push_back(spec.head_dim);
+      Tensor cache = Tensor::empty(shape, spec.dtype);
+      kv_cache_bytes_ += static_cast<int64_t>(cache.nbytes());
+      kv_caches_.push_back(cache);
+      caches.push_back(std::move(cache));
+    }
+    layer->attention().bind_caches(std::move(caches));
   }
 }
 

@@ -1,4 +1,4 @@
-// A decoder-only causal LM on one rank (Llama, Qwen2, DeepSeek V2/V3): vocab-parallel
+// A decoder-only causal LM on one rank (Llama, Qwen2, DeepSeek V2/V3/V3.2): vocab-parallel
 // embedding, decoder layers (pre-norm attention + dense MLP or MoE), final norm and a
 // vocab-parallel LM head. Every rank of the TP group runs it on its weight shard (SPMD).
 //
@@ -42,7 +42,8 @@ class CausalLM {
   CausalLM(const ModelConfig& config, const ModelContext& ctx);
 
   const ModelConfig& config() const { return config_; }
-  // One spec per layer cache on this rank.
+  // One spec per cache on this rank, layer by layer (a sparse-attention layer has two: the
+  // DCP-sharded latent and the indexer keys, replicated or sharded by the indexer mode).
   std::vector<kv::KvCacheSpec> kv_cache_specs() const;
   // Allocates every layer's cache with num_blocks blocks (this rank's shard) and binds it.
   void allocate_kv_cache(int32_t num_blocks);

@@ -217,22 +217,30 @@ void MlaAttentionLayer::bind_cache(Tensor cache) {
   }
 }
 
-Tensor MlaAttentionLayer::forward(const attention::AttentionMetadata& md, const Tensor& x) {
-  CTXPAR_CHECK(impl_ != nullptr, "MLA layer used before its KV cache was bound");
+MlaAttentionLayer::Projections MlaAttentionLayer::project(const attention::AttentionMetadata& md,
+                                                          const Tensor& x) const {
   const int64_t tokens = x.size(0), h = dims_.num_heads, nope = dims_.qk_nope_head_dim,
                 rope = dims_.qk_rope_head_dim, lora = dims_.kv_lora_rank;
-  const Tensor q_in = q_a_ ? rms_normed(q_a_->forward(x), q_a_norm_, kLatentNormEps) : x;
-  Tensor q = q_->forward(q_in).view({tokens, h, nope + rope});
-  Tensor q_pe = q.slice(2, nope, nope + rope);
+  Projections p;
+  p.q_lora = q_a_ ? rms_normed(q_a_->forward(x), q_a_norm_, kLatentNormEps) : x;
+  p.q = q_->forward(p.q_lora).view({tokens, h, nope + rope});
+  Tensor q_pe = p.q.slice(2, nope, nope + rope);
   rope_->apply(q_pe, md.common.positions, kernels::RopeStyle::kInterleaved);
 
   const Tensor kv_a = kv_a_.forward(x);  // [tokens, kv_lora + rope]
-  const Tensor kv_c = rms_normed(kv_a.slice(1, 0, lora), kv_a_norm_, kLatentNormEps);
+  p.kv_c = rms_normed(kv_a.slice(1, 0, lora), kv_a_norm_, kLatentNormEps);
   Tensor k_pe = kv_a.slice(1, lora, lora + rope).contiguous().view({tokens, 1, rope});
   rope_->apply(k_pe, md.common.positions, kernels::RopeStyle::kInterleaved);
+  p.k_pe = k_pe.view({tokens, rope});
+  return p;
+}
 
+Tensor MlaAttentionLayer::forward(const attention::AttentionMetadata& md, const Tensor& x) {
+  CTXPAR_CHECK(impl_ != nullptr, "MLA layer used before its KV cache was bound");
+  const int64_t tokens = x.size(0), h = dims_.num_heads;
+  const Projections p = project(md, x);
   Tensor attn = Tensor::empty({tokens, h, dims_.v_head_dim}, DType::kF32);
-  impl_->forward(md, q, kv_c, k_pe.view({tokens, rope}), attn);
+  impl_->forward(md, p.q, p.kv_c, p.k_pe, attn);
   return o_proj_.forward(attn.view({tokens, h * dims_.v_head_dim}));
 }
 

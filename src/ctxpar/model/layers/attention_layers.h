@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ctxpar/attention/gqa_attention.h"
 #include "ctxpar/attention/mla_attention.h"
@@ -30,6 +31,11 @@ class AttentionLayer {
   virtual kv::KvCacheSpec kv_cache_spec() const = 0;
   // cache: [num_blocks, B, row...] shaped by kv_cache_spec(); the layer views it.
   virtual void bind_cache(Tensor cache) = 0;
+  // Every cache the layer keeps on one rank, in bind order: one for GQA and MLA; the latent
+  // and the indexer keys for sparse MLA. Capacity planning sums them per block.
+  virtual std::vector<kv::KvCacheSpec> kv_cache_specs() const { return {kv_cache_spec()}; }
+  // caches[i]: [num_blocks, kv_cache_specs()[i].rows_per_block(layout), row...].
+  virtual void bind_caches(std::vector<Tensor> caches) { bind_cache(std::move(caches.at(0))); }
   // x [tokens, hidden] (normed) → [tokens, hidden], all-reduced over TP.
   virtual Tensor forward(const attention::AttentionMetadata& md, const Tensor& x) = 0;
 };
@@ -63,7 +69,16 @@ class MlaAttentionLayer : public AttentionLayer {
   void bind_cache(Tensor cache) override;
   Tensor forward(const attention::AttentionMetadata& md, const Tensor& x) override;
 
- private:
+ protected:
+  // The MLA activations of x [tokens, hidden], all f32: q [tokens, H_l, nope + rope] (q_pe
+  // roped), kv_c [tokens, kv_lora] (normed), k_pe [tokens, rope] (roped), and q_lora — the q
+  // LoRA activation after q_a_layernorm [tokens, q_lora_rank], or x without a q LoRA — which
+  // the sparse-attention indexer reads.
+  struct Projections {
+    Tensor q, kv_c, k_pe, q_lora;
+  };
+  Projections project(const attention::AttentionMetadata& md, const Tensor& x) const;
+
   ModelContext ctx_;
   MlaConfig mla_;
   attention::MlaDims dims_;  // per rank

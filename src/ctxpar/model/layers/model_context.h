@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ctxpar/attention/context_parallel/dcp_comm_plan.h"
+#include "ctxpar/attention/sfa_indexer_mode.h"
 #include "ctxpar/comm/parallel_groups.h"
 #include "ctxpar/core/dtype.h"
 #include "ctxpar/core/thread_pool.h"
@@ -20,6 +21,9 @@ struct ModelOptions {
   int interleave = 1;                  // --cp-kv-cache-interleave-size
   attention::DcpCommPlan comm_plan = attention::DcpCommPlan::kAllGatherReduceScatter;
   int64_t max_context_chunk = 8192;  // MLA prefill context rows gathered at once
+  // Sparse-attention indexer under DCP (--additional-config sfa_indexer_mode; parse the
+  // value with attention::parse_sfa_indexer_mode). Without DCP both modes are the same.
+  attention::SfaIndexerMode sfa_indexer_mode = attention::SfaIndexerMode::kReplicated;
 };
 
 // Everything a layer constructor reads. References outlive the model.

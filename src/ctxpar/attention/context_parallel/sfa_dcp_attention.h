@@ -1,0 +1,38 @@
+// Sparse MLA under DCP with the indexer's selection identical on every rank (DESIGN.md §4
+// "SFA"): the latent cache is sharded along the sequence, so the attention stage of the
+// normal impl is replaced; q absorption and W_UV are inherited.
+//  - decode-only batches: every rank keeps the selected positions it owns, as local indices
+//    in selection order (others dropped), attends the whole group's gathered q_abs heads to
+//    them, and the group merges the partials by LSE; a rank owning none of a token's keys
+//    contributes (0, -inf);
+//  - prefill and mixed batches: the cache is written first, then every rank copies its B
+//    rows of each virtual block that a selected key lives in, the group all-gathers them,
+//    and each rank attends its own heads to the gathered rows, so no merge is needed. A
+//    position p of gathered block u (of U) sits at row (owner(p)·U + u)·B + local_index(p) % B,
+//    right for every interleave size. Tokens are taken in groups whose gathered rows stay
+//    under max_context_chunk (at least one token per group).
+#pragma once
+
+#include "ctxpar/attention/context_parallel/dcp_attention_mixin.h"
+#include "ctxpar/attention/sfa_attention.h"
+
+namespace ctxpar::attention {
+
+class SfaDcpAttention : public SfaAttention, protected DcpAttentionMixin {
+ public:
+  // latent_cache holds this rank's shard; dcp_group: the ranks sharing the sequence.
+  SfaDcpAttention(const MlaDims& dims, Tensor latent_cache, Tensor kv_b_proj, ThreadPool& pool,
+                  Communicator& dcp_group, DcpCommPlan plan);
+
+ protected:
+  void attend(const AttentionMetadata& md, const Tensor& q_abs, const Tensor& selected,
+              Tensor& o_lat, Tensor& lse) override;
+
+ private:
+  void attend_decode(const AttentionMetadata& md, const Tensor& q_abs, const Tensor& selected,
+                     Tensor& o_lat, Tensor& lse);
+  void attend_gathered(const AttentionMetadata& md, const Tensor& q_abs, const Tensor& selected,
+                       Tensor& o_lat, Tensor& lse);
+};
+
+}  // namespace ctxpar::attention

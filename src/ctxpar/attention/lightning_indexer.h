@@ -1,0 +1,73 @@
+// The Lightning Indexer of sparse attention (DeepSeek-V3.2 / GLM-5, DESIGN.md §4 "SFA") on
+// one rank: it keeps one index key per token in its own paged cache and picks, for every
+// query token, the keys the sparse MLA attends to.
+//
+//   score[t, s] = Σ_h w[t, h] · ReLU(q[t, h] · k[s]),  s ≤ position(t)
+//   selected[t] = the min(topk, position(t) + 1) positions of highest score (ties: lower
+//                 position first), as global positions of the token's request.
+//
+// This class is the normal form and the DCP "replicated indexer": its cache is addressed by
+// global position with blocks of B·N rows (kv::DcpLayout::replicated_slot, the same block
+// table as the sharded KV), every rank writes every token and all ranks select the same keys
+// with no communication. At N = 1 that is a plain per-token cache of B-row blocks. The
+// sharded mode (context_parallel/sharded_lightning_indexer.h) overrides the write and the
+// scoring.
+#pragma once
+
+#include <cstdint>
+
+#include "ctxpar/attention/attention_metadata.h"
+#include "ctxpar/core/tensor.h"
+#include "ctxpar/core/thread_pool.h"
+
+namespace ctxpar::attention {
+
+struct IndexerDims {
+  int64_t num_heads = 0;  // index_n_heads: all of them on every rank (the indexer is not split)
+  int64_t head_dim = 0;   // index_head_dim
+  int64_t topk = 0;       // index_topk
+  // Bound on the f32 score buffer, [tokens of a chunk, keys]: long prefills are scored a
+  // chunk of tokens at a time (at least one token per chunk).
+  int64_t max_score_elements = int64_t{1} << 24;
+};
+
+class LightningIndexer {
+ public:
+  // key_cache: [num_blocks, rows_per_block, head_dim] f32 or bf16, caller-owned, viewed.
+  // Here rows_per_block must be the layout's B·N (checked per step against md.layout).
+  LightningIndexer(const IndexerDims& dims, Tensor key_cache, ThreadPool& pool);
+  virtual ~LightningIndexer() = default;
+
+  // q [tokens, H_i, D] f32 (rope part roped), k [tokens, D] f32 (normed, roped), weights
+  // [tokens, H_i] f32 (with the n_heads^-1/2 · D^-1/2 scale applied). Writes the step's keys,
+  // then returns selected [tokens, topk] i32: global positions, best first, -1 after the
+  // min(topk, position + 1) selected ones. Identical on every rank of a DCP group.
+  Tensor select(const AttentionMetadata& md, const Tensor& q, const Tensor& k,
+                const Tensor& weights);
+
+  const IndexerDims& dims() const { return dims_; }
+  const Tensor& key_cache() const { return key_cache_; }
+
+ protected:
+  // Stores k [tokens, D] for the step's tokens.
+  virtual void write_keys(const AttentionMetadata& md, const Tensor& k);
+  // Fills selected [tokens, topk] (see select()).
+  virtual void select_topk(const AttentionMetadata& md, const Tensor& q, const Tensor& weights,
+                           Tensor& selected);
+
+  // Scores each token t over the cache keys [0, key_lens[t]) of its request and writes its
+  // top-k key indices ([tokens, topk] i32, best first, -1 tail) and, when `values` is given,
+  // their scores ([tokens, topk] f32, -inf tail). Tokens are taken in chunks that keep the
+  // score buffer under dims.max_score_elements.
+  void score_and_pick(const AttentionMetadata& md, const Tensor& q, const Tensor& weights,
+                      const Tensor& key_lens, Tensor& columns, Tensor* values);
+
+  ThreadPool& pool() { return pool_; }
+
+ private:
+  IndexerDims dims_;
+  Tensor key_cache_;
+  ThreadPool& pool_;
+};
+
+}  // namespace ctxpar::attention
