@@ -17,6 +17,9 @@ int run(int argc, char** argv) {
   app.set_version_flag("--version", "ctxpar 0.1.0");
   ctxpar::app::add_layout_command(app);
   ctxpar::app::add_generate_command(app);
+  ctxpar::app::add_verify_command(app);
+  ctxpar::app::add_plan_command(app);
+  ctxpar::app::add_bench_command(app);
 
   try {
     ctxpar::app::parse_with_flag_aliases(app, argc, argv);

@@ -62,7 +62,7 @@ std::string stats_text(const engine::EngineStats& s, const engine::EngineConfig&
                                 static_cast<double>(s.token_capacity_without_dcp)
                           : 0.0;
   std::string out;
-  out += fmt::format("KV cache per rank: {} in {} blocks of {} tokens ({} B/token/rank)\n",
+  out += fmt::format("KV cache per rank: {} in {} blocks of {} tokens ({} B per sequence token)\n",
                      human_bytes(s.kv_bytes_per_rank), s.blocks_per_rank, c.block_size,
                      s.kv_bytes_per_token_per_rank);
   out += fmt::format(

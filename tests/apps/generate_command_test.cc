@@ -101,3 +101,57 @@ TEST(GenerateCommand, PromptLongerThanMaxModelLenIsReportedAndOthersStillRun) {
 
 }  // namespace
 }  // namespace ctxpar::app
+
+namespace ctxpar::app {
+namespace {
+
+TEST(VerifyCommand, AgreesOnDcpAndExitsOneOnAMismatch) {
+  const std::vector<std::string> base = {"verify",
+                                         "--model",
+                                         "builtin:tiny-deepseek-v3",
+                                         "-tp",
+                                         "2",
+                                         "-dcp",
+                                         "2",
+                                         "--prompt",
+                                         "verify",
+                                         "--max-tokens",
+                                         "4",
+                                         "--max-model-len",
+                                         "128",
+                                         "--kv-cache-memory",
+                                         "16MiB"};
+  const CommandResult ok = run_command(CTXPAR_BINARY, base);
+  EXPECT_EQ(ok.exit_status, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("all tokens agree"), std::string::npos) << ok.out;
+  // A zero tolerance turns float rounding differences between T=2 and T=1 into mismatches.
+  std::vector<std::string> strict = base;
+  strict.insert(strict.end(), {"--tolerance", "0"});
+  const CommandResult bad = run_command(CTXPAR_BINARY, strict);
+  EXPECT_EQ(bad.exit_status, 1) << bad.out << bad.err;
+  EXPECT_NE(bad.out.find("MISMATCH"), std::string::npos) << bad.out;
+}
+
+TEST(PlanCommand, DcpDividesPerTokenBytesAndMultipliesCapacity) {
+  const CommandResult r = run_command(
+      CTXPAR_BINARY, {"plan", "--model", "builtin:tiny-deepseek-v3", "--tensor-parallel-size", "4",
+                      "--decode-context-parallel-size", "4", "--kv-cache-memory", "1GiB",
+                      "--max-model-len", "4096", "--json"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["plans"].size(), 2u);
+  const auto& n1 = j["plans"][0];
+  const auto& n4 = j["plans"][1];
+  EXPECT_EQ(n1["kv_bytes_per_token_per_rank"].get<int64_t>(),
+            4 * n4["kv_bytes_per_token_per_rank"].get<int64_t>());
+  EXPECT_EQ(4 * n1["token_capacity"].get<int64_t>(), n4["token_capacity"].get<int64_t>());
+  EXPECT_GE(n4["max_concurrent_requests"].get<int64_t>(),
+            4 * n1["max_concurrent_requests"].get<int64_t>());
+  const CommandResult bad =
+      run_command(CTXPAR_BINARY, {"plan", "--model", "builtin:tiny-llama", "--tensor-parallel-size",
+                                  "2", "--decode-context-parallel-size", "2"});
+  EXPECT_EQ(bad.exit_status, 2);
+}
+
+}  // namespace
+}  // namespace ctxpar::app

@@ -91,9 +91,10 @@ TEST_P(GreedyConsistency, SameTokensForEveryParallelShape) {
       if (tight_kv) {
         // Room for about one request of max_model_len: the seven requests must take turns.
         const GenerationResult probe = generate(c, {requests[0]});
-        const int64_t per_token = probe.stats.kv_bytes_per_token_per_rank;
-        const int64_t tokens_per_rank = (kMaxModelLen + s.dcp - 1) / s.dcp + s.block;
-        c.kv_cache_memory = per_token * tokens_per_rank;
+        const int64_t per_block = probe.stats.kv_bytes_per_rank / probe.stats.blocks_per_rank;
+        const int64_t group_tokens_per_block = int64_t{s.block} * s.dcp;
+        c.kv_cache_memory =
+            per_block * ((kMaxModelLen + group_tokens_per_block - 1) / group_tokens_per_block + 1);
       }
       SCOPED_TRACE(fmt::format("T={} N={} I={} B={} {} tight_kv={}", s.tp, s.dcp, s.interleave,
                                s.block, s.plan, tight_kv));
@@ -130,7 +131,8 @@ TEST_P(GreedyConsistency, PreemptionByRecomputeKeepsEveryToken) {
   c.decode_context_parallel_size = 2;
   c.block_size = 4;
   const GenerationResult probe = generate(c, {requests[0]});
-  c.kv_cache_memory = probe.stats.kv_bytes_per_token_per_rank * (kMaxModelLen / 2 + 8);
+  // 13 blocks of B·N = 8 tokens: one max_model_len request and a little more.
+  c.kv_cache_memory = probe.stats.kv_bytes_per_rank / probe.stats.blocks_per_rank * 13;
   const GenerationResult got = generate(c, requests);
   EXPECT_GT(got.stats.preemptions, 0);
   for (size_t i = 0; i < requests.size(); ++i) {

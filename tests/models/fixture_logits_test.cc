@@ -17,6 +17,8 @@
 #include "ctxpar/kv/block_table.h"
 #include "ctxpar/model/causal_lm.h"
 #include "ctxpar/model/checkpoint.h"
+#include "ctxpar/model/dummy_weights.h"
+#include "ctxpar/model/kv_cache_plan.h"
 #include "ctxpar/model/parallel_validation.h"
 
 namespace ctxpar::model {
@@ -167,6 +169,38 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureLogits, ::testing::ValuesIn(cases()), case_name);
+
+}  // namespace
+}  // namespace ctxpar::model
+
+namespace ctxpar::model {
+namespace {
+
+// What `ctxpar plan` computes from a config must be what a loaded model allocates.
+TEST(KvCachePlan, ConfigOnlySpecsEqualTheLoadedModels) {
+  for (const std::string name : {"builtin:tiny-llama", "builtin:tiny-qwen2",
+                                 "builtin:tiny-deepseek-v2", "builtin:tiny-deepseek-v3"}) {
+    const ModelConfig config = resolve_model_config(name);
+    for (int tp : {1, 2}) {
+      std::vector<kv::KvCacheSpec> loaded;
+      run_inprocess_ranks(tp, [&](Communicator& world) {
+        ParallelGroups groups(world, tp, 1);
+        ThreadPool pool(1);
+        ModelOptions options;
+        options.kv_cache_dtype = DType::kBF16;
+        const DummyWeights weights(7);
+        const ModelContext ctx{weights, groups, options, pool};
+        CausalLM lm(config, ctx);
+        if (world.rank() == 0) loaded = lm.kv_cache_specs();
+      });
+      const auto planned = kv_cache_specs_for(config, tp, DType::kBF16);
+      ASSERT_EQ(planned.size(), loaded.size()) << name;
+      for (size_t i = 0; i < planned.size(); ++i) {
+        EXPECT_EQ(planned[i].describe(), loaded[i].describe()) << name << " layer " << i;
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace ctxpar::model

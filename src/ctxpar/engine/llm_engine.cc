@@ -180,8 +180,8 @@ void run_rank(const ResolvedEngineConfig& cfg, Communicator& world,
     s.token_capacity = cap.token_capacity;
     s.token_capacity_without_dcp = cap.token_capacity_without_dcp;
     for (const kv::KvCacheSpec& spec : specs) {
-      s.kv_bytes_per_token_per_rank +=
-          spec.bytes_per_block(cfg.scheduler.layout) / cfg.scheduler.layout.block_size();
+      s.kv_bytes_per_token_per_rank += spec.bytes_per_block(cfg.scheduler.layout) /
+                                       cfg.scheduler.layout.tokens_per_virtual_block();
     }
     s.load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
     drive(cfg, world, runner, cap.num_blocks, requests, options, result);

@@ -34,9 +34,10 @@ struct GenerationOutput {
 struct EngineStats {
   int64_t kv_bytes_per_rank = 0;  // allocated KV cache on one rank, all layers
   int32_t blocks_per_rank = 0;
-  int64_t token_capacity = 0;               // tokens the DCP group holds: blocks·B·N
-  int64_t token_capacity_without_dcp = 0;   // the same memory with N = 1
-  int64_t kv_bytes_per_token_per_rank = 0;  // summed over layers, this rank's share
+  int64_t token_capacity = 0;              // tokens the DCP group holds: blocks·B·N
+  int64_t token_capacity_without_dcp = 0;  // the same memory with N = 1
+  // This rank's KV bytes per sequence token, all layers: a sharded cache row counts 1/N.
+  int64_t kv_bytes_per_token_per_rank = 0;
   int64_t prefill_tokens = 0;
   double prefill_seconds = 0;  // steps that carried prompt tokens
   int64_t decode_tokens = 0;

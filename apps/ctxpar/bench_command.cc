@@ -1,0 +1,110 @@
+// `ctxpar bench`: prefill and decode throughput at given batch sizes and context lengths,
+// without DCP (N = 1) and with the requested N at the same T, as a table.
+#include <fmt/format.h>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include "commands.h"
+#include "ctxpar/core/error.h"
+#include "engine_flags.h"
+#include "output_format.h"
+
+namespace ctxpar::app {
+namespace {
+
+struct BenchOptions {
+  EngineFlags engine;
+  std::string batch_sizes = "1,4";
+  std::string context_lengths = "256,1024";
+  int64_t output_len = 16;
+  bool json = false;
+};
+
+std::vector<int64_t> parse_list(const std::string& text, const char* flag) {
+  std::vector<int64_t> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      out.push_back(std::stoll(item));
+    } catch (const std::exception&) {
+      CTXPAR_FAIL("{} '{}': '{}' is not a number", flag, text, item);
+    }
+    CTXPAR_CHECK(out.back() >= 1, "{} values must be >= 1, got {}", flag, out.back());
+  }
+  CTXPAR_CHECK(!out.empty(), "{} is empty", flag);
+  return out;
+}
+
+void run(const BenchOptions& o) {
+  engine::EngineConfig base = finish_engine_config(o.engine);
+  if (base.load_format == "auto") base.load_format = "dummy";
+  const auto batches = parse_list(o.batch_sizes, "--batch-sizes");
+  const auto contexts = parse_list(o.context_lengths, "--context-lengths");
+  std::vector<int> dcps{1};
+  if (base.decode_context_parallel_size > 1) dcps.push_back(base.decode_context_parallel_size);
+  std::mt19937 rng(static_cast<uint32_t>(base.seed));
+  nlohmann::json rows = nlohmann::json::array();
+  if (is_output_rank() && !o.json) {
+    std::printf("%-6s %-8s %-4s %14s %14s %12s %14s\n", "batch", "context", "N", "prefill tok/s",
+                "decode tok/s", "KV/rank", "capacity");
+  }
+  for (int64_t batch : batches) {
+    for (int64_t context : contexts) {
+      std::vector<engine::GenerationRequest> requests(static_cast<size_t>(batch));
+      for (auto& r : requests) {
+        for (int64_t i = 0; i < context; ++i)
+          r.prompt_token_ids.push_back(static_cast<int32_t>(rng() % 256));
+        r.params.temperature = 0;
+        r.params.max_tokens = o.output_len;
+        r.params.ignore_eos = true;
+      }
+      for (int dcp : dcps) {
+        engine::EngineConfig c = base;
+        c.decode_context_parallel_size = dcp;
+        if (dcp == 1) c.cp_kv_cache_interleave_size = 1;
+        if (c.max_model_len == 0) c.max_model_len = context + o.output_len;
+        const engine::GenerationResult r = engine::generate(c, requests);
+        if (!is_output_rank()) continue;
+        const auto& s = r.stats;
+        const double prefill =
+            s.prefill_seconds > 0 ? double(s.prefill_tokens) / s.prefill_seconds : 0;
+        const double decode = s.decode_seconds > 0 ? double(s.decode_tokens) / s.decode_seconds : 0;
+        rows.push_back({{"batch", batch},
+                        {"context", context},
+                        {"dcp", dcp},
+                        {"prefill_tokens_per_second", prefill},
+                        {"decode_tokens_per_second", decode},
+                        {"kv_bytes_per_rank", s.kv_bytes_per_rank},
+                        {"token_capacity", s.token_capacity}});
+        if (!o.json) {
+          std::printf("%-6ld %-8ld %-4d %14.1f %14.1f %12s %14ld\n", static_cast<long>(batch),
+                      static_cast<long>(context), dcp, prefill, decode,
+                      human_bytes(s.kv_bytes_per_rank).c_str(),
+                      static_cast<long>(s.token_capacity));
+        }
+      }
+    }
+  }
+  if (is_output_rank() && o.json) std::printf("%s\n", rows.dump().c_str());
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "prefill/decode throughput, N = 1 against the given N at the same T");
+  add_engine_flags(cmd, o->engine);
+  cmd->add_option("--batch-sizes", o->batch_sizes, "comma-separated")->capture_default_str();
+  cmd->add_option("--context-lengths", o->context_lengths, "prompt tokens, comma-separated")
+      ->capture_default_str();
+  cmd->add_option("--output-len", o->output_len, "decode tokens per request")
+      ->capture_default_str();
+  cmd->add_flag("--json", o->json, "print one JSON array");
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace ctxpar::app

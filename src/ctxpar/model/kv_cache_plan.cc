@@ -1,0 +1,25 @@
+#include "ctxpar/model/kv_cache_plan.h"
+
+namespace ctxpar::model {
+
+std::vector<kv::KvCacheSpec> kv_cache_specs_for(const ModelConfig& c, int tp_size,
+                                                DType kv_cache_dtype) {
+  std::vector<kv::KvCacheSpec> specs;
+  for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
+    if (c.is_mla()) {
+      specs.push_back(kv::mla_kv_cache_spec(static_cast<int>(c.mla.kv_lora_rank),
+                                            static_cast<int>(c.mla.qk_rope_head_dim),
+                                            kv_cache_dtype));
+      if (c.is_sparse()) {
+        specs.push_back(
+            kv::indexer_kv_cache_spec(static_cast<int>(c.indexer.index_head_dim), kv_cache_dtype));
+      }
+    } else {
+      specs.push_back(kv::gqa_kv_cache_spec(static_cast<int>(c.num_key_value_heads),
+                                            static_cast<int>(c.head_dim), tp_size, kv_cache_dtype));
+    }
+  }
+  return specs;
+}
+
+}  // namespace ctxpar::model
