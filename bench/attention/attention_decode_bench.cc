@@ -1,0 +1,213 @@
+// One attention layer, one request with a long context, T = 2 in-process ranks: the decode
+// step time with N = 1 and with N = 2, the share of the step spent in collectives, and the KV
+// bytes per rank. With DCP each rank reads half the cache, so the N = 2 step should be faster
+// for MLA (few heads per rank) and GQA with a replicated KV head.
+//
+//   build/bench/attention/attention_decode_bench [--benchmark_filter=Mla]
+//
+// The cache is filled with random rows directly (prefilling 64K tokens through the layer
+// would dominate the run); every step decodes one token at the end of the context.
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <random>
+
+#include "ctxpar/attention/context_parallel/dcp_metadata_builder.h"
+#include "ctxpar/attention/context_parallel/gqa_dcp_attention.h"
+#include "ctxpar/attention/context_parallel/mla_dcp_attention.h"
+#include "ctxpar/comm/inprocess_communicator.h"
+
+namespace ctxpar {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kTp = 2;
+constexpr int64_t kContext = 65536;
+constexpr int kBlock = 64;
+constexpr int kSteps = 8;
+
+// Forwards to another communicator and adds the time spent in collectives to a counter.
+class TimedCommunicator : public Communicator {
+ public:
+  TimedCommunicator(Communicator& inner, std::atomic<int64_t>& ns) : inner_(inner), ns_(ns) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  std::string backend_name() const override { return inner_.backend_name(); }
+  void all_gather(const Tensor& in, Tensor& out, int dim) override {
+    timed([&] { inner_.all_gather(in, out, dim); });
+  }
+  void all_to_all(const Tensor& in, Tensor& out, int dim) override {
+    timed([&] { inner_.all_to_all(in, out, dim); });
+  }
+  void reduce_scatter(const Tensor& in, Tensor& out, int dim) override {
+    timed([&] { inner_.reduce_scatter(in, out, dim); });
+  }
+  void all_reduce(Tensor& t) override {
+    timed([&] { inner_.all_reduce(t); });
+  }
+  void broadcast(Tensor& t, int root) override {
+    timed([&] { inner_.broadcast(t, root); });
+  }
+  void broadcast_bytes(std::vector<uint8_t>& b, int root) override {
+    timed([&] { inner_.broadcast_bytes(b, root); });
+  }
+  void barrier() override { inner_.barrier(); }
+  std::unique_ptr<Communicator> split(int color, int key) override {
+    return inner_.split(color, key);
+  }
+
+ private:
+  template <typename Fn>
+  void timed(Fn&& fn) {
+    const auto start = Clock::now();
+    fn();
+    ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+  }
+  Communicator& inner_;
+  std::atomic<int64_t>& ns_;
+};
+
+void fill_random(Tensor& t, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  if (t.dtype() == DType::kBF16) {
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<bf16>()[i] = bf16(d(rng));
+  } else {
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+  }
+}
+
+enum class Kind { kGqa, kMla };
+
+// Runs kSteps decode steps on kTp ranks with DCP size n; returns seconds per step (slowest
+// rank), the collective share and the KV bytes per rank.
+struct Result {
+  double step_seconds;
+  double comm_share;
+  int64_t kv_bytes_per_rank;
+};
+
+Result run(Kind kind, int n) {
+  const kv::DcpLayout layout(n, kBlock, 1);
+  const int64_t seq_len = kContext + 1;
+  const int64_t blocks = layout.num_virtual_blocks(seq_len);
+  std::vector<int32_t> table(static_cast<size_t>(blocks));
+  for (int64_t b = 0; b < blocks; ++b) table[static_cast<size_t>(b)] = static_cast<int32_t>(b);
+  std::atomic<int64_t> comm_ns{0}, step_ns{0}, kv_bytes{0};
+  run_inprocess_ranks(kTp, [&](Communicator& world) {
+    std::unique_ptr<Communicator> dcp_raw = world.split(world.rank() / n, world.rank());
+    TimedCommunicator dcp(*dcp_raw, comm_ns);
+    ThreadPool pool(1);
+    std::vector<attention::ScheduledRequest> batch(1);
+    batch[0].num_computed = kContext;
+    batch[0].num_scheduled = 1;
+    batch[0].block_table = table;
+    const attention::AttentionMetadata md =
+        n > 1 ? attention::DcpMetadataBuilder(layout, dcp.rank()).build(batch)
+              : attention::AttentionMetadataBuilder(kBlock).build(batch);
+    std::mt19937 rng(7 + world.rank());
+    std::normal_distribution<float> g;
+    auto random = [&](const Shape& s) {
+      Tensor t = Tensor::empty(s, DType::kF32);
+      for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = g(rng);
+      return t;
+    };
+    std::function<void()> step;
+    std::unique_ptr<attention::GqaAttention> gqa;
+    std::unique_ptr<attention::MlaAttention> mla;
+    Tensor q, k, v, kv_c, k_pe, out;
+    if (kind == Kind::kGqa) {
+      // 32 query heads over one replicated KV head of 128 (16 query heads per rank).
+      const attention::GqaDims dims{16, 1, 128, 0.088f};
+      Tensor cache = Tensor::empty({blocks, kBlock, 2, 1, 128}, DType::kBF16);
+      fill_random(cache, 1);
+      kv_bytes = static_cast<int64_t>(cache.nbytes());
+      if (n > 1) {
+        gqa = std::make_unique<attention::GqaDcpAttention>(
+            dims, cache.select(2, 0), cache.select(2, 1), pool, dcp,
+            attention::DcpCommPlan::kAllGatherReduceScatter);
+      } else {
+        gqa = std::make_unique<attention::GqaAttention>(dims, cache.select(2, 0),
+                                                        cache.select(2, 1), pool);
+      }
+      q = random({1, 16, 128});
+      k = random({1, 1, 128});
+      v = random({1, 1, 128});
+      out = Tensor::empty({1, 16, 128}, DType::kF32);
+      step = [&] { gqa->forward(md, q, k, v, out); };
+    } else {
+      // DeepSeek-V3 dims with 16 heads in all (8 per rank): latent 512 + rope 64.
+      attention::MlaDims dims;
+      dims.num_heads = 8;
+      dims.kv_lora_rank = 512;
+      dims.qk_nope_head_dim = 128;
+      dims.qk_rope_head_dim = 64;
+      dims.v_head_dim = 128;
+      dims.scale = 0.07f;
+      Tensor cache = Tensor::empty({blocks, kBlock, 576}, DType::kBF16);
+      fill_random(cache, 2);
+      kv_bytes = static_cast<int64_t>(cache.nbytes());
+      Tensor kv_b = random({8 * 256, 512});
+      if (n > 1) {
+        mla = std::make_unique<attention::MlaDcpAttention>(
+            dims, cache, kv_b, pool, dcp, attention::DcpCommPlan::kAllGatherReduceScatter);
+      } else {
+        mla = std::make_unique<attention::MlaAttention>(dims, cache, kv_b, pool);
+      }
+      q = random({1, 8, 192});
+      kv_c = random({1, 512});
+      k_pe = random({1, 64});
+      out = Tensor::empty({1, 8, 128}, DType::kF32);
+      step = [&] { mla->forward(md, q, kv_c, k_pe, out); };
+    }
+    step();  // warm caches and the kernels' scratch
+    world.barrier();
+    comm_ns = 0;
+    const auto start = Clock::now();
+    for (int s = 0; s < kSteps; ++s) step();
+    const int64_t ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+    int64_t seen = step_ns.load();
+    while (ns > seen && !step_ns.compare_exchange_weak(seen, ns)) {
+    }
+  });
+  const double seconds = static_cast<double>(step_ns.load()) * 1e-9 / kSteps;
+  // comm_ns sums both ranks' collective time: compare with both ranks' step time.
+  const double share =
+      static_cast<double>(comm_ns.load()) / (static_cast<double>(step_ns.load()) * kTp);
+  return {seconds, share, kv_bytes.load()};
+}
+
+void BM_DecodeStep(benchmark::State& state, Kind kind) {
+  const int n = static_cast<int>(state.range(0));
+  Result r{};
+  for (auto _ : state) {
+    r = run(kind, n);
+    state.SetIterationTime(r.step_seconds);
+  }
+  state.counters["dcp"] = n;
+  state.counters["comm_share"] = r.comm_share;
+  state.counters["kv_MiB_per_rank"] = static_cast<double>(r.kv_bytes_per_rank) / (1 << 20);
+  state.counters["kv_GBps_per_rank"] =
+      static_cast<double>(r.kv_bytes_per_rank) / r.step_seconds / 1e9;
+}
+
+BENCHMARK_CAPTURE(BM_DecodeStep, Gqa64K, Kind::kGqa)
+    ->Arg(1)
+    ->Arg(2)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_DecodeStep, Mla64K, Kind::kMla)
+    ->Arg(1)
+    ->Arg(2)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+
+}  // namespace
+}  // namespace ctxpar
+
+BENCHMARK_MAIN();
