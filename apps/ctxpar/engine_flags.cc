@@ -92,6 +92,8 @@ void add_prompt_flags(CLI::App* cmd, PromptFlags& f) {
   cmd->add_option("--top-p", f.top_p, "1: off")->capture_default_str();
   cmd->add_option("--sampling-seed", f.seeds, "per-request seed(s)");
   cmd->add_flag("--ignore-eos", f.ignore_eos, "keep generating past EOS");
+  cmd->add_option("--stop-token-ids", f.stop_token_ids, "token ids that end a request")
+      ->delimiter(',');
   last_value_wins(cmd);
 }
 
@@ -151,6 +153,14 @@ std::vector<engine::GenerationRequest> build_requests(const PromptFlags& f,
   CTXPAR_CHECK(f.seeds.size() <= 1 || f.seeds.size() == prompts.size(),
                "{} --sampling-seed values for {} prompts: give one, or one per prompt",
                f.seeds.size(), prompts.size());
+  // A prompt that can never be served is a usage error here (the engine API would report it
+  // per request); check before anything is loaded.
+  const int64_t max_len = engine::resolve_engine_config(config).scheduler.max_model_len;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    CTXPAR_CHECK(static_cast<int64_t>(prompts[i].size()) <= max_len,
+                 "prompt {} has {} tokens, more than --max-model-len {}", i, prompts[i].size(),
+                 max_len);
+  }
   std::vector<engine::GenerationRequest> requests;
   for (size_t i = 0; i < prompts.size(); ++i) {
     engine::GenerationRequest r;
@@ -160,6 +170,7 @@ std::vector<engine::GenerationRequest> build_requests(const PromptFlags& f,
     r.params.top_k = f.top_k;
     r.params.top_p = f.top_p;
     r.params.ignore_eos = f.ignore_eos;
+    r.params.stop_token_ids = f.stop_token_ids;
     if (!f.seeds.empty()) r.params.seed = f.seeds.size() == 1 ? f.seeds[0] : f.seeds[i];
     r.params.validate();
     requests.push_back(std::move(r));

@@ -29,6 +29,7 @@ struct PromptFlags {
   float top_p = 1.0f;
   std::vector<uint64_t> seeds;  // one per request or one for all; empty: none
   bool ignore_eos = false;
+  std::vector<int32_t> stop_token_ids;
 };
 
 void add_prompt_flags(CLI::App* cmd, PromptFlags& flags);

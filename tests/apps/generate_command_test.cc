@@ -91,12 +91,28 @@ TEST(GenerateCommand, InvalidInvocationsExitTwoWithOneLine) {
   }
 }
 
-TEST(GenerateCommand, PromptLongerThanMaxModelLenIsReportedAndOthersStillRun) {
-  const auto j = run_json({"--model", "builtin:tiny-llama", "--prompt", std::string(200, 'a'),
-                           "--prompt", "short", "--max-tokens", "3", "--ignore-eos"});
-  EXPECT_NE(j["requests"][0]["finish_reason"].get<std::string>().find("rejected"),
-            std::string::npos);
-  EXPECT_EQ(j["requests"][1]["output_token_ids"].size(), 3u);
+TEST(GenerateCommand, PromptLongerThanMaxModelLenExitsTwoBeforeRunning) {
+  const CommandResult r =
+      run_command(CTXPAR_BINARY, {"generate", "--model", "builtin:tiny-llama", "--max-model-len",
+                                  "128", "--prompt", "short", "--prompt", std::string(200, 'a')});
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_NE(r.err.find("prompt 1 has 201 tokens"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST(GenerateCommand, StopTokenEndsTheRequest) {
+  const auto free_run = run_json({"--model", "builtin:tiny-llama", "--prompt", "stop here",
+                                  "--max-tokens", "8", "--ignore-eos"});
+  const auto tokens = free_run["requests"][0]["output_token_ids"];
+  const int stop = tokens[2].get<int>();
+  const auto stopped =
+      run_json({"--model", "builtin:tiny-llama", "--prompt", "stop here", "--max-tokens", "8",
+                "--ignore-eos", "--stop-token-ids", std::to_string(stop)});
+  const auto& out = stopped["requests"][0];
+  EXPECT_EQ(out["finish_reason"], "stop");
+  ASSERT_LE(out["output_token_ids"].size(), 3u);
+  EXPECT_EQ(out["output_token_ids"].back().get<int>(), stop);
 }
 
 }  // namespace
