@@ -20,125 +20,13 @@
 #include "ctxpar/model/causal_lm.h"
 #include "ctxpar/model/dummy_weights.h"
 #include "ctxpar/model/parallel_validation.h"
+#include "greedy_generation.h"
 
 namespace ctxpar::model {
 namespace {
 
-constexpr size_t kDecodeSteps = 6;
-
-struct RunSpec {
-  int tp = 1;
-  int dcp = 1;
-  int block_size = 16;
-  int interleave = 1;
-  attention::DcpCommPlan plan = attention::DcpCommPlan::kAllGatherReduceScatter;
-  attention::SfaIndexerMode mode = attention::SfaIndexerMode::kReplicated;
-
-  std::string describe() const {
-    return fmt::format("T={} N={} B={} I={} {} {}", tp, dcp, block_size, interleave,
-                       attention::dcp_comm_plan_name(plan), attention::sfa_indexer_mode_name(mode));
-  }
-};
-
-struct Generation {
-  std::vector<std::vector<int32_t>> tokens;  // per prompt, the greedy continuation
-  double logit_spread = 0;                   // smallest max-min over the sampled rows
-  bool finite = true;
-};
-
-// A tiny continuous-batching loop: every step schedules decodes first, then a random chunk
-// of each unfinished prompt; the rows at the end of a request's known tokens are sampled
-// greedily (argmax, ties to the lower id).
-Generation generate(const ModelConfig& config, const RunSpec& spec,
-                    const std::vector<std::vector<int32_t>>& prompts,
-                    const std::vector<std::vector<int64_t>>& chunks) {
-  ModelOptions options;
-  options.block_size = spec.block_size;
-  options.interleave = spec.interleave;
-  options.comm_plan = spec.plan;
-  options.sfa_indexer_mode = spec.mode;
-  options.max_context_chunk = 48;  // several gather groups per prefill step
-  const DummyWeights weights(1234);
-  Generation result;
-  result.tokens.resize(prompts.size());
-  result.logit_spread = INFINITY;
-  run_inprocess_ranks(spec.tp, [&](Communicator& world) {
-    ParallelGroups groups(world, spec.tp, spec.dcp);
-    ThreadPool pool(1);
-    const ModelContext ctx{weights, groups, options, pool};
-    CausalLM lm(config, ctx);
-    const int32_t num_blocks = 256;
-    lm.allocate_kv_cache(num_blocks);
-    const kv::DcpLayout layout(spec.dcp, spec.block_size, spec.interleave);
-    std::unique_ptr<attention::AttentionMetadataBuilder> builder =
-        spec.dcp > 1 ? std::make_unique<attention::DcpMetadataBuilder>(layout, groups.dcp_rank())
-                     : std::make_unique<attention::AttentionMetadataBuilder>(spec.block_size);
-    kv::BlockPool blocks(num_blocks);
-    std::vector<kv::BlockTable> tables;
-    std::vector<std::vector<int32_t>> known = prompts;  // prompt + generated so far
-    std::vector<int64_t> computed(prompts.size(), 0);
-    std::vector<size_t> next_chunk(prompts.size(), 0);
-    for (size_t i = 0; i < prompts.size(); ++i) tables.emplace_back(blocks, layout);
-    for (;;) {
-      std::vector<size_t> order;  // decodes first
-      for (int pass = 0; pass < 2; ++pass) {
-        for (size_t i = 0; i < prompts.size(); ++i) {
-          const bool decoding = computed[i] >= static_cast<int64_t>(prompts[i].size());
-          const bool done = known[i].size() == prompts[i].size() + kDecodeSteps;
-          if (!done && decoding == (pass == 0)) order.push_back(i);
-        }
-      }
-      if (order.empty()) break;
-      std::vector<attention::ScheduledRequest> batch;
-      std::vector<int32_t> ids;
-      std::vector<int64_t> rows;
-      std::vector<size_t> sampled;
-      for (size_t i : order) {
-        const int64_t n =
-            computed[i] < static_cast<int64_t>(prompts[i].size()) ? chunks[i][next_chunk[i]++] : 1;
-        CTXPAR_CHECK(tables[i].grow(computed[i] + n), "test pool too small");
-        attention::ScheduledRequest r;
-        r.num_computed = computed[i];
-        r.num_scheduled = n;
-        r.block_table.assign(tables[i].ids().begin(), tables[i].ids().end());
-        batch.push_back(std::move(r));
-        for (int64_t j = 0; j < n; ++j)
-          ids.push_back(known[i][static_cast<size_t>(computed[i] + j)]);
-        computed[i] += n;
-        if (computed[i] == static_cast<int64_t>(known[i].size())) {
-          rows.push_back(static_cast<int64_t>(ids.size()) - 1);
-          sampled.push_back(i);
-        }
-      }
-      const auto md = builder->build(batch);
-      Tensor token_ids = Tensor::empty({static_cast<int64_t>(ids.size())}, DType::kI32);
-      std::copy(ids.begin(), ids.end(), token_ids.data<int32_t>());
-      Tensor logits_rows = Tensor::empty({static_cast<int64_t>(rows.size())}, DType::kI64);
-      std::copy(rows.begin(), rows.end(), logits_rows.data<int64_t>());
-      const Tensor logits = lm.forward(md, token_ids, logits_rows);
-      for (size_t r = 0; r < sampled.size(); ++r) {
-        const float* l = logits.data<float>() + static_cast<int64_t>(r) * logits.size(1);
-        int32_t best = 0;
-        float lo = l[0], hi = l[0];
-        for (int32_t v = 0; v < logits.size(1); ++v) {
-          if (!std::isfinite(l[v])) result.finite = false;
-          if (l[v] > l[best]) best = v;
-          lo = std::min(lo, l[v]);
-          hi = std::max(hi, l[v]);
-        }
-        known[sampled[r]].push_back(best);
-        if (world.rank() == 0) result.logit_spread = std::min<double>(result.logit_spread, hi - lo);
-      }
-    }
-    if (world.rank() == 0) {
-      for (size_t i = 0; i < prompts.size(); ++i) {
-        result.tokens[i].assign(known[i].begin() + static_cast<int64_t>(prompts[i].size()),
-                                known[i].end());
-      }
-    }
-  });
-  return result;
-}
+using sfa_test::Generation;
+using sfa_test::RunSpec;
 
 TEST(TinyDeepseekV32, GreedyTokensAreIdenticalAcrossParallelConfigs) {
   const uint32_t seed = std::random_device{}();
@@ -146,22 +34,9 @@ TEST(TinyDeepseekV32, GreedyTokensAreIdenticalAcrossParallelConfigs) {
   std::mt19937 rng(seed);
   const ModelConfig config = resolve_model_config("builtin:tiny-deepseek-v32");
   ASSERT_TRUE(config.is_sparse());
-  // Prompts longer than index_topk (16), so the indexer drops keys; one shorter than it.
-  std::vector<std::vector<int32_t>> prompts;
-  std::vector<std::vector<int64_t>> chunks;
-  for (int64_t len : {int64_t{37} + static_cast<int64_t>(rng() % 20), int64_t{5},
-                      int64_t{20} + static_cast<int64_t>(rng() % 30)}) {
-    prompts.emplace_back();
-    for (int64_t i = 0; i < len; ++i) prompts.back().push_back(static_cast<int32_t>(rng() % 256));
-    chunks.emplace_back();
-    for (int64_t left = len; left > 0;) {
-      const int64_t n = 1 + static_cast<int64_t>(rng() % static_cast<uint32_t>(left));
-      chunks.back().push_back(n);
-      left -= n;
-    }
-  }
+  const sfa_test::PromptSet prompts = sfa_test::make_prompts(rng);
 
-  const Generation want = generate(config, RunSpec{}, prompts, chunks);
+  const Generation want = sfa_test::generate_inprocess(config, RunSpec{}, prompts);
   ASSERT_TRUE(want.finite);
   EXPECT_GT(want.logit_spread, 1e-2) << "dummy-weight logits must not be flat";
   std::set<int32_t> distinct;
@@ -182,9 +57,9 @@ TEST(TinyDeepseekV32, GreedyTokensAreIdenticalAcrossParallelConfigs) {
   };
   for (const RunSpec& spec : specs) {
     SCOPED_TRACE(spec.describe());
-    const Generation got = generate(config, spec, prompts, chunks);
+    const Generation got = sfa_test::generate_inprocess(config, spec, prompts);
     ASSERT_TRUE(got.finite);
-    for (size_t i = 0; i < prompts.size(); ++i) {
+    for (size_t i = 0; i < prompts.prompts.size(); ++i) {
       EXPECT_EQ(got.tokens[i], want.tokens[i]) << "prompt " << i;
     }
   }

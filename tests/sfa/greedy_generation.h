@@ -1,0 +1,53 @@
+// A tiny greedy generation loop over builtin:tiny-deepseek-v32 with dummy weights, shared by
+// the in-process test and the mpirun program: prompts prefilled in chunks (decodes first in
+// every batch, so batches mix decodes and prefills), then decoded greedily.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ctxpar/attention/context_parallel/dcp_comm_plan.h"
+#include "ctxpar/attention/sfa_indexer_mode.h"
+#include "ctxpar/comm/communicator.h"
+#include "ctxpar/model/model_config.h"
+
+namespace ctxpar::sfa_test {
+
+struct RunSpec {
+  int tp = 1;
+  int dcp = 1;
+  int block_size = 16;
+  int interleave = 1;
+  attention::DcpCommPlan plan = attention::DcpCommPlan::kAllGatherReduceScatter;
+  attention::SfaIndexerMode mode = attention::SfaIndexerMode::kReplicated;
+
+  std::string describe() const;
+};
+
+struct PromptSet {
+  std::vector<std::vector<int32_t>> prompts;  // byte tokens
+  std::vector<std::vector<int64_t>> chunks;   // per prompt, prefill chunk sizes summing to it
+};
+
+// Three prompts: two longer than index_topk (16), so the indexer drops keys, one of 5 tokens.
+PromptSet make_prompts(std::mt19937& rng);
+
+struct Generation {
+  std::vector<std::vector<int32_t>> tokens;  // per prompt, the greedy continuation
+  double logit_spread = 0;                   // smallest max - min over the sampled rows
+  bool finite = true;                        // every sampled logit finite
+};
+
+inline constexpr size_t kDecodeSteps = 6;
+
+// Every rank of `world` (world.size() == spec.tp) calls this; the result is rank 0's.
+Generation generate_on(Communicator& world, const model::ModelConfig& config, const RunSpec& spec,
+                       const PromptSet& prompts);
+
+// The same on spec.tp in-process ranks.
+Generation generate_inprocess(const model::ModelConfig& config, const RunSpec& spec,
+                              const PromptSet& prompts);
+
+}  // namespace ctxpar::sfa_test
