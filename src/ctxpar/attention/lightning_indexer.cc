@@ -87,11 +87,15 @@ void LightningIndexer::score_and_pick(const AttentionMetadata& md, const Tensor&
     kernels::indexer_scores(q.slice(0, first, last), weights.slice(0, first, last), key_cache_,
                             c.block_tables, c.token_req.slice(0, first, last), chunk_lens, scores,
                             pool_);
-    Tensor chunk_columns = columns.slice(0, first, last);
-    Tensor chunk_values;
-    if (values != nullptr) chunk_values = values->slice(0, first, last);
-    kernels::topk(scores, dims_.topk, &chunk_lens, chunk_columns,
-                  values != nullptr ? &chunk_values : nullptr);
+    // Top-k row by row (O(keys) each) on the pool: a long prefill chunk has many rows.
+    pool_.parallel_for(last - first, 8, [&](int64_t b, int64_t e, int) {
+      const Tensor lens_part = chunk_lens.slice(0, b, e);
+      Tensor columns_part = columns.slice(0, first + b, first + e);
+      Tensor values_part;
+      if (values != nullptr) values_part = values->slice(0, first + b, first + e);
+      kernels::topk(scores.slice(0, b, e), dims_.topk, &lens_part, columns_part,
+                    values != nullptr ? &values_part : nullptr);
+    });
     first = last;
   }
 }
