@@ -286,47 +286,54 @@ Scenario make_scenario(const LayerShape& shape, std::mt19937& rng, int num_reque
   return s;
 }
 
-RunResult run_layer(const Scenario& s, const RunConfig& cfg) {
+RunResult run_layer_rank(Communicator& world, const Scenario& s, const RunConfig& cfg) {
   const LayerShape& sh = s.shape;
   if (sh.type == AttnType::kGqa) {
     attention::validate_gqa_parallel(sh.num_heads, sh.num_kv_heads, cfg.tp, cfg.dcp);
   } else {
     attention::validate_mla_parallel(sh.num_heads, cfg.tp, cfg.dcp);
   }
+  CTXPAR_CHECK(world.size() == cfg.tp, "oracle run for T={} on a world of {}", cfg.tp,
+               world.size());
   const kv::DcpLayout layout(cfg.dcp, cfg.block_size, cfg.interleave);
   const int64_t capacity = capacity_tokens(s, cfg);
   const int64_t num_blocks = capacity / (int64_t{cfg.block_size} * cfg.dcp);
   const std::vector<PlannedStep> plan =
       plan_steps(s, layout, static_cast<int32_t>(num_blocks), static_cast<uint32_t>(capacity));
 
+  const int rank = world.rank();
+  std::unique_ptr<Communicator> dcp = world.split(rank / cfg.dcp, rank);
+  RankLayer layer(s, cfg, rank, world, *dcp, num_blocks);
+  std::unique_ptr<attention::AttentionMetadataBuilder> builder;
+  if (cfg.dcp > 1) {
+    builder = std::make_unique<attention::DcpMetadataBuilder>(layout, dcp->rank());
+  } else {
+    builder = std::make_unique<attention::AttentionMetadataBuilder>(cfg.block_size);
+  }
+  RunResult mine;
+  mine.kv_bytes_per_rank = layer.kv_bytes();
+  for (const PlannedStep& step : plan) {
+    const attention::AttentionMetadata md = builder->build(step.requests);
+    Tensor x = Tensor::empty({md.common.num_tokens, sh.hidden}, DType::kF32);
+    std::vector<int64_t> positions;
+    int64_t t = 0;
+    for (size_t i = 0; i < step.requests.size(); ++i) {
+      const auto& r = step.requests[i];
+      for (int64_t j = 0; j < r.num_scheduled; ++j, ++t) {
+        const int64_t p = r.num_computed + j;
+        positions.push_back(p);
+        x.select(0, t).copy_from(s.inputs[static_cast<size_t>(step.request_ids[i])].select(0, p));
+      }
+    }
+    mine.outputs.push_back(layer.forward(md, x, positions));
+  }
+  return mine;
+}
+
+RunResult run_layer(const Scenario& s, const RunConfig& cfg) {
   std::vector<RunResult> per_rank(static_cast<size_t>(cfg.tp));
   run_inprocess_ranks(cfg.tp, [&](Communicator& world) {
-    const int rank = world.rank();
-    std::unique_ptr<Communicator> dcp = world.split(rank / cfg.dcp, rank);
-    RankLayer layer(s, cfg, rank, world, *dcp, num_blocks);
-    std::unique_ptr<attention::AttentionMetadataBuilder> builder;
-    if (cfg.dcp > 1) {
-      builder = std::make_unique<attention::DcpMetadataBuilder>(layout, dcp->rank());
-    } else {
-      builder = std::make_unique<attention::AttentionMetadataBuilder>(cfg.block_size);
-    }
-    RunResult& mine = per_rank[static_cast<size_t>(rank)];
-    mine.kv_bytes_per_rank = layer.kv_bytes();
-    for (const PlannedStep& step : plan) {
-      const attention::AttentionMetadata md = builder->build(step.requests);
-      Tensor x = Tensor::empty({md.common.num_tokens, sh.hidden}, DType::kF32);
-      std::vector<int64_t> positions;
-      int64_t t = 0;
-      for (size_t i = 0; i < step.requests.size(); ++i) {
-        const auto& r = step.requests[i];
-        for (int64_t j = 0; j < r.num_scheduled; ++j, ++t) {
-          const int64_t p = r.num_computed + j;
-          positions.push_back(p);
-          x.select(0, t).copy_from(s.inputs[static_cast<size_t>(step.request_ids[i])].select(0, p));
-        }
-      }
-      mine.outputs.push_back(layer.forward(md, x, positions));
-    }
+    per_rank[static_cast<size_t>(world.rank())] = run_layer_rank(world, s, cfg);
   });
   for (int r = 1; r < cfg.tp; ++r) {
     for (size_t i = 0; i < per_rank[0].outputs.size(); ++i) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ctxpar/attention/context_parallel/dcp_comm_plan.h"
+#include "ctxpar/comm/communicator.h"
 #include "ctxpar/core/tensor.h"
 
 namespace ctxpar::testing {
@@ -69,6 +70,10 @@ struct RunResult {
 
 // Runs the scenario on cfg.tp in-process ranks. Throws ctxpar::Error on invalid configs.
 RunResult run_layer(const Scenario& scenario, const RunConfig& cfg);
+
+// This rank's part of the same run on an existing world of cfg.tp ranks (in-process or MPI);
+// every rank of the world must call it. Returns this rank's outputs.
+RunResult run_layer_rank(Communicator& world, const Scenario& scenario, const RunConfig& cfg);
 
 // Double-precision reference outputs, per step [tokens, hidden].
 std::vector<Tensor> reference_outputs(const Scenario& scenario);
