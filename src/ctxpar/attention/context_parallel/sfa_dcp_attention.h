@@ -1,6 +1,9 @@
 // Sparse MLA under DCP with the indexer's selection identical on every rank (DESIGN.md §4
 // "SFA"): the latent cache is sharded along the sequence, so the attention stage of the
-// normal impl is replaced; q absorption and W_UV are inherited.
+// normal impl is replaced; q absorption and W_UV are inherited. The selection agrees across
+// ranks because every rank runs the same indexer code on the same replicated activations
+// (replicated mode) or merges the same all-gathered lists (sharded mode); both branches
+// below then issue the same collectives with the same shapes on every rank.
 //  - decode-only batches: every rank keeps the selected positions it owns, as local indices
 //    in selection order (others dropped), attends the whole group's gathered q_abs heads to
 //    them, and the group merges the partials by LSE; a rank owning none of a token's keys

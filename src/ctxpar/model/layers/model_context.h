@@ -20,7 +20,7 @@ struct ModelOptions {
   int block_size = 16;                 // --block-size (tokens per block per rank)
   int interleave = 1;                  // --cp-kv-cache-interleave-size
   attention::DcpCommPlan comm_plan = attention::DcpCommPlan::kAllGatherReduceScatter;
-  int64_t max_context_chunk = 8192;  // MLA prefill context rows gathered at once
+  int64_t max_context_chunk = 8192;  // MLA / SFA-DCP prefill: context rows gathered at once
   // Sparse-attention indexer under DCP (--additional-config sfa_indexer_mode; parse the
   // value with attention::parse_sfa_indexer_mode). Without DCP both modes are the same.
   attention::SfaIndexerMode sfa_indexer_mode = attention::SfaIndexerMode::kReplicated;
