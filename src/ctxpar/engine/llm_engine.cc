@@ -23,19 +23,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// "stop", "length", "abort", or "rejected: <why>" (the reason a user needs to act on).
 std::string finish_reason(const Request& r) {
-  switch (r.status()) {
-    case RequestStatus::kFinishedStopped:
-      return "stop";
-    case RequestStatus::kFinishedLength:
-      return "length";
-    case RequestStatus::kFinishedAborted:
-      return "abort";
-    case RequestStatus::kFinishedRejected:
-      return "rejected: " + r.finish_message();
-    default:
-      return std::string(request_status_name(r.status()));
-  }
+  std::string reason(r.finish_reason());
+  if (r.status() == RequestStatus::kFinishedRejected) reason += ": " + r.finish_message();
+  return reason;
 }
 
 StepPlan plan_of(const SchedulerOutput& out) {
