@@ -25,6 +25,7 @@ struct PlanOptions {
   std::string kv_cache_memory = "8GiB";
   int64_t max_model_len = 0;
   std::string kv_cache_dtype = "bfloat16";
+  std::string sfa_indexer_mode = "replicated";
   bool json = false;
 };
 
@@ -38,7 +39,8 @@ struct Column {
 Column plan_column(const PlanOptions& o, const model::ModelConfig& config, int dcp, int64_t memory,
                    int64_t max_len, DType dtype) {
   const kv::DcpLayout layout(dcp, o.block_size, dcp == 1 ? 1 : o.interleave);
-  const auto specs = model::kv_cache_specs_for(config, o.tp, dtype);
+  const auto specs = model::kv_cache_specs_for(
+      config, o.tp, dcp, dtype, attention::parse_sfa_indexer_mode(o.sfa_indexer_mode));
   Column c{dcp, kv::plan_kv_capacity(memory, layout, specs), 0, 0};
   // A block id covers B·N sequence tokens: sharded caches hold B of their rows per rank,
   // replicated ones all B·N.
@@ -115,6 +117,9 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--max-model-len", o->max_model_len, "0: max_position_embeddings")
       ->capture_default_str();
   cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype, "bfloat16 or float32")
+      ->capture_default_str();
+  cmd->add_option("--sfa-indexer-mode", o->sfa_indexer_mode,
+                  "sparse models: replicated or sharded indexer keys")
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "print one JSON object");
   cmd->callback([o] { run(*o); });

@@ -178,26 +178,41 @@ namespace {
 
 // What `ctxpar plan` computes from a config must be what a loaded model allocates.
 TEST(KvCachePlan, ConfigOnlySpecsEqualTheLoadedModels) {
-  for (const std::string name : {"builtin:tiny-llama", "builtin:tiny-qwen2",
-                                 "builtin:tiny-deepseek-v2", "builtin:tiny-deepseek-v3"}) {
-    const ModelConfig config = resolve_model_config(name);
-    for (int tp : {1, 2}) {
-      std::vector<kv::KvCacheSpec> loaded;
-      run_inprocess_ranks(tp, [&](Communicator& world) {
-        ParallelGroups groups(world, tp, 1);
-        ThreadPool pool(1);
-        ModelOptions options;
-        options.kv_cache_dtype = DType::kBF16;
-        const DummyWeights weights(7);
-        const ModelContext ctx{weights, groups, options, pool};
-        CausalLM lm(config, ctx);
-        if (world.rank() == 0) loaded = lm.kv_cache_specs();
-      });
-      const auto planned = kv_cache_specs_for(config, tp, DType::kBF16);
-      ASSERT_EQ(planned.size(), loaded.size()) << name;
-      for (size_t i = 0; i < planned.size(); ++i) {
-        EXPECT_EQ(planned[i].describe(), loaded[i].describe()) << name << " layer " << i;
-      }
+  struct PlanCase {
+    std::string model;
+    int tp, dcp;
+    attention::SfaIndexerMode mode;
+  };
+  const auto replicated = attention::SfaIndexerMode::kReplicated;
+  const auto sharded = attention::SfaIndexerMode::kSharded;
+  const std::vector<PlanCase> cases = {{"builtin:tiny-llama", 1, 1, replicated},
+                                       {"builtin:tiny-llama", 4, 2, replicated},
+                                       {"builtin:tiny-qwen2", 2, 2, replicated},
+                                       {"builtin:tiny-deepseek-v2", 2, 1, replicated},
+                                       {"builtin:tiny-deepseek-v3", 2, 2, replicated},
+                                       {"builtin:tiny-deepseek-v32", 2, 2, replicated},
+                                       {"builtin:tiny-deepseek-v32", 2, 2, sharded},
+                                       {"builtin:tiny-deepseek-v32", 1, 1, sharded}};
+  for (const PlanCase& c : cases) {
+    SCOPED_TRACE(fmt::format("{} T={} N={} {}", c.model, c.tp, c.dcp,
+                             attention::sfa_indexer_mode_name(c.mode)));
+    const ModelConfig config = resolve_model_config(c.model);
+    std::vector<kv::KvCacheSpec> loaded;
+    run_inprocess_ranks(c.tp, [&](Communicator& world) {
+      ParallelGroups groups(world, c.tp, c.dcp);
+      ThreadPool pool(1);
+      ModelOptions options;
+      options.kv_cache_dtype = DType::kBF16;
+      options.sfa_indexer_mode = c.mode;
+      const DummyWeights weights(7);
+      const ModelContext ctx{weights, groups, options, pool};
+      CausalLM lm(config, ctx);
+      if (world.rank() == 0) loaded = lm.kv_cache_specs();
+    });
+    const auto planned = kv_cache_specs_for(config, c.tp, c.dcp, DType::kBF16, c.mode);
+    ASSERT_EQ(planned.size(), loaded.size());
+    for (size_t i = 0; i < planned.size(); ++i) {
+      EXPECT_EQ(planned[i].describe(), loaded[i].describe()) << "cache " << i;
     }
   }
 }

@@ -131,6 +131,7 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& c) {
   r.options.interleave = c.cp_kv_cache_interleave_size;
   r.options.comm_plan = plan;
   r.options.max_context_chunk = c.max_context_chunk;
+  r.options.sfa_indexer_mode = attention::parse_sfa_indexer_mode(r.additional.sfa_indexer_mode);
 
   const int64_t model_max = r.model.max_position_embeddings;
   const int64_t max_len = c.max_model_len > 0 ? c.max_model_len : model_max;

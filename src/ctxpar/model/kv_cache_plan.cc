@@ -2,8 +2,9 @@
 
 namespace ctxpar::model {
 
-std::vector<kv::KvCacheSpec> kv_cache_specs_for(const ModelConfig& c, int tp_size,
-                                                DType kv_cache_dtype) {
+std::vector<kv::KvCacheSpec> kv_cache_specs_for(const ModelConfig& c, int tp_size, int dcp_size,
+                                                DType kv_cache_dtype,
+                                                attention::SfaIndexerMode indexer_mode) {
   std::vector<kv::KvCacheSpec> specs;
   for (int64_t layer = 0; layer < c.num_hidden_layers; ++layer) {
     if (c.is_mla()) {
@@ -11,8 +12,10 @@ std::vector<kv::KvCacheSpec> kv_cache_specs_for(const ModelConfig& c, int tp_siz
                                             static_cast<int>(c.mla.qk_rope_head_dim),
                                             kv_cache_dtype));
       if (c.is_sparse()) {
-        specs.push_back(
-            kv::indexer_kv_cache_spec(static_cast<int>(c.indexer.index_head_dim), kv_cache_dtype));
+        kv::KvCacheSpec keys =
+            kv::indexer_kv_cache_spec(static_cast<int>(c.indexer.index_head_dim), kv_cache_dtype);
+        keys.sharded_by_dcp = dcp_size > 1 && indexer_mode == attention::SfaIndexerMode::kSharded;
+        specs.push_back(keys);
       }
     } else {
       specs.push_back(kv::gqa_kv_cache_spec(static_cast<int>(c.num_key_value_heads),
