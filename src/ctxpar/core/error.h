@@ -24,12 +24,13 @@ namespace detail {
 
 // CTXPAR_CHECK(cond, "fmt {}", args...): throws ctxpar::Error with the formatted message and
 // the source location when cond is false. The message must say what was wrong and what is valid.
-#define CTXPAR_CHECK(cond, ...)                                                  \
-  do {                                                                           \
-    if (!(cond)) [[unlikely]] {                                                  \
+#define CTXPAR_CHECK(cond, ...)                                                      \
+  do {                                                                               \
+    if (!(cond)) [[unlikely]] {                                                      \
       ::ctxpar::detail::throw_error(__FILE__, __LINE__, ::fmt::format(__VA_ARGS__)); \
-    }                                                                            \
+    }                                                                                \
   } while (0)
 
 // CTXPAR_FAIL("fmt {}", args...): unconditional throw.
-#define CTXPAR_FAIL(...) ::ctxpar::detail::throw_error(__FILE__, __LINE__, ::fmt::format(__VA_ARGS__))
+#define CTXPAR_FAIL(...) \
+  ::ctxpar::detail::throw_error(__FILE__, __LINE__, ::fmt::format(__VA_ARGS__))

@@ -45,9 +45,15 @@ struct f16 {
   static float to_f32(uint16_t h);
 };
 
-inline float to_float(float x) { return x; }
-inline float to_float(bf16 x) { return bf16::to_f32(x.bits); }
-inline float to_float(f16 x) { return f16::to_f32(x.bits); }
+inline float to_float(float x) {
+  return x;
+}
+inline float to_float(bf16 x) {
+  return bf16::to_f32(x.bits);
+}
+inline float to_float(f16 x) {
+  return f16::to_f32(x.bits);
+}
 
 template <typename T>
 inline T from_float(float x);

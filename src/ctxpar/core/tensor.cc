@@ -32,30 +32,53 @@ int normalize_dim(int dim, int ndim) {
 
 // Converting element copy for one element. Float kinds go through float; integer kinds
 // through int64 (no float <-> int conversions are needed anywhere in the engine).
-inline bool is_float(DType d) { return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16; }
+inline bool is_float(DType d) {
+  return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16;
+}
 
 double load_as_double(const void* p, DType d) {
   switch (d) {
-    case DType::kF32: return *static_cast<const float*>(p);
-    case DType::kBF16: return to_float(*static_cast<const bf16*>(p));
-    case DType::kF16: return to_float(*static_cast<const f16*>(p));
-    case DType::kI32: return *static_cast<const int32_t*>(p);
-    case DType::kI64: return static_cast<double>(*static_cast<const int64_t*>(p));
-    case DType::kU8: return *static_cast<const uint8_t*>(p);
-    case DType::kI8: return *static_cast<const int8_t*>(p);
+    case DType::kF32:
+      return *static_cast<const float*>(p);
+    case DType::kBF16:
+      return to_float(*static_cast<const bf16*>(p));
+    case DType::kF16:
+      return to_float(*static_cast<const f16*>(p));
+    case DType::kI32:
+      return *static_cast<const int32_t*>(p);
+    case DType::kI64:
+      return static_cast<double>(*static_cast<const int64_t*>(p));
+    case DType::kU8:
+      return *static_cast<const uint8_t*>(p);
+    case DType::kI8:
+      return *static_cast<const int8_t*>(p);
   }
   return 0;
 }
 
 void store_from_double(void* p, DType d, double v) {
   switch (d) {
-    case DType::kF32: *static_cast<float*>(p) = static_cast<float>(v); break;
-    case DType::kBF16: *static_cast<bf16*>(p) = bf16(static_cast<float>(v)); break;
-    case DType::kF16: *static_cast<f16*>(p) = f16(static_cast<float>(v)); break;
-    case DType::kI32: *static_cast<int32_t*>(p) = static_cast<int32_t>(v); break;
-    case DType::kI64: *static_cast<int64_t*>(p) = static_cast<int64_t>(v); break;
-    case DType::kU8: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(v); break;
-    case DType::kI8: *static_cast<int8_t*>(p) = static_cast<int8_t>(v); break;
+    case DType::kF32:
+      *static_cast<float*>(p) = static_cast<float>(v);
+      break;
+    case DType::kBF16:
+      *static_cast<bf16*>(p) = bf16(static_cast<float>(v));
+      break;
+    case DType::kF16:
+      *static_cast<f16*>(p) = f16(static_cast<float>(v));
+      break;
+    case DType::kI32:
+      *static_cast<int32_t*>(p) = static_cast<int32_t>(v);
+      break;
+    case DType::kI64:
+      *static_cast<int64_t*>(p) = static_cast<int64_t>(v);
+      break;
+    case DType::kU8:
+      *static_cast<uint8_t*>(p) = static_cast<uint8_t>(v);
+      break;
+    case DType::kI8:
+      *static_cast<int8_t*>(p) = static_cast<int8_t>(v);
+      break;
   }
 }
 
@@ -144,8 +167,12 @@ Tensor Tensor::wrap(void* data, const Shape& shape, DType dtype, std::vector<int
   return t;
 }
 
-int64_t Tensor::size(int dim) const { return shape_[normalize_dim(dim, ndim())]; }
-int64_t Tensor::stride(int dim) const { return strides_[normalize_dim(dim, ndim())]; }
+int64_t Tensor::size(int dim) const {
+  return shape_[normalize_dim(dim, ndim())];
+}
+int64_t Tensor::stride(int dim) const {
+  return strides_[normalize_dim(dim, ndim())];
+}
 
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;
@@ -233,7 +260,9 @@ Tensor Tensor::clone() const {
   return t;
 }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::contiguous() const {
+  return is_contiguous() ? *this : clone();
+}
 
 Tensor Tensor::to(DType dtype) const {
   Tensor t = empty(shape_, dtype);
@@ -254,8 +283,8 @@ void Tensor::copy_from(const Tensor& src) {
   }
   const DType sd = src.dtype_, dd = dtype_;
   const size_t se = src.element_size(), de = element_size();
-  for_each_row(shape_, static_cast<char*>(data_), strides_, de,
-               static_cast<const char*>(src.data_), src.strides_, se, 0,
+  for_each_row(shape_, static_cast<char*>(data_), strides_, de, static_cast<const char*>(src.data_),
+               src.strides_, se, 0,
                [&](char* d, const char* s, int64_t n, int64_t dstr, int64_t sstr) {
                  if (sd == dd && dstr == 1 && sstr == 1) {
                    std::memmove(d, s, static_cast<size_t>(n) * de);
@@ -297,16 +326,16 @@ void Tensor::fill_bytes(uint8_t byte) {
 }
 
 double Tensor::item_as_double(const std::vector<int64_t>& index) const {
-  CTXPAR_CHECK(static_cast<int>(index.size()) == ndim(), "index of {} dims into {}",
-               index.size(), describe());
+  CTXPAR_CHECK(static_cast<int>(index.size()) == ndim(), "index of {} dims into {}", index.size(),
+               describe());
   int64_t off = 0;
   for (int i = 0; i < ndim(); ++i) {
     CTXPAR_CHECK(index[i] >= 0 && index[i] < shape_[i], "index {} out of range in dim {} of {}",
                  index[i], i, describe());
     off += index[i] * strides_[i];
   }
-  return load_as_double(static_cast<const char*>(data_) + off * static_cast<int64_t>(element_size()),
-                        dtype_);
+  return load_as_double(
+      static_cast<const char*>(data_) + off * static_cast<int64_t>(element_size()), dtype_);
 }
 
 std::string Tensor::describe() const {

@@ -40,7 +40,8 @@ class Tensor {
   static Tensor zeros(const Shape& shape, DType dtype);
   // Non-owning view of memory the caller keeps alive for the tensor's lifetime.
   // Empty strides means contiguous.
-  static Tensor wrap(void* data, const Shape& shape, DType dtype, std::vector<int64_t> strides = {});
+  static Tensor wrap(void* data, const Shape& shape, DType dtype,
+                     std::vector<int64_t> strides = {});
 
   bool defined() const { return defined_; }
   DType dtype() const { return dtype_; }
@@ -77,12 +78,12 @@ class Tensor {
   Tensor transpose(int dim0, int dim1) const;  // swaps two dims' sizes and strides
 
   // Copies.
-  Tensor clone() const;                // contiguous copy, same dtype
-  Tensor contiguous() const;           // *this if already contiguous, else clone()
-  Tensor to(DType dtype) const;        // contiguous converted copy
-  void copy_from(const Tensor& src);   // same shape; converts between float dtypes / int dtypes
+  Tensor clone() const;               // contiguous copy, same dtype
+  Tensor contiguous() const;          // *this if already contiguous, else clone()
+  Tensor to(DType dtype) const;       // contiguous converted copy
+  void copy_from(const Tensor& src);  // same shape; converts between float dtypes / int dtypes
   void fill(double value);
-  void fill_bytes(uint8_t byte);       // e.g. poisoning outputs in tests (0xff is NaN for floats)
+  void fill_bytes(uint8_t byte);  // e.g. poisoning outputs in tests (0xff is NaN for floats)
 
   // Reads one element as double (any dtype); for tests and debugging, not hot paths.
   double item_as_double(const std::vector<int64_t>& index) const;

@@ -4,8 +4,8 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <exception>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
