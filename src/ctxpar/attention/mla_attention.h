@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "ctxpar/attention/attention_metadata.h"
@@ -28,6 +29,11 @@ struct MlaDims {
   int64_t latent_dim() const { return kv_lora_rank + qk_rope_head_dim; }
   int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
 };
+
+// Throws unless dims are positive and latent_cache [blocks, B, kv_lora + rope] and kv_b_proj
+// [H_l·(nope + v), kv_lora] match them; `what` ("MLA", "SFA") starts the message.
+void check_mla_operands(const MlaDims& dims, const Tensor& latent_cache, const Tensor& kv_b_proj,
+                        std::string_view what);
 
 // A prefill context chunk: latent rows of several requests, request-contiguous.
 struct ContextChunk {

@@ -13,21 +13,7 @@ SfaAttention::SfaAttention(const MlaDims& dims, Tensor latent_cache, Tensor kv_b
       latent_cache_(std::move(latent_cache)),
       kv_b_proj_(std::move(kv_b_proj)),
       pool_(pool) {
-  CTXPAR_CHECK(dims.num_heads > 0 && dims.kv_lora_rank > 0 && dims.qk_nope_head_dim > 0 &&
-                   dims.qk_rope_head_dim > 0 && dims.v_head_dim > 0 && dims.max_context_chunk > 0,
-               "SFA dims must be positive: heads {}, kv_lora_rank {}, nope {}, rope {}, v {}, "
-               "max_context_chunk {}",
-               dims.num_heads, dims.kv_lora_rank, dims.qk_nope_head_dim, dims.qk_rope_head_dim,
-               dims.v_head_dim, dims.max_context_chunk);
-  CTXPAR_CHECK(latent_cache_.ndim() == 3 && latent_cache_.size(2) == dims.latent_dim(),
-               "SFA latent cache {} must be [num_blocks, block_size, {}]", latent_cache_.describe(),
-               dims.latent_dim());
-  CTXPAR_CHECK(
-      kv_b_proj_.ndim() == 2 &&
-          kv_b_proj_.size(0) == dims.num_heads * (dims.qk_nope_head_dim + dims.v_head_dim) &&
-          kv_b_proj_.size(1) == dims.kv_lora_rank,
-      "SFA kv_b_proj slice {} must be [{} heads × ({} + {}), {}]", kv_b_proj_.describe(),
-      dims.num_heads, dims.qk_nope_head_dim, dims.v_head_dim, dims.kv_lora_rank);
+  check_mla_operands(dims_, latent_cache_, kv_b_proj_, "SFA");
 }
 
 void SfaAttention::forward(const AttentionMetadata& md, const Tensor& q, const Tensor& kv_c,
