@@ -12,6 +12,7 @@
 #include "ctxpar/attention/context_parallel/dcp_comm_plan.h"
 #include "ctxpar/comm/communicator.h"
 #include "ctxpar/core/tensor.h"
+#include "numerics.h"
 
 namespace ctxpar::testing {
 
@@ -78,7 +79,6 @@ RunResult run_layer_rank(Communicator& world, const Scenario& scenario, const Ru
 // Double-precision reference outputs, per step [tokens, hidden].
 std::vector<Tensor> reference_outputs(const Scenario& scenario);
 
-// ‖a − b‖ / ‖b‖ over all elements (b all zero: ‖a‖).
-double relative_error(const Tensor& a, const Tensor& b);
+using test_support::relative_error;
 
 }  // namespace ctxpar::testing

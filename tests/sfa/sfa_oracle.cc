@@ -491,17 +491,4 @@ std::string SfaReference::check_selections(const std::vector<Tensor>& selections
   return "";
 }
 
-double relative_error(const Tensor& a, const Tensor& b) {
-  CTXPAR_CHECK(a.shape() == b.shape(), "relative_error: {} vs {}", a.describe(), b.describe());
-  double num = 0, den = 0;
-  const Tensor ac = a.contiguous(), bc = b.contiguous();
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    const double x = ac.data<float>()[i], y = bc.data<float>()[i];
-    num += (x - y) * (x - y);
-    den += y * y;
-  }
-  if (std::isnan(num)) return INFINITY;
-  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
-}
-
 }  // namespace ctxpar::sfa_test

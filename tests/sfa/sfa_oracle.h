@@ -18,6 +18,7 @@
 #include "ctxpar/attention/sfa_indexer_mode.h"
 #include "ctxpar/core/tensor.h"
 #include "ctxpar/model/model_config.h"
+#include "numerics.h"
 
 namespace ctxpar::sfa_test {
 
@@ -103,7 +104,6 @@ class SfaReference {
   double scale_;
 };
 
-// ‖a − b‖ / ‖b‖ over all elements (b all zero: ‖a‖); NaN anywhere gives +inf.
-double relative_error(const Tensor& a, const Tensor& b);
+using test_support::relative_error;
 
 }  // namespace ctxpar::sfa_test
