@@ -49,23 +49,48 @@ TEST(GenerateCommand, DcpGivesTheSameTokensAsOneRank) {
             reference);
 }
 
-TEST(GenerateCommand, MpiRanksMatchInProcessRanks) {
-  const std::vector<std::string> args = {
-      "generate", "--json",      "--max-model-len",    "128",       "--kv-cache-memory",
-      "16MiB",    "--model",     "builtin:tiny-llama", "-tp",       "4",
-      "-dcp",     "2",           "--prompt",           "mpi ranks", "--max-tokens",
-      "6",        "--ignore-eos"};
-  const CommandResult local = run_command(CTXPAR_BINARY, args);
-  ASSERT_EQ(local.exit_status, 0) << local.err;
-  std::vector<std::string> mpi = {"-np", "4", "--oversubscribe", "--allow-run-as-root",
-                                  CTXPAR_BINARY};
-  mpi.insert(mpi.end(), args.begin(), args.end());
-  mpi.push_back("--distributed-executor-backend");
-  mpi.push_back("mpi");
-  const CommandResult r = run_command(MPIEXEC_BINARY, mpi);
-  ASSERT_EQ(r.exit_status, 0) << r.err;
-  EXPECT_EQ(nlohmann::json::parse(r.out)["requests"][0]["output_token_ids"],
-            nlohmann::json::parse(local.out)["requests"][0]["output_token_ids"]);
+TEST(GenerateCommand, MpiRanksMatchInProcessRanksForEveryBuiltin) {
+  const std::vector<std::pair<std::string, std::string>> models = {
+      {"builtin:tiny-llama", "2"},
+      {"builtin:tiny-qwen2", "4"},
+      {"builtin:tiny-deepseek-v2", "2"},
+      {"builtin:tiny-deepseek-v3", "4"}};
+  for (const auto& [model, dcp] : models) {
+    SCOPED_TRACE(model);
+    const std::vector<std::string> args = {"generate",
+                                           "--json",
+                                           "--max-model-len",
+                                           "128",
+                                           "--kv-cache-memory",
+                                           "16MiB",
+                                           "--model",
+                                           model,
+                                           "-tp",
+                                           "4",
+                                           "-dcp",
+                                           dcp,
+                                           "--prompt",
+                                           "mpi ranks",
+                                           "--prompt",
+                                           "and a second, longer prompt",
+                                           "--max-tokens",
+                                           "6",
+                                           "--ignore-eos"};
+    const CommandResult local = run_command(CTXPAR_BINARY, args);
+    ASSERT_EQ(local.exit_status, 0) << local.err;
+    std::vector<std::string> mpi = {"-np", "4", "--oversubscribe", "--allow-run-as-root",
+                                    CTXPAR_BINARY};
+    mpi.insert(mpi.end(), args.begin(), args.end());
+    mpi.push_back("--distributed-executor-backend");
+    mpi.push_back("mpi");
+    const CommandResult r = run_command(MPIEXEC_BINARY, mpi);
+    ASSERT_EQ(r.exit_status, 0) << r.err;
+    const auto got = nlohmann::json::parse(r.out)["requests"];
+    const auto want = nlohmann::json::parse(local.out)["requests"];
+    ASSERT_EQ(got.size(), 2u);
+    for (size_t i = 0; i < 2; ++i)
+      EXPECT_EQ(got[i]["output_token_ids"], want[i]["output_token_ids"]);
+  }
 }
 
 // Each invalid invocation exits 2 with exactly one line on stderr that names the problem.
