@@ -155,11 +155,17 @@ std::vector<engine::GenerationRequest> build_requests(const PromptFlags& f,
                f.seeds.size(), prompts.size());
   // A prompt that can never be served is a usage error here (the engine API would report it
   // per request); check before anything is loaded.
-  const int64_t max_len = engine::resolve_engine_config(config).scheduler.max_model_len;
+  const engine::ResolvedEngineConfig resolved = engine::resolve_engine_config(config);
+  const int64_t max_len = resolved.scheduler.max_model_len;
+  const int64_t vocab = resolved.model.vocab_size;
   for (size_t i = 0; i < prompts.size(); ++i) {
     CTXPAR_CHECK(static_cast<int64_t>(prompts[i].size()) <= max_len,
                  "prompt {} has {} tokens, more than --max-model-len {}", i, prompts[i].size(),
                  max_len);
+    for (int32_t id : prompts[i]) {
+      CTXPAR_CHECK(id < vocab, "prompt {} has token id {}, outside the model's vocabulary [0, {})",
+                   i, id, vocab);
+    }
   }
   std::vector<engine::GenerationRequest> requests;
   for (size_t i = 0; i < prompts.size(); ++i) {

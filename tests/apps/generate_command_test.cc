@@ -104,6 +104,7 @@ TEST(GenerateCommand, InvalidInvocationsExitTwoWithOneLine) {
       {{"--model", "builtin:nope"}, "builtin"},
       {{"--additional-config", "{\"x\": 1}"}, "x"},
       {{"--max-model-len", "100000"}, "max_position_embeddings"},
+      {{"--prompt-token-ids", "1,999999"}, "vocabulary"},
   };
   for (const auto& [extra, needle] : cases) {
     std::vector<std::string> args = {"generate", "--prompt", "hi", "--max-model-len", "128"};

@@ -169,16 +169,19 @@ TEST(EngineConfigErrors, RejectedAtStartUpWithTheNumbers) {
   }
 }
 
-TEST(EngineRequests, TooLongPromptIsRejectedAndOthersFinish) {
+TEST(EngineRequests, TooLongPromptOrUnknownTokenIsRejectedAndOthersFinish) {
   EngineConfig c = base_config("builtin:tiny-qwen2");
   std::mt19937 rng(std::random_device{}());
   auto requests = random_requests(rng);
   requests[1].prompt_token_ids.assign(kMaxModelLen + 5, 7);
+  requests[3].prompt_token_ids[0] = 100000;  // outside the vocabulary
   const GenerationResult r = generate(c, requests);
   EXPECT_NE(r.outputs[1].finish_reason.find("rejected"), std::string::npos)
       << r.outputs[1].finish_reason;
+  EXPECT_NE(r.outputs[3].finish_reason.find("vocabulary"), std::string::npos)
+      << r.outputs[3].finish_reason;
   for (size_t i = 0; i < requests.size(); ++i) {
-    if (i == 1) continue;
+    if (i == 1 || i == 3) continue;
     EXPECT_EQ(r.outputs[i].output_token_ids.size(),
               static_cast<size_t>(requests[i].params.max_tokens));
   }

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -46,6 +47,7 @@ void drive(const ResolvedEngineConfig& cfg, Communicator& world, ModelRunner& ru
   Sampler sampler(cfg.raw.seed);
   std::map<std::string, size_t> index_of;
   std::vector<std::unique_ptr<std::mt19937_64>> generators(requests.size());
+  int64_t rejected_early = 0;
   result.outputs.resize(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     const GenerationRequest& g = requests[i];
@@ -58,9 +60,18 @@ void drive(const ResolvedEngineConfig& cfg, Communicator& world, ModelRunner& ru
     if (params.seed) generators[i] = std::make_unique<std::mt19937_64>(*params.seed);
     result.outputs[i].id = id;
     result.outputs[i].prompt_token_ids = g.prompt_token_ids;
+    const auto bad = std::find_if(g.prompt_token_ids.begin(), g.prompt_token_ids.end(),
+                                  [&](int32_t t) { return t < 0 || t >= cfg.model.vocab_size; });
+    if (bad != g.prompt_token_ids.end()) {
+      // The scheduler does not know the vocabulary: reject here, before any rank sees it.
+      result.outputs[i].finish_reason = fmt::format(
+          "rejected: token id {} is outside the vocabulary [0, {})", *bad, cfg.model.vocab_size);
+      ++rejected_early;
+      continue;
+    }
     scheduler.add_request(id, g.prompt_token_ids, std::move(params));
   }
-  int64_t finished = 0, generated = 0;
+  int64_t finished = rejected_early, generated = 0;
   auto collect_finished = [&] {
     for (auto& r : scheduler.take_finished()) {
       GenerationOutput& o = result.outputs[index_of.at(r->id())];
