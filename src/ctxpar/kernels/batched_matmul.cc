@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ctxpar/core/error.h"
+#include "ctxpar/kernels/linear_matmul_cache.h"
 
 namespace ctxpar::kernels {
 namespace {
@@ -63,22 +64,31 @@ void batched_matmul(const Tensor& a, const Tensor& w, Tensor& c) {
   check_shapes(a, w, c);
   if (c.numel() == 0) return;
   Tensor a_in = a;
-  if (w.dtype() == DType::kBF16) a_in = a.to(DType::kBF16);  // oneDNN wants matching src/weights
+  Tensor w_in = w;
+  if (w.dtype() == DType::kBF16) {
+    a_in = a.to(DType::kBF16);  // oneDNN wants matching src/weights
+    if (!detail::onednn_matmul_supported(DType::kBF16, DType::kBF16)) {
+      // No bf16 matmul in oneDNN on this CPU (it needs AVX-512): the same math in f32 —
+      // products of bf16 values are exact in f32, and the sums accumulate in f32 either way.
+      a_in = a_in.to(DType::kF32);
+      w_in = w.to(DType::kF32);
+    }
+  }
   Context& ctx = context();
-  const Key key = make_key(a_in, w, c);
+  const Key key = make_key(a_in, w_in, c);
   auto it = ctx.primitives.find(key);
   if (it == ctx.primitives.end()) {
     const auto a_md = md(a_in, dnnl_type(a_in.dtype()));
-    const auto w_md = md(w, dnnl_type(w.dtype()));
+    const auto w_md = md(w_in, dnnl_type(w_in.dtype()));
     const auto c_md = md(c, dnnl::memory::data_type::f32);
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, w_md, c_md), ctx.engine);
     it = ctx.primitives.emplace(key, dnnl::matmul(pd)).first;
   }
   const auto a_md = md(a_in, dnnl_type(a_in.dtype()));
-  const auto w_md = md(w, dnnl_type(w.dtype()));
+  const auto w_md = md(w_in, dnnl_type(w_in.dtype()));
   const auto c_md = md(c, dnnl::memory::data_type::f32);
   dnnl::memory a_mem(a_md, ctx.engine, const_cast<void*>(a_in.raw()));
-  dnnl::memory w_mem(w_md, ctx.engine, const_cast<void*>(w.raw()));
+  dnnl::memory w_mem(w_md, ctx.engine, const_cast<void*>(w_in.raw()));
   dnnl::memory c_mem(c_md, ctx.engine, c.raw());
   it->second.execute(ctx.stream,
                      {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, c_mem}});
