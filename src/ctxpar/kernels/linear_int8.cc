@@ -24,13 +24,16 @@ std::string describe_or_undefined(const Tensor& t) {
   return t.defined() ? t.describe() : "an undefined tensor";
 }
 
-// One token row: q[i] and the returned scale, per the math in the header.
-float quantize_row(const float* x, const float* smooth, int64_t n, float* xs, int8_t* q) {
+// One token row: q[i] and the returned scale, per the math in the header; with given_amax
+// (not null) the scale comes from *given_amax instead of the row's own max.
+float quantize_row(const float* x, const float* smooth, int64_t n, float* xs, int8_t* q,
+                   const float* given_amax = nullptr) {
   float amax = 0;
   for (int64_t i = 0; i < n; ++i) {
     xs[i] = smooth != nullptr ? x[i] / smooth[i] : x[i];
     amax = std::max(amax, std::fabs(xs[i]));
   }
+  if (given_amax != nullptr) amax = *given_amax;
   const float scale = amax > 0 ? amax / 127.0f : 1.0f;
   for (int64_t i = 0; i < n; ++i) {
     const float r = std::nearbyint(xs[i] / scale);
@@ -41,8 +44,44 @@ float quantize_row(const float* x, const float* smooth, int64_t n, float* xs, in
 
 }  // namespace
 
+// quantize_per_token with the per-token amax optionally given (token_amax: [tokens] values).
+static void quantize_rows(const Tensor& x, const Tensor* input_smooth, const float* token_amax,
+                          Tensor& q, Tensor& token_scale);
+
 void quantize_per_token(const Tensor& x, const Tensor* input_smooth, Tensor& q,
                         Tensor& token_scale) {
+  quantize_rows(x, input_smooth, nullptr, q, token_scale);
+}
+
+void smoothed_absmax_per_token(const Tensor& x, const Tensor* input_smooth, Tensor& amax) {
+  CTXPAR_CHECK(x.defined() && x.ndim() == 2 && x.dtype() == DType::kF32 &&
+                   (x.stride(1) == 1 || x.size(1) == 1),
+               "smoothed_absmax_per_token: x must be float32[tokens, in] with a contiguous last "
+               "dim, got {}",
+               describe_or_undefined(x));
+  const int64_t tokens = x.size(0), in = x.size(1);
+  CTXPAR_CHECK(input_smooth == nullptr ||
+                   (input_smooth->ndim() == 1 && input_smooth->size(0) == in &&
+                    input_smooth->dtype() == DType::kF32 && input_smooth->is_contiguous()),
+               "smoothed_absmax_per_token: input_smooth must be a contiguous float32[{}], got {}",
+               in, input_smooth ? describe_or_undefined(*input_smooth) : "");
+  CTXPAR_CHECK(
+      amax.defined() && amax.ndim() == 1 && amax.dtype() == DType::kF32 && amax.size(0) == tokens,
+      "smoothed_absmax_per_token: amax must be float32[{}], got {}", tokens,
+      describe_or_undefined(amax));
+  const float* smooth = input_smooth != nullptr ? input_smooth->data<float>() : nullptr;
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float* row = x.data<float>() + t * x.stride(0);
+    float m = 0;
+    for (int64_t i = 0; i < in; ++i) {
+      m = std::max(m, std::fabs(smooth != nullptr ? row[i] / smooth[i] : row[i]));
+    }
+    amax.data<float>()[t * amax.stride(0)] = m;
+  }
+}
+
+static void quantize_rows(const Tensor& x, const Tensor* input_smooth, const float* token_amax,
+                          Tensor& q, Tensor& token_scale) {
   CTXPAR_CHECK(x.defined() && x.ndim() == 2 && x.dtype() == DType::kF32 &&
                    (x.stride(1) == 1 || x.size(1) == 1),
                "quantize_per_token: x must be float32[tokens, in] with a contiguous last dim, "
@@ -66,9 +105,9 @@ void quantize_per_token(const Tensor& x, const Tensor* input_smooth, Tensor& q,
   xs.resize(static_cast<size_t>(in));
   const float* smooth = input_smooth != nullptr ? input_smooth->data<float>() : nullptr;
   for (int64_t t = 0; t < tokens; ++t) {
-    token_scale.data<float>()[t * token_scale.stride(0)] =
-        quantize_row(x.data<float>() + t * x.stride(0), smooth, in, xs.data(),
-                     q.data<int8_t>() + t * q.stride(0));
+    token_scale.data<float>()[t * token_scale.stride(0)] = quantize_row(
+        x.data<float>() + t * x.stride(0), smooth, in, xs.data(),
+        q.data<int8_t>() + t * q.stride(0), token_amax != nullptr ? token_amax + t : nullptr);
   }
 }
 
@@ -81,7 +120,8 @@ struct Int8Linear::Impl {
   int64_t out = 0;
   detail::MatmulCache cache;
 
-  void forward(const Tensor& x, Tensor& y, ThreadPool* pool) const;
+  // token_amax: [tokens] given per-token amax values, or null to compute them.
+  void forward(const Tensor& x, Tensor& y, ThreadPool* pool, const float* token_amax) const;
 };
 
 Int8Linear::Int8Linear(Tensor weight, Tensor weight_scale, std::optional<Tensor> input_smooth,
@@ -166,14 +206,25 @@ Tensor Int8Linear::forward(const Tensor& x) const {
 }
 
 void Int8Linear::forward(const Tensor& x, Tensor& y) const {
-  impl_->forward(x, y, nullptr);
+  impl_->forward(x, y, nullptr, nullptr);
 }
 
 void Int8Linear::forward(const Tensor& x, Tensor& y, ThreadPool& pool) const {
-  impl_->forward(x, y, &pool);
+  impl_->forward(x, y, &pool, nullptr);
 }
 
-void Int8Linear::Impl::forward(const Tensor& x, Tensor& y, ThreadPool* pool) const {
+void Int8Linear::forward_with_amax(const Tensor& x, const Tensor& token_amax, Tensor& y,
+                                   ThreadPool& pool) const {
+  CTXPAR_CHECK(x.defined() && x.ndim() == 2 && token_amax.defined() && token_amax.ndim() == 1 &&
+                   token_amax.dtype() == DType::kF32 && token_amax.is_contiguous() &&
+                   token_amax.size(0) == x.size(0),
+               "Int8Linear token_amax must be a contiguous float32[{}], got {}",
+               x.defined() && x.ndim() == 2 ? x.size(0) : 0, describe_or_undefined(token_amax));
+  impl_->forward(x, y, &pool, token_amax.data<float>());
+}
+
+void Int8Linear::Impl::forward(const Tensor& x, Tensor& y, ThreadPool* pool,
+                               const float* token_amax) const {
   const Impl& im = *this;
   CTXPAR_CHECK(x.defined() && x.ndim() == 2 && x.dtype() == DType::kF32 && x.size(1) == im.in &&
                    x.stride(1) == 1,
@@ -212,7 +263,8 @@ void Int8Linear::Impl::forward(const Tensor& x, Tensor& y, ThreadPool* pool) con
       [&](int64_t t0, int64_t nt) {
         Tensor q = Tensor::wrap(qp, {nt, im.in}, DType::kI8);
         Tensor scale = Tensor::wrap(sp + t0, {nt}, DType::kF32);
-        quantize_per_token(x.slice(0, t0, t0 + nt), smooth, q, scale);
+        quantize_rows(x.slice(0, t0, t0 + nt), smooth,
+                      token_amax != nullptr ? token_amax + t0 : nullptr, q, scale);
       },
       [&](int64_t t0, int64_t nt, int64_t o0, int64_t no) {
         float* yb = yp + t0 * ldy + o0;

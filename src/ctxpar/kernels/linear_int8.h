@@ -44,6 +44,13 @@ class Int8Linear {
   // Same, with ctxpar's own kernels (if this CPU needs them) split over `pool`.
   void forward(const Tensor& x, Tensor& y, ThreadPool& pool) const;
   Tensor forward(const Tensor& x) const;
+  // Same, with amax[t] given instead of computed from x (token_amax [tokens] f32, each >= the
+  // row's own max |xs|, which the quantization then clamps to). A row-parallel layer passes
+  // the max over the ranks of the whole input row (each rank's from
+  // smoothed_absmax_per_token), so every rank quantizes with the scale an unsplit layer
+  // would use and the sum of the ranks' outputs equals the unsplit output up to f32 rounding.
+  void forward_with_amax(const Tensor& x, const Tensor& token_amax, Tensor& y,
+                         ThreadPool& pool) const;
 
   int64_t in_features() const;
   int64_t out_features() const;
@@ -61,6 +68,10 @@ class Int8Linear {
 // or null → q [tokens, in] int8 and token_scale [tokens] f32 (= sx), both preallocated.
 void quantize_per_token(const Tensor& x, const Tensor* input_smooth, Tensor& q,
                         Tensor& token_scale);
+
+// amax [tokens] f32 (preallocated) = max_i |x[t, i] / input_smooth[i]| per token, as the
+// math above computes it (input_smooth [in] f32 or null).
+void smoothed_absmax_per_token(const Tensor& x, const Tensor* input_smooth, Tensor& amax);
 
 // Reference of the whole math above: the quantization in scalar f32 exactly as written, the
 // dot products and scaling in double. Same shapes as Int8Linear.
