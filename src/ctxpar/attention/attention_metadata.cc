@@ -6,6 +6,21 @@
 
 namespace ctxpar::attention {
 
+TokenShard make_token_shard(int64_t num_tokens, int rank, int size) {
+  CTXPAR_CHECK(size >= 1 && rank >= 0 && rank < size && num_tokens >= 0,
+               "token shard: rank {} of {} ranks over {} tokens (need 0 <= rank < size, tokens "
+               ">= 0)",
+               rank, size, num_tokens);
+  TokenShard s;
+  s.rank = rank;
+  s.size = size;
+  s.num_tokens = num_tokens;
+  s.per_rank = std::max<int64_t>(1, (num_tokens + size - 1) / size);
+  s.first = std::min(num_tokens, s.per_rank * rank);
+  s.last = std::min(num_tokens, s.per_rank * (rank + 1));
+  return s;
+}
+
 AttentionMetadataBuilder::AttentionMetadataBuilder(int block_size)
     : AttentionMetadataBuilder(kv::DcpLayout(1, block_size, 1), 0) {}
 

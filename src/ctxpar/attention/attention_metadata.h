@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
@@ -57,10 +58,47 @@ struct DcpMetadata {
   Tensor context_len_matrix;  // [num_reqs, N] i32: local context rows of request i on rank r
 };
 
+// One rank's contiguous slice of a step's tokens when they are split over the TP group
+// (DSA-CP, sequence-parallel layers): the step's num_tokens are padded to size·per_rank and
+// rank r holds rows [r·per_rank, (r+1)·per_rank), of which [first, last) are real tokens
+// (possibly none: more ranks than tokens, or the padded tail).
+struct TokenShard {
+  int rank = 0;
+  int size = 1;
+  int64_t num_tokens = 0;  // real tokens of the step
+  int64_t per_rank = 0;    // ceil(num_tokens / size), at least 1
+  int64_t first = 0;       // first real token of this rank (a step-wide token index)
+  int64_t last = 0;        // one past its last real token; last - first <= per_rank
+
+  int64_t padded_tokens() const { return per_rank * size; }
+  int64_t num_local() const { return last - first; }
+};
+
+// The shard of `rank` in a group of `size` ranks for a step of num_tokens tokens.
+TokenShard make_token_shard(int64_t num_tokens, int rank, int size);
+
+struct AttentionMetadata;
+
+// DSA-CP-only facts (absent unless --additional-config enable_dsa_cp): the step's tokens are
+// split over the TP group and each rank runs attention for its own slice with all heads
+// (DESIGN.md §4 "DSA-CP"). The step's metadata (AttentionMetadata::common) still describes
+// every token — the KV of all slices is written with it — while `local` describes this
+// rank's slice alone, as a batch of its own: each request cut at the slice's edges, same
+// block tables, same KV layout and DCP rank.
+struct DsaCpMetadata {
+  TokenShard shard;
+  std::shared_ptr<const AttentionMetadata> local;
+};
+
 struct AttentionMetadata {
   CommonAttentionMetadata common;
   std::optional<DcpMetadata> dcp;
+  std::optional<DsaCpMetadata> dsa_cp;
   kv::DcpLayout layout{1, 1, 1};  // the layout the slots and key counts were computed with
+
+  // Whether every request of the step is a decode (one new token after a context). Every
+  // rank sees the same batch, so all ranks agree on it and take the same collectives.
+  bool decode_only() const { return common.num_tokens == common.num_decode_tokens(); }
 };
 
 // The normal (N = 1) builder.

@@ -24,17 +24,27 @@ LightningIndexer::LightningIndexer(const IndexerDims& dims, Tensor key_cache, Th
 
 Tensor LightningIndexer::select(const AttentionMetadata& md, const Tensor& q, const Tensor& k,
                                 const Tensor& weights) {
+  write(md, k);
+  return select_cached(md, q, weights);
+}
+
+void LightningIndexer::write(const AttentionMetadata& md, const Tensor& k) {
+  const int64_t tokens = md.common.num_tokens;
+  CTXPAR_CHECK(k.ndim() == 2 && k.size(0) == tokens && k.size(1) == dims_.head_dim,
+               "indexer k {} must be [{}, {}]", k.describe(), tokens, dims_.head_dim);
+  write_keys(md, k);
+}
+
+Tensor LightningIndexer::select_cached(const AttentionMetadata& md, const Tensor& q,
+                                       const Tensor& weights) {
   const int64_t tokens = md.common.num_tokens;
   CTXPAR_CHECK(q.ndim() == 3 && q.size(0) == tokens && q.size(1) == dims_.num_heads &&
                    q.size(2) == dims_.head_dim,
                "indexer q {} must be [{}, {}, {}]", q.describe(), tokens, dims_.num_heads,
                dims_.head_dim);
-  CTXPAR_CHECK(k.ndim() == 2 && k.size(0) == tokens && k.size(1) == dims_.head_dim,
-               "indexer k {} must be [{}, {}]", k.describe(), tokens, dims_.head_dim);
   CTXPAR_CHECK(
       weights.ndim() == 2 && weights.size(0) == tokens && weights.size(1) == dims_.num_heads,
       "indexer weights {} must be [{}, {}]", weights.describe(), tokens, dims_.num_heads);
-  write_keys(md, k);
   Tensor selected = Tensor::empty({tokens, dims_.topk}, DType::kI32);
   select_topk(md, q, weights, selected);
   return selected;

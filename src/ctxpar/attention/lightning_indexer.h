@@ -45,6 +45,14 @@ class LightningIndexer {
   Tensor select(const AttentionMetadata& md, const Tensor& q, const Tensor& k,
                 const Tensor& weights);
 
+  // select() in two stages, for DSA-CP, which writes the all-gathered keys of every token
+  // slice with the step's metadata and selects for its own slice (md = the slice's own
+  // metadata, md.dsa_cp->local) — or, in the sharded mode, for every token of the step.
+  // write(): k [tokens, D] of md's tokens. select_cached(): q, weights of md's tokens, whose
+  // keys are already written; returns [tokens, topk] as select() does.
+  void write(const AttentionMetadata& md, const Tensor& k);
+  Tensor select_cached(const AttentionMetadata& md, const Tensor& q, const Tensor& weights);
+
   const IndexerDims& dims() const { return dims_; }
   const Tensor& key_cache() const { return key_cache_; }
 

@@ -37,11 +37,22 @@ class SfaAttention {
   void forward(const AttentionMetadata& md, const Tensor& q, const Tensor& kv_c, const Tensor& k_pe,
                const Tensor& selected, Tensor& out);
 
+  // forward() in two stages, for callers that write the step's KV themselves (DSA-CP writes
+  // the all-gathered KV of every token slice, then attends its own slice):
+  // write() stores kv_c [tokens, kv_lora] and k_pe [tokens, rope] of md's tokens at their
+  // slots; forward_cached() is the attention of tokens whose KV is already written. Its q,
+  // selected and out have one row per query token: md's tokens, or under DSA-CP
+  // (md.dsa_cp set) this rank's slice md.dsa_cp->local, with all heads.
+  void write(const AttentionMetadata& md, const Tensor& kv_c, const Tensor& k_pe);
+  void forward_cached(const AttentionMetadata& md, const Tensor& q, const Tensor& selected,
+                      Tensor& out);
+
   const MlaDims& dims() const { return dims_; }
 
  protected:
   // q_abs [tokens, H_l, kv_lora + rope] → o_lat [tokens, H_l, kv_lora], lse [tokens, H_l]
-  // over each token's selected keys. Here: local index = position.
+  // over each token's selected keys (tokens: the query rows of forward_cached). Here: local
+  // index = position.
   virtual void attend(const AttentionMetadata& md, const Tensor& q_abs, const Tensor& selected,
                       Tensor& o_lat, Tensor& lse);
   // Absorbed attention of q_abs over this rank's latent rows with local key indices

@@ -29,6 +29,14 @@ class DcpAttentionMixin {
   void merge_across_group(Tensor& partial_out, const Tensor& partial_lse, Tensor& out,
                           Tensor& lse) const;
 
+  // The same merge with the query tokens split over the group instead of the heads (DSA-CP
+  // decode): partials of every rank's S query tokens with all heads, rank-major —
+  // partial_out [N·S, H, d] (scaled in place by the ag_rs plan), partial_lse [N·S, H] — over
+  // this rank's shard become the exact result for this rank's own S tokens: out [S, H, d],
+  // lse [S, H] (caller-allocated, fully written).
+  void merge_tokens_across_group(Tensor& partial_out, const Tensor& partial_lse, Tensor& out,
+                                 Tensor& lse) const;
+
  private:
   void merge_ag_rs(Tensor& partial_out, const Tensor& partial_lse, Tensor& out, Tensor& lse) const;
   void merge_a2a(const Tensor& partial_out, const Tensor& partial_lse, Tensor& out,

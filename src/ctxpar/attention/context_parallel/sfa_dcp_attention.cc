@@ -21,20 +21,21 @@ void SfaDcpAttention::attend(const AttentionMetadata& md, const Tensor& q_abs,
                "SFA-DCP attention needs DCP metadata for a group of {}; build it with "
                "DcpMetadataBuilder",
                dcp_group().size());
+  CTXPAR_CHECK(!md.dsa_cp,
+               "SfaDcpAttention attends all of a step's tokens; a DSA-CP step (token slices per "
+               "rank) needs SfaDsaCpDcpAttention");
   // Every rank sees the same batch, so all take the same branch and the same collectives.
-  if (md.common.num_tokens == md.common.num_decode_tokens()) {
+  if (md.decode_only()) {
     attend_decode(md, q_abs, selected, o_lat, lse);
   } else {
-    attend_gathered(md, q_abs, selected, o_lat, lse);
+    attend_gathered(md, selected, 0, q_abs, o_lat, lse);
   }
 }
 
-void SfaDcpAttention::attend_decode(const AttentionMetadata& md, const Tensor& q_abs,
-                                    const Tensor& selected, Tensor& o_lat, Tensor& lse) {
-  const kv::DcpLayout& layout = md.layout;
-  const int64_t tokens = q_abs.size(0), k = selected.size(1);
+Tensor SfaDcpAttention::owned_local_indices(const kv::DcpLayout& layout,
+                                            const Tensor& selected) const {
+  const int64_t tokens = selected.size(0), k = selected.size(1);
   const int me = dcp_group().rank();
-  // The selected keys this rank owns, as local indices, in selection order; -1 after.
   Tensor local = Tensor::empty({tokens, k}, DType::kI32);
   for (int64_t t = 0; t < tokens; ++t) {
     const int32_t* sel = selected.data<int32_t>() + t * k;
@@ -47,6 +48,14 @@ void SfaDcpAttention::attend_decode(const AttentionMetadata& md, const Tensor& q
     }
     std::fill(out + kept, out + k, -1);
   }
+  return local;
+}
+
+void SfaDcpAttention::attend_decode(const AttentionMetadata& md, const Tensor& q_abs,
+                                    const Tensor& selected, Tensor& o_lat, Tensor& lse) {
+  const int64_t tokens = q_abs.size(0);
+  // The selected keys this rank owns, as local indices, in selection order; -1 after.
+  const Tensor local = owned_local_indices(md.layout, selected);
   const Tensor q_all = gather_heads(q_abs);  // [tokens, N·H_l, kv_lora + rope]
   Tensor partial_out = Tensor::empty({tokens, q_all.size(1), dims().kv_lora_rank}, DType::kF32);
   Tensor partial_lse = Tensor::empty({tokens, q_all.size(1)}, DType::kF32);
@@ -54,11 +63,16 @@ void SfaDcpAttention::attend_decode(const AttentionMetadata& md, const Tensor& q
   merge_across_group(partial_out, partial_lse, o_lat, lse);
 }
 
-void SfaDcpAttention::attend_gathered(const AttentionMetadata& md, const Tensor& q_abs,
-                                      const Tensor& selected, Tensor& o_lat, Tensor& lse) {
+void SfaDcpAttention::attend_gathered(const AttentionMetadata& md, const Tensor& selected,
+                                      int64_t own_first, const Tensor& q_abs, Tensor& o_lat,
+                                      Tensor& lse) {
   const CommonAttentionMetadata& c = md.common;
   const kv::DcpLayout& layout = md.layout;
   const int64_t tokens = c.num_tokens, k = selected.size(1);
+  const int64_t own_last = own_first + q_abs.size(0);
+  CTXPAR_CHECK(selected.size(0) == tokens && own_first >= 0 && own_last <= tokens,
+               "SFA-DCP gathered attention: selections {} for {} tokens, own rows [{}, {})",
+               selected.describe(), tokens, own_first, own_last);
   const int64_t b = layout.block_size(), n = layout.dcp_size();
   const int64_t max_blocks = c.block_tables.size(1);
   const int32_t* tables = c.block_tables.data<int32_t>();
@@ -108,30 +122,34 @@ void SfaDcpAttention::attend_gathered(const AttentionMetadata& md, const Tensor&
     }
     const Tensor gathered = dcp_group().all_gather(send, 0);
 
-    // Gathered row of each selected position; the gathered rows form one "request" whose
-    // block table is the identity.
-    const int64_t count = last - first;
-    Tensor indices = Tensor::empty({count, k}, DType::kI32);
-    for (int64_t t = first; t < last; ++t) {
-      for (int64_t j = 0; j < k; ++j) {
-        const int32_t p = selected.data<int32_t>()[t * k + j];
-        int32_t& out = indices.data<int32_t>()[(t - first) * k + j];
-        if (p < 0) {
-          out = -1;
-          continue;
+    // Gathered row of each selected position of the group's own tokens; the gathered rows
+    // form one "request" whose block table is the identity.
+    const int64_t lo = std::max(first, own_first), hi = std::min(last, own_last);
+    if (lo < hi) {
+      const int64_t count = hi - lo;
+      Tensor indices = Tensor::empty({count, k}, DType::kI32);
+      for (int64_t t = lo; t < hi; ++t) {
+        for (int64_t j = 0; j < k; ++j) {
+          const int32_t p = selected.data<int32_t>()[t * k + j];
+          int32_t& out = indices.data<int32_t>()[(t - lo) * k + j];
+          if (p < 0) {
+            out = -1;
+            continue;
+          }
+          const int64_t u = block_index[static_cast<size_t>(key_of(t, p))];
+          out =
+              static_cast<int32_t>((layout.owner(p) * u_count + u) * b + layout.local_index(p) % b);
         }
-        const int64_t u = block_index[static_cast<size_t>(key_of(t, p))];
-        out = static_cast<int32_t>((layout.owner(p) * u_count + u) * b + layout.local_index(p) % b);
       }
+      Tensor identity_table = Tensor::empty({1, n * u_count}, DType::kI32);
+      std::iota(identity_table.data<int32_t>(), identity_table.data<int32_t>() + n * u_count, 0);
+      const Tensor one_request = Tensor::zeros({count}, DType::kI32);
+      Tensor o_chunk = o_lat.slice(0, lo - own_first, hi - own_first);
+      Tensor lse_chunk = lse.slice(0, lo - own_first, hi - own_first);
+      kernels::paged_mla_attention_selected(
+          q_abs.slice(0, lo - own_first, hi - own_first), gathered, dims().kv_lora_rank,
+          identity_table, one_request, indices, dims().scale, o_chunk, lse_chunk, pool());
     }
-    Tensor identity_table = Tensor::empty({1, n * u_count}, DType::kI32);
-    std::iota(identity_table.data<int32_t>(), identity_table.data<int32_t>() + n * u_count, 0);
-    const Tensor one_request = Tensor::zeros({count}, DType::kI32);
-    Tensor o_chunk = o_lat.slice(0, first, last);
-    Tensor lse_chunk = lse.slice(0, first, last);
-    kernels::paged_mla_attention_selected(q_abs.slice(0, first, last), gathered,
-                                          dims().kv_lora_rank, identity_table, one_request, indices,
-                                          dims().scale, o_chunk, lse_chunk, pool());
 
     for (int64_t key : group_blocks) block_index[static_cast<size_t>(key)] = -1;
     group_blocks.clear();

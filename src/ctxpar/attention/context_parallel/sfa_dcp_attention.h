@@ -31,11 +31,21 @@ class SfaDcpAttention : public SfaAttention, protected DcpAttentionMixin {
   void attend(const AttentionMetadata& md, const Tensor& q_abs, const Tensor& selected,
               Tensor& o_lat, Tensor& lse) override;
 
+  // The selected global positions of [tokens, k] that this rank owns, as local indices in
+  // selection order, -1 after them: [tokens, k] i32.
+  Tensor owned_local_indices(const kv::DcpLayout& layout, const Tensor& selected) const;
+
+  // The prefill / mixed path: groups md's tokens as described above, using selected_all
+  // [md tokens, k] (every token's selection, the same on every rank, so all ranks gather the
+  // same blocks), and attends the tokens [own_first, own_first + q_abs.size(0)) with q_abs
+  // [own tokens, heads, kv_lora + rope] → o_lat [own tokens, heads, kv_lora], lse [own
+  // tokens, heads]. SFA-DCP owns every token; DSA-CP owns its slice.
+  void attend_gathered(const AttentionMetadata& md, const Tensor& selected_all, int64_t own_first,
+                       const Tensor& q_abs, Tensor& o_lat, Tensor& lse);
+
  private:
   void attend_decode(const AttentionMetadata& md, const Tensor& q_abs, const Tensor& selected,
                      Tensor& o_lat, Tensor& lse);
-  void attend_gathered(const AttentionMetadata& md, const Tensor& q_abs, const Tensor& selected,
-                       Tensor& o_lat, Tensor& lse);
 };
 
 }  // namespace ctxpar::attention
