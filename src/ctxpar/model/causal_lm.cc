@@ -5,7 +5,7 @@
 #include "ctxpar/core/error.h"
 #include "ctxpar/kernels/norm.h"
 #include "ctxpar/model/layers/sfa_attention_layer.h"
-#include "ctxpar/model/parallel_validation.h"
+#include "ctxpar/model/sfa_mode.h"
 
 namespace ctxpar::model {
 namespace {
@@ -15,13 +15,20 @@ Tensor load_norm(const ModelContext& ctx, const std::string& name, int64_t dim) 
 }
 
 const ModelConfig& validated(const ModelConfig& config, const ModelContext& ctx) {
-  validate_for_parallel(config, ctx.tp_size(), ctx.dcp_size());
+  validate_model_options(config, ctx.tp_size(), ctx.dcp_size(), ctx.options);
   // Sparse attention (N == T under DCP is validate_for_parallel's rule): the indexer's
   // queries come from the q LoRA activation.
   CTXPAR_CHECK(!config.is_sparse() || config.mla.q_lora_rank > 0,
                "{}: a sparse-attention model (Lightning Indexer) needs q_lora_rank > 0, got {}",
                config.source, config.mla.q_lora_rank);
   return config;
+}
+
+// residual += delta, both [rows, hidden] f32.
+void add_into(Tensor& residual, const Tensor& delta) {
+  float* r = residual.data<float>();
+  const float* d = delta.data<float>();
+  for (int64_t i = 0; i < residual.numel(); ++i) r[i] += d[i];
 }
 
 }  // namespace
@@ -49,30 +56,42 @@ DecoderLayer::DecoderLayer(const ModelContext& ctx, const ModelConfig& c, int64_
   }
 }
 
+Tensor DecoderLayer::mlp_partial(const Tensor& x) const {
+  return moe_ ? moe_->forward_partial(x) : mlp_->forward_partial(x);
+}
+
 void DecoderLayer::forward(const attention::AttentionMetadata& md, Tensor& residual) {
   Tensor normed = Tensor::empty(residual.shape(), DType::kF32);
   kernels::rms_norm(residual, input_norm_, eps_, normed);
   const Tensor attn = attention_->forward(md, normed);
   kernels::add_rms_norm(residual, attn, post_attention_norm_, eps_, normed);
-  const Tensor mlp = moe_ ? moe_->forward(normed) : mlp_->forward(normed);
-  float* r = residual.data<float>();
-  const float* m = mlp.data<float>();
-  for (int64_t i = 0; i < residual.numel(); ++i) r[i] += m[i];
+  add_into(residual, moe_ ? moe_->forward(normed) : mlp_->forward(normed));
+}
+
+void DecoderLayer::forward_sharded(const attention::AttentionMetadata& md, const SequenceShard& sp,
+                                   Tensor& residual) {
+  Tensor normed = Tensor::empty(residual.shape(), DType::kF32);
+  kernels::rms_norm(residual, input_norm_, eps_, normed);
+  const Tensor attn = attention_->forward_sharded(md, sp, normed);
+  kernels::add_rms_norm(residual, attn, post_attention_norm_, eps_, normed);
+  // Column-parallel in (all-gather first), row-parallel out (reduce-scatter over tokens).
+  add_into(residual, sp.reduce_scatter(mlp_partial(sp.gather(normed))));
 }
 
 CausalLM::CausalLM(const ModelConfig& config, const ModelContext& ctx)
     : config_(validated(config, ctx)),
-      ctx_(ctx),
-      embed_(ctx, "model.embed_tokens.weight", config.vocab_size, config.hidden_size),
-      final_norm_(load_norm(ctx, "model.norm.weight", config.hidden_size)) {
+      full_weights_(std::make_unique<FullWeightWorkspace>()),
+      ctx_{ctx.weights, ctx.groups, ctx.options, ctx.pool, full_weights_.get()},
+      embed_(ctx_, "model.embed_tokens.weight", config.vocab_size, config.hidden_size),
+      final_norm_(load_norm(ctx_, "model.norm.weight", config.hidden_size)) {
   const auto rope = make_rope_cache(config);
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
-    layers_.push_back(std::make_unique<DecoderLayer>(ctx, config, l, rope));
+    layers_.push_back(std::make_unique<DecoderLayer>(ctx_, config, l, rope));
   }
   if (config.tie_word_embeddings) {
-    lm_head_ = std::make_unique<ParallelLmHead>(ctx, embed_, config.vocab_size);
+    lm_head_ = std::make_unique<ParallelLmHead>(ctx_, embed_, config.vocab_size);
   } else {
-    lm_head_ = std::make_unique<ParallelLmHead>(ctx, "lm_head.weight", config.vocab_size,
+    lm_head_ = std::make_unique<ParallelLmHead>(ctx_, "lm_head.weight", config.vocab_size,
                                                 config.hidden_size);
   }
 }
@@ -113,8 +132,18 @@ Tensor CausalLM::forward(const attention::AttentionMetadata& md, const Tensor& t
   CTXPAR_CHECK(token_ids.ndim() == 1 && token_ids.size(0) == md.common.num_tokens,
                "token_ids {} must hold the step's {} tokens", token_ids.describe(),
                md.common.num_tokens);
-  Tensor residual = embed_.forward(token_ids);
-  for (auto& layer : layers_) layer->forward(md, residual);
+  Tensor residual;
+  if (ctx_.options.sequence_parallel) {
+    const attention::TokenShard shard =
+        attention::make_token_shard(md.common.num_tokens, ctx_.tp_rank(), ctx_.tp_size());
+    const SequenceShard sp(shard, ctx_.groups.tp());
+    Tensor local = sp.reduce_scatter(embed_.forward_partial(token_ids));
+    for (auto& layer : layers_) layer->forward_sharded(md, sp, local);
+    residual = sp.gather(local);
+  } else {
+    residual = embed_.forward(token_ids);
+    for (auto& layer : layers_) layer->forward(md, residual);
+  }
   const int64_t n = logits_indices.size(0);
   Tensor selected = Tensor::empty({n, config_.hidden_size}, DType::kF32);
   for (int64_t i = 0; i < n; ++i) {

@@ -4,6 +4,12 @@
 //
 // Life cycle: construct (loads this rank's weights), ask kv_cache_specs(), allocate_kv_cache()
 // with the block count the engine planned, then forward() once per step.
+//
+// With ModelOptions::sequence_parallel (flashcomm1) the residual stream between layers is
+// split over the TP group by tokens (SequenceShard): the embedding and every row-parallel
+// layer reduce-scatter instead of all-reducing, every column-parallel layer all-gathers its
+// input, and the final rows are gathered before the LM head. The outputs are the same sums
+// in the same order as without it.
 #pragma once
 
 #include <memory>
@@ -12,6 +18,7 @@
 #include "ctxpar/attention/attention_metadata.h"
 #include "ctxpar/kv/kv_cache_spec.h"
 #include "ctxpar/model/layers/attention_layers.h"
+#include "ctxpar/model/layers/full_weight_workspace.h"
 #include "ctxpar/model/layers/mlp.h"
 #include "ctxpar/model/layers/moe.h"
 #include "ctxpar/model/layers/vocab_parallel.h"
@@ -25,9 +32,15 @@ class DecoderLayer {
                const std::shared_ptr<const kernels::RopeCache>& rope);
   // residual [tokens, hidden] is updated in place (h = x + attn(norm(x)); x = h + mlp(norm(h))).
   void forward(const attention::AttentionMetadata& md, Tensor& residual);
+  // The same with residual holding this rank's sequence-parallel rows, [S, hidden].
+  void forward_sharded(const attention::AttentionMetadata& md, const SequenceShard& sp,
+                       Tensor& residual);
   AttentionLayer& attention() { return *attention_; }
 
  private:
+  // This rank's partial MLP / MoE output of x [tokens, hidden], before the TP sum.
+  Tensor mlp_partial(const Tensor& x) const;
+
   float eps_;
   Tensor input_norm_;  // [hidden] f32
   Tensor post_attention_norm_;
@@ -55,9 +68,15 @@ class CausalLM {
   Tensor forward(const attention::AttentionMetadata& md, const Tensor& token_ids,
                  const Tensor& logits_indices);
 
+  int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
+  DecoderLayer& layer(int64_t i) { return *layers_.at(static_cast<size_t>(i)); }
+  // The full-weight buffers the layers share (DSA-CP's o_proj gathers).
+  const FullWeightWorkspace& full_weight_workspace() const { return *full_weights_; }
+
  private:
   ModelConfig config_;
-  ModelContext ctx_;
+  std::unique_ptr<FullWeightWorkspace> full_weights_;
+  ModelContext ctx_;  // the caller's, with full_weights pointing at full_weights_
   VocabParallelEmbedding embed_;
   std::vector<std::unique_ptr<DecoderLayer>> layers_;
   Tensor final_norm_;

@@ -79,6 +79,11 @@ float mla_softmax_scale(const ModelConfig& c) {
   return static_cast<float>(scale);
 }
 
+Tensor AttentionLayer::forward_sharded(const attention::AttentionMetadata& md,
+                                       const SequenceShard& sp, const Tensor& x_local) {
+  return sp.reduce_scatter(forward_partial(md, sp.gather(x_local)));
+}
+
 // ---- GQA ----
 
 GqaAttentionLayer::GqaAttentionLayer(const ModelContext& ctx, const ModelConfig& c, int64_t layer,
@@ -139,6 +144,12 @@ void GqaAttentionLayer::bind_cache(Tensor cache) {
 }
 
 Tensor GqaAttentionLayer::forward(const attention::AttentionMetadata& md, const Tensor& x) {
+  Tensor y = forward_partial(md, x);
+  o_proj_.reduce(y);
+  return y;
+}
+
+Tensor GqaAttentionLayer::forward_partial(const attention::AttentionMetadata& md, const Tensor& x) {
   CTXPAR_CHECK(impl_ != nullptr, "GQA layer used before its KV cache was bound");
   const int64_t tokens = x.size(0), h = dims_.num_heads, kv = dims_.num_kv_heads,
                 d = dims_.head_dim;
@@ -150,18 +161,23 @@ Tensor GqaAttentionLayer::forward(const attention::AttentionMetadata& md, const 
   rope_->apply(k, md.common.positions, kernels::RopeStyle::kRotateHalf);
   Tensor attn = Tensor::empty({tokens, h, d}, DType::kF32);
   impl_->forward(md, q, k, v, attn);
-  return o_proj_.forward(attn.view({tokens, h * d}));
+  return o_proj_.forward_partial(attn.view({tokens, h * d}));
 }
 
 // ---- MLA ----
 
 MlaAttentionLayer::MlaAttentionLayer(const ModelContext& ctx, const ModelConfig& c, int64_t layer,
                                      std::shared_ptr<const kernels::RopeCache> rope)
+    : MlaAttentionLayer(ctx, c, layer, std::move(rope), Heads::kTensorParallel) {}
+
+MlaAttentionLayer::MlaAttentionLayer(const ModelContext& ctx, const ModelConfig& c, int64_t layer,
+                                     std::shared_ptr<const kernels::RopeCache> rope, Heads heads)
     : ctx_(ctx),
       mla_(c.mla),
       dims_([&] {
         attention::MlaDims d;
-        d.num_heads = c.num_attention_heads / ctx.tp_size();
+        d.num_heads =
+            heads == Heads::kAll ? c.num_attention_heads : c.num_attention_heads / ctx.tp_size();
         d.kv_lora_rank = c.mla.kv_lora_rank;
         d.qk_nope_head_dim = c.mla.qk_nope_head_dim;
         d.qk_rope_head_dim = c.mla.qk_rope_head_dim;
@@ -177,26 +193,31 @@ MlaAttentionLayer::MlaAttentionLayer(const ModelContext& ctx, const ModelConfig&
       kv_b_(ctx.load(
           attn_prefix(layer) + ".kv_b_proj.weight",
           {c.num_attention_heads * (c.mla.qk_nope_head_dim + c.mla.v_head_dim), c.mla.kv_lora_rank},
-          Slice::column_parallel(ctx.tp_rank(), ctx.tp_size()), ctx.options.weight_dtype)),
+          heads == Heads::kAll ? Slice::full()
+                               : Slice::column_parallel(ctx.tp_rank(), ctx.tp_size()),
+          ctx.options.weight_dtype)),
       o_proj_(ctx, attn_prefix(layer) + ".o_proj.weight",
-              {c.hidden_size, c.num_attention_heads * c.mla.v_head_dim}, ""),
+              {c.hidden_size, c.num_attention_heads * c.mla.v_head_dim}),
       rope_(std::move(rope)) {
   const std::string p = attn_prefix(layer);
   const int64_t qk = c.mla.qk_nope_head_dim + c.mla.qk_rope_head_dim;
-  const Slice heads = Slice::column_parallel(ctx.tp_rank(), ctx.tp_size());
+  const Slice head_rows =
+      heads == Heads::kAll ? Slice::full() : Slice::column_parallel(ctx.tp_rank(), ctx.tp_size());
   if (c.mla.q_lora_rank > 0) {
     q_a_.emplace(
         load_replicated_linear(ctx, p + ".q_a_proj.weight", {c.mla.q_lora_rank, c.hidden_size}));
     q_a_norm_ =
         ctx.load(p + ".q_a_layernorm.weight", {c.mla.q_lora_rank}, Slice::full(), DType::kF32);
+    q_.emplace(ctx,
+               std::vector<LinearPart>{LinearPart{p + ".q_b_proj.weight",
+                                                  {c.num_attention_heads * qk, c.mla.q_lora_rank},
+                                                  head_rows,
+                                                  ""}});
+  } else {
     q_.emplace(
         ctx,
         std::vector<LinearPart>{LinearPart{
-            p + ".q_b_proj.weight", {c.num_attention_heads * qk, c.mla.q_lora_rank}, heads, ""}});
-  } else {
-    q_.emplace(ctx,
-               std::vector<LinearPart>{LinearPart{
-                   p + ".q_proj.weight", {c.num_attention_heads * qk, c.hidden_size}, heads, ""}});
+            p + ".q_proj.weight", {c.num_attention_heads * qk, c.hidden_size}, head_rows, ""}});
   }
 }
 
@@ -236,12 +257,18 @@ MlaAttentionLayer::Projections MlaAttentionLayer::project(const attention::Atten
 }
 
 Tensor MlaAttentionLayer::forward(const attention::AttentionMetadata& md, const Tensor& x) {
+  Tensor y = forward_partial(md, x);
+  o_proj_.reduce(y);
+  return y;
+}
+
+Tensor MlaAttentionLayer::forward_partial(const attention::AttentionMetadata& md, const Tensor& x) {
   CTXPAR_CHECK(impl_ != nullptr, "MLA layer used before its KV cache was bound");
   const int64_t tokens = x.size(0), h = dims_.num_heads;
   const Projections p = project(md, x);
   Tensor attn = Tensor::empty({tokens, h, dims_.v_head_dim}, DType::kF32);
   impl_->forward(md, p.q, p.kv_c, p.k_pe, attn);
-  return o_proj_.forward(attn.view({tokens, h * dims_.v_head_dim}));
+  return o_proj_.forward_partial(attn.view({tokens, h * dims_.v_head_dim}));
 }
 
 }  // namespace ctxpar::model

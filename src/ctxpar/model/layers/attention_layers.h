@@ -12,7 +12,9 @@
 #include "ctxpar/attention/mla_attention.h"
 #include "ctxpar/kernels/rope.h"
 #include "ctxpar/kv/kv_cache_spec.h"
+#include "ctxpar/model/layers/output_projection.h"
 #include "ctxpar/model/layers/parallel_linear.h"
+#include "ctxpar/model/layers/sequence_parallel.h"
 #include "ctxpar/model/model_config.h"
 
 namespace ctxpar::model {
@@ -38,6 +40,15 @@ class AttentionLayer {
   virtual void bind_caches(std::vector<Tensor> caches) { bind_cache(std::move(caches.at(0))); }
   // x [tokens, hidden] (normed) → [tokens, hidden], all-reduced over TP.
   virtual Tensor forward(const attention::AttentionMetadata& md, const Tensor& x) = 0;
+  // Sequence-parallel form (flashcomm1): x_local [S, hidden] holds this rank's rows of the
+  // step's normed tokens (sp); returns this rank's rows of the summed output, [S, hidden].
+  // By default: all-gather the rows, forward_partial, reduce-scatter over tokens.
+  virtual Tensor forward_sharded(const attention::AttentionMetadata& md, const SequenceShard& sp,
+                                 const Tensor& x_local);
+
+ protected:
+  // x [tokens, hidden] → this rank's o_proj output before the TP sum, [tokens, hidden].
+  virtual Tensor forward_partial(const attention::AttentionMetadata& md, const Tensor& x) = 0;
 };
 
 // Llama / Qwen2: q, k, v (fused, with KV heads split or replicated over TP), rotate-half RoPE.
@@ -48,6 +59,9 @@ class GqaAttentionLayer : public AttentionLayer {
   kv::KvCacheSpec kv_cache_spec() const override;
   void bind_cache(Tensor cache) override;
   Tensor forward(const attention::AttentionMetadata& md, const Tensor& x) override;
+
+ protected:
+  Tensor forward_partial(const attention::AttentionMetadata& md, const Tensor& x) override;
 
  private:
   ModelContext ctx_;
@@ -60,7 +74,8 @@ class GqaAttentionLayer : public AttentionLayer {
 };
 
 // DeepSeek V2/V3 MLA: q (direct or through the q LoRA), the latent kv_a (replicated), interleaved
-// RoPE on the rope parts, kv_b_proj sliced per rank for the absorbed and expanded forms.
+// RoPE on the rope parts, kv_b_proj sliced per rank for the absorbed and expanded forms, and
+// o_proj (OutputProjection: row-parallel, f32 / bf16 or int8).
 class MlaAttentionLayer : public AttentionLayer {
  public:
   MlaAttentionLayer(const ModelContext& ctx, const ModelConfig& config, int64_t layer,
@@ -69,7 +84,16 @@ class MlaAttentionLayer : public AttentionLayer {
   void bind_cache(Tensor cache) override;
   Tensor forward(const attention::AttentionMetadata& md, const Tensor& x) override;
 
+  const OutputProjection& o_proj() const { return o_proj_; }
+
  protected:
+  // Which heads a rank computes: its H / T (the TP split), or all H (DSA-CP, where ranks
+  // split the tokens instead: q_b_proj and kv_b_proj are then loaded whole).
+  enum class Heads { kTensorParallel, kAll };
+  MlaAttentionLayer(const ModelContext& ctx, const ModelConfig& config, int64_t layer,
+                    std::shared_ptr<const kernels::RopeCache> rope, Heads heads);
+  Tensor forward_partial(const attention::AttentionMetadata& md, const Tensor& x) override;
+
   // The MLA activations of x [tokens, hidden], all f32: q [tokens, H_l, nope + rope] (q_pe
   // roped), kv_c [tokens, kv_lora] (normed), k_pe [tokens, rope] (roped), and q_lora — the q
   // LoRA activation after q_a_layernorm [tokens, q_lora_rank], or x without a q LoRA — which
@@ -87,8 +111,8 @@ class MlaAttentionLayer : public AttentionLayer {
   std::optional<ColumnParallelLinear> q_;  // q_proj, or q_b_proj after the q LoRA
   kernels::Linear kv_a_;                   // [kv_lora + rope, hidden], replicated
   Tensor kv_a_norm_;
-  Tensor kv_b_;  // [H_l·(nope + v), kv_lora]
-  RowParallelLinear o_proj_;
+  Tensor kv_b_;  // [H_l·(nope + v), kv_lora] (H_l = H under Heads::kAll)
+  OutputProjection o_proj_;
   std::shared_ptr<const kernels::RopeCache> rope_;
   std::unique_ptr<attention::MlaAttention> impl_;
 };

@@ -14,6 +14,17 @@
 
 namespace ctxpar::model {
 
+class FullWeightWorkspace;
+
+// How MLA-family models keep o_proj (--additional-config o_proj_quant).
+enum class OProjQuant {
+  kNone,  // as loaded, in weight_dtype (f32 or bf16)
+  // int8 W8A8 (SmoothQuant-style), quantized at load: int8 weight with a per-output-channel
+  // scale, a per-input-channel activation smoothing, per-token dynamic int8 activations
+  // (model/layers/output_projection.h).
+  kInt8,
+};
+
 struct ModelOptions {
   DType weight_dtype = DType::kF32;    // --dtype: f32 or bf16 weights (activations are f32)
   DType kv_cache_dtype = DType::kF32;  // --kv-cache-dtype
@@ -24,6 +35,13 @@ struct ModelOptions {
   // Sparse-attention indexer under DCP (--additional-config sfa_indexer_mode; parse the
   // value with attention::parse_sfa_indexer_mode). Without DCP both modes are the same.
   attention::SfaIndexerMode sfa_indexer_mode = attention::SfaIndexerMode::kReplicated;
+  // DSA-CP for sparse-attention models (--additional-config enable_dsa_cp; model/sfa_mode.h).
+  bool enable_dsa_cp = false;
+  // Sequence-parallel layers ("flashcomm1"): between layers every rank keeps only its slice of
+  // the step's tokens (attention::TokenShard); row-parallel layers reduce-scatter over tokens
+  // instead of all-reducing, column-parallel ones all-gather their input first.
+  bool sequence_parallel = false;
+  OProjQuant o_proj_quant = OProjQuant::kNone;
 };
 
 // Everything a layer constructor reads. References outlive the model.
@@ -32,6 +50,9 @@ struct ModelContext {
   const ParallelGroups& groups;
   const ModelOptions& options;
   ThreadPool& pool;
+  // Where DSA-CP gathers full o_proj weights, shared by the model's layers (CausalLM sets it);
+  // null: a layer that needs one keeps its own.
+  FullWeightWorkspace* full_weights = nullptr;
 
   int tp_rank() const { return groups.tp_rank(); }
   int tp_size() const { return groups.tp_size(); }

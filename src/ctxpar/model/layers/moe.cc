@@ -107,6 +107,12 @@ MoeLayer::MoeLayer(const ModelContext& ctx, const ModelConfig& config, int64_t l
 }
 
 Tensor MoeLayer::forward(const Tensor& x) const {
+  Tensor out = forward_partial(x);
+  if (ctx_.tp_size() > 1) ctx_.groups.tp().all_reduce(out);
+  return out;
+}
+
+Tensor MoeLayer::forward_partial(const Tensor& x) const {
   const int64_t tokens = x.size(0), hidden = x.size(1), k = moe_.num_experts_per_tok;
   const Routing routing = route_tokens(gate_.forward(x), moe_, correction_bias_);
   Tensor out = shared_ ? shared_->forward_partial(x) : Tensor::zeros({tokens, hidden}, DType::kF32);
@@ -132,7 +138,6 @@ Tensor MoeLayer::forward(const Tensor& x) const {
       for (int64_t c = 0; c < hidden; ++c) dst[c] += w * y[c];
     }
   }
-  if (ctx_.tp_size() > 1) ctx_.groups.tp().all_reduce(out);
   return out;
 }
 

@@ -29,6 +29,8 @@ class MoeLayer {
   MoeLayer(const ModelContext& ctx, const ModelConfig& config, int64_t layer);
   // x [tokens, hidden] → [tokens, hidden], all-reduced.
   Tensor forward(const Tensor& x) const;
+  // This rank's partial output (routed and shared experts' sum before the TP sum).
+  Tensor forward_partial(const Tensor& x) const;
 
  private:
   ModelContext ctx_;

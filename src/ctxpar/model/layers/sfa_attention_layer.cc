@@ -4,8 +4,6 @@
 
 #include <cmath>
 
-#include "ctxpar/attention/context_parallel/sfa_dcp_attention.h"
-#include "ctxpar/attention/context_parallel/sharded_lightning_indexer.h"
 #include "ctxpar/core/error.h"
 #include "ctxpar/kernels/norm.h"
 
@@ -27,11 +25,18 @@ const ModelConfig& checked_sparse(const ModelConfig& c) {
   return c;
 }
 
+SfaMode checked_mode(const ModelContext& ctx, const ModelConfig& c) {
+  return resolve_sfa_mode(checked_sparse(c), ctx.tp_size(), ctx.dcp_size(),
+                          ctx.options.enable_dsa_cp);
+}
+
 }  // namespace
 
 SfaAttentionLayer::SfaAttentionLayer(const ModelContext& ctx, const ModelConfig& c, int64_t layer,
                                      std::shared_ptr<const kernels::RopeCache> rope)
-    : MlaAttentionLayer(ctx, checked_sparse(c), layer, std::move(rope)),
+    : MlaAttentionLayer(ctx, c, layer, std::move(rope),
+                        splits_tokens(checked_mode(ctx, c)) ? Heads::kAll : Heads::kTensorParallel),
+      mode_(checked_mode(ctx, c)),
       indexer_dims_{c.indexer.index_n_heads, c.indexer.index_head_dim, c.indexer.index_topk},
       weights_scale_(static_cast<float>(
           1.0 /
@@ -52,7 +57,13 @@ SfaAttentionLayer::SfaAttentionLayer(const ModelContext& ctx, const ModelConfig&
       k_norm_weight_(ctx.load(indexer_prefix(layer) + ".k_norm.weight", {c.indexer.index_head_dim},
                               Slice::full(), DType::kF32)),
       k_norm_bias_(ctx.load(indexer_prefix(layer) + ".k_norm.bias", {c.indexer.index_head_dim},
-                            Slice::full(), DType::kF32)) {}
+                            Slice::full(), DType::kF32)),
+      full_weights_(ctx.full_weights) {
+  if (full_weights_ == nullptr && splits_tokens(mode_)) {
+    own_full_weights_ = std::make_unique<FullWeightWorkspace>();
+    full_weights_ = own_full_weights_.get();
+  }
+}
 
 kv::KvCacheSpec SfaAttentionLayer::kv_cache_spec() const {
   return MlaAttentionLayer::kv_cache_spec();
@@ -80,43 +91,127 @@ void SfaAttentionLayer::bind_caches(std::vector<Tensor> caches) {
   CTXPAR_CHECK(latent.ndim() == 3 && latent.size(2) == dims_.latent_dim(),
                "SFA latent cache {} must be [blocks, B, {}]", latent.describe(),
                dims_.latent_dim());
-  if (ctx_.dcp_size() > 1) {
-    sfa_ = std::make_unique<attention::SfaDcpAttention>(dims_, latent, kv_b_, ctx_.pool,
-                                                        ctx_.groups.dcp(), ctx_.options.comm_plan);
-    if (ctx_.options.sfa_indexer_mode == attention::SfaIndexerMode::kSharded) {
-      indexer_ = std::make_unique<attention::ShardedLightningIndexer>(indexer_dims_, caches[1],
-                                                                      ctx_.pool, ctx_.groups.dcp());
-    } else {
-      indexer_ = std::make_unique<attention::LightningIndexer>(indexer_dims_, caches[1], ctx_.pool);
-    }
-  } else {
-    sfa_ = std::make_unique<attention::SfaAttention>(dims_, latent, kv_b_, ctx_.pool);
-    indexer_ = std::make_unique<attention::LightningIndexer>(indexer_dims_, caches[1], ctx_.pool);
-  }
+  sfa_ = make_sfa_attention(mode_, dims_, latent, kv_b_, ctx_);
+  indexer_ = make_lightning_indexer(mode_, indexer_dims_, caches[1], ctx_);
+}
+
+SfaAttentionLayer::IndexerInputs SfaAttentionLayer::indexer_inputs(
+    const attention::AttentionMetadata& md, const Tensor& x, const Tensor& q_lora) const {
+  const int64_t tokens = x.size(0);
+  const int64_t ih = indexer_dims_.num_heads, id = indexer_dims_.head_dim;
+  // Rope part first and rotate-half, for q and k alike.
+  IndexerInputs in;
+  in.q = index_q_.forward(q_lora).view({tokens, ih, id});
+  rope_->apply(in.q, md.common.positions, kernels::RopeStyle::kRotateHalf);
+  const Tensor kw = index_kw_.forward(x);  // [tokens, D + H_i]
+  in.k = Tensor::empty({tokens, id}, DType::kF32);
+  kernels::layer_norm(kw.slice(1, 0, id), k_norm_weight_, k_norm_bias_, kIndexKeyNormEps, in.k);
+  rope_->apply(in.k, md.common.positions, kernels::RopeStyle::kRotateHalf);
+  in.weights = kw.slice(1, id, id + ih).contiguous();
+  float* w = in.weights.data<float>();
+  for (int64_t i = 0; i < in.weights.numel(); ++i) w[i] *= weights_scale_;
+  return in;
 }
 
 Tensor SfaAttentionLayer::forward(const attention::AttentionMetadata& md, const Tensor& x) {
+  if (!splits_tokens(mode_)) {
+    Tensor y = forward_partial(md, x);
+    o_proj_.reduce(y);
+    return y;
+  }
+  CTXPAR_CHECK(md.dsa_cp, "{} needs DSA-CP metadata (make_metadata_builder)", sfa_mode_name(mode_));
+  const SequenceShard sp(md.dsa_cp->shard, ctx_.groups.tp());
+  return sp.gather(forward_slice(md, sp.local_rows(x)));
+}
+
+Tensor SfaAttentionLayer::forward_sharded(const attention::AttentionMetadata& md,
+                                          const SequenceShard& sp, const Tensor& x_local) {
+  if (!splits_tokens(mode_)) return AttentionLayer::forward_sharded(md, sp, x_local);
+  CTXPAR_CHECK(md.dsa_cp && md.dsa_cp->shard.per_rank == sp.rows() &&
+                   md.dsa_cp->shard.first == sp.shard().first,
+               "DSA-CP token slices and sequence-parallel rows must be the same split");
+  return forward_slice(md, x_local);
+}
+
+Tensor SfaAttentionLayer::forward_partial(const attention::AttentionMetadata& md, const Tensor& x) {
   CTXPAR_CHECK(sfa_ != nullptr, "SFA layer used before its KV caches were bound");
+  CTXPAR_CHECK(!splits_tokens(mode_), "{} has no per-rank partial over all tokens",
+               sfa_mode_name(mode_));
   const int64_t tokens = x.size(0), h = dims_.num_heads;
-  const int64_t ih = indexer_dims_.num_heads, id = indexer_dims_.head_dim;
   const Projections p = project(md, x);
-
-  // Indexer activations: q [tokens, H_i, D] and k [tokens, D], rope part first and
-  // rotate-half; weights [tokens, H_i].
-  Tensor index_q = index_q_.forward(p.q_lora).view({tokens, ih, id});
-  rope_->apply(index_q, md.common.positions, kernels::RopeStyle::kRotateHalf);
-  const Tensor kw = index_kw_.forward(x);  // [tokens, D + H_i]
-  Tensor index_k = Tensor::empty({tokens, id}, DType::kF32);
-  kernels::layer_norm(kw.slice(1, 0, id), k_norm_weight_, k_norm_bias_, kIndexKeyNormEps, index_k);
-  rope_->apply(index_k, md.common.positions, kernels::RopeStyle::kRotateHalf);
-  Tensor weights = kw.slice(1, id, id + ih).contiguous();
-  float* w = weights.data<float>();
-  for (int64_t i = 0; i < weights.numel(); ++i) w[i] *= weights_scale_;
-
-  last_selection_ = indexer_->select(md, index_q, index_k, weights);
+  const IndexerInputs in = indexer_inputs(md, x, p.q_lora);
+  last_selection_ = indexer_->select(md, in.q, in.k, in.weights);
   Tensor attn = Tensor::empty({tokens, h, dims_.v_head_dim}, DType::kF32);
   sfa_->forward(md, p.q, p.kv_c, p.k_pe, last_selection_, attn);
-  return o_proj_.forward(attn.view({tokens, h * dims_.v_head_dim}));
+  return o_proj_.forward_partial(attn.view({tokens, h * dims_.v_head_dim}));
+}
+
+Tensor SfaAttentionLayer::forward_slice(const attention::AttentionMetadata& md,
+                                        const Tensor& x_local) {
+  CTXPAR_CHECK(sfa_ != nullptr, "SFA layer used before its KV caches were bound");
+  CTXPAR_CHECK(md.dsa_cp && md.dsa_cp->local,
+               "{} needs DSA-CP metadata: build the step with make_metadata_builder",
+               sfa_mode_name(mode_));
+  const attention::TokenShard& shard = md.dsa_cp->shard;
+  const attention::AttentionMetadata& local = *md.dsa_cp->local;
+  const int64_t n = shard.num_local(), rows = shard.per_rank, h = dims_.num_heads;
+  const int64_t lora = dims_.kv_lora_rank, rope = dims_.qk_rope_head_dim;
+  const int64_t id = indexer_dims_.head_dim;
+  CTXPAR_CHECK(x_local.ndim() == 2 && x_local.size(0) == rows && local.common.num_tokens == n,
+               "DSA-CP slice input {} must be [{}, hidden] with {} real rows", x_local.describe(),
+               rows, n);
+  Communicator& tp = ctx_.groups.tp();
+  const Tensor x = x_local.slice(0, 0, n);
+  const Projections p = project(local, x);
+  const IndexerInputs in = indexer_inputs(local, x, p.q_lora);
+
+  // Every slice's KV rows, [tokens, kv_lora + rope + D]: one all-gather, then both caches
+  // are written with the step's metadata (owned slots only under DCP).
+  Tensor kv = Tensor::zeros({rows, lora + rope + id}, DType::kF32);
+  kv.slice(0, 0, n).slice(1, 0, lora).copy_from(p.kv_c);
+  kv.slice(0, 0, n).slice(1, lora, lora + rope).copy_from(p.k_pe);
+  kv.slice(0, 0, n).slice(1, lora + rope, lora + rope + id).copy_from(in.k);
+  const Tensor all_kv = (tp.size() > 1 ? tp.all_gather(kv, 0) : kv).slice(0, 0, shard.num_tokens);
+  sfa_->write(md, all_kv.slice(1, 0, lora), all_kv.slice(1, lora, lora + rope));
+  indexer_->write(md, all_kv.slice(1, lora + rope, lora + rope + id));
+
+  const bool sharded_indexer = mode_ == SfaMode::kDsaCpDcp &&
+                               ctx_.options.sfa_indexer_mode == attention::SfaIndexerMode::kSharded;
+  if (sharded_indexer) {
+    // The group merge of the sharded indexer needs the same query tokens on every rank.
+    const int64_t ih = indexer_dims_.num_heads, q_width = ih * id;
+    Tensor qw = Tensor::zeros({rows, q_width + ih}, DType::kF32);
+    qw.slice(0, 0, n).slice(1, 0, q_width).copy_from(in.q.view({n, q_width}));
+    qw.slice(0, 0, n).slice(1, q_width, q_width + ih).copy_from(in.weights);
+    const Tensor all_qw = tp.all_gather(qw, 0).slice(0, 0, shard.num_tokens);
+    const Tensor all_q = all_qw.slice(1, 0, q_width).contiguous().view({shard.num_tokens, ih, id});
+    const Tensor all_weights = all_qw.slice(1, q_width, q_width + ih).contiguous();
+    last_selection_ =
+        indexer_->select_cached(md, all_q, all_weights).slice(0, shard.first, shard.last).clone();
+  } else {
+    last_selection_ = indexer_->select_cached(local, in.q, in.weights);
+  }
+
+  Tensor attn = Tensor::zeros({rows, h, dims_.v_head_dim}, DType::kF32);
+  Tensor attn_real = attn.slice(0, 0, n);
+  sfa_->forward_cached(md, p.q, last_selection_, attn_real);
+  return project_slice(md, attn.view({rows, h * dims_.v_head_dim}));
+}
+
+Tensor SfaAttentionLayer::project_slice(const attention::AttentionMetadata& md,
+                                        const Tensor& attn) {
+  Communicator& tp = ctx_.groups.tp();
+  const int64_t t = tp.size(), rows = attn.size(0);
+  if (t == 1) return o_proj_.forward_partial(attn);  // the shard is the whole weight
+  if (md.decode_only()) {
+    // [S, all heads] → [T·S, this rank's heads]: chunk j of every slice goes to rank j.
+    const int64_t width = attn.size(1) / t;
+    const Tensor send = attn.view({rows, t, width}).transpose(0, 1).contiguous();  // [T, S, w]
+    const Tensor recv = tp.all_to_all(send, 0).view({t * rows, width});
+    return tp.reduce_scatter(o_proj_.forward_partial(recv), 0);
+  }
+  const OutputProjection::FullWeight full = o_proj_.use_full_weight(*full_weights_);
+  return o_proj_.forward_full(attn);
 }
 
 }  // namespace ctxpar::model

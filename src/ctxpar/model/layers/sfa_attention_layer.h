@@ -18,8 +18,28 @@
 //
 // Caches: the MLA latent (DCP-sharded) and the index keys — replicated on every rank of the
 // DCP group (B·N rows per block) in the replicated indexer mode, sharded like the latent in
-// the sharded mode (ModelOptions::sfa_indexer_mode). Under DCP (N > 1, which needs N == T)
-// the backend is SfaDcpAttention.
+// the sharded mode (ModelOptions::sfa_indexer_mode). The backend pair (sparse MLA impl and
+// indexer) is the one model/sfa_mode.h picks for the layer's SfaMode.
+//
+// DSA-CP (ModelOptions::enable_dsa_cp; DESIGN.md §4 "DSA-CP and the o_proj path"): each rank
+// runs the layer for its own contiguous slice of the step's tokens (md.dsa_cp) with all
+// heads — q_a, q_b, kv_a, kv_b and the indexer loaded whole, o_proj still TP-sharded:
+//   1. projections and indexer activations of the slice (positions from the slice's own
+//      metadata);
+//   2. one all-gather of every slice's [kv_c ‖ k_pe ‖ index key] rows (padded to S rows),
+//      written to the latent cache (owned slots under DCP) and the indexer cache with the
+//      step's metadata: the indexer sees the whole sequence;
+//   3. the slice's top-k (the sharded indexer scores every token of the step: its group
+//      merge needs the same query tokens on every rank, so the slices' index queries and
+//      weights are all-gathered first) and its sparse MLA (SfaDsaCpAttention /
+//      SfaDsaCpDcpAttention);
+//   4. o_proj: decode-only steps exchange the slices' outputs with one all-to-all in the TP
+//      group ([S, all heads] → [T·S, local heads]), run the row-parallel o_proj and
+//      reduce-scatter over tokens; prefill and mixed steps gather the full o_proj weight into
+//      the shared FullWeightWorkspace (OutputProjection::use_full_weight, restored on exit)
+//      and run it once on the slice's tokens.
+// Decode tokens of a mixed step are split with the others, as vllm-ascend does: the step is
+// one flat token list and only a decode-only step takes the all-to-all path.
 #pragma once
 
 #include <memory>
@@ -28,12 +48,15 @@
 #include "ctxpar/attention/lightning_indexer.h"
 #include "ctxpar/attention/sfa_attention.h"
 #include "ctxpar/model/layers/attention_layers.h"
+#include "ctxpar/model/layers/full_weight_workspace.h"
+#include "ctxpar/model/sfa_mode.h"
 
 namespace ctxpar::model {
 
 class SfaAttentionLayer : public MlaAttentionLayer {
  public:
-  // Throws if the config has no q LoRA (q_lora_rank 0): the indexer's queries come from it.
+  // Throws if the config has no q LoRA (q_lora_rank 0): the indexer's queries come from it,
+  // or if (T, N, enable_dsa_cp) is not a valid SfaMode.
   SfaAttentionLayer(const ModelContext& ctx, const ModelConfig& config, int64_t layer,
                     std::shared_ptr<const kernels::RopeCache> rope);
 
@@ -42,12 +65,32 @@ class SfaAttentionLayer : public MlaAttentionLayer {
   void bind_cache(Tensor cache) override;                        // throws: needs both caches
   void bind_caches(std::vector<Tensor> caches) override;
   Tensor forward(const attention::AttentionMetadata& md, const Tensor& x) override;
+  Tensor forward_sharded(const attention::AttentionMetadata& md, const SequenceShard& sp,
+                         const Tensor& x_local) override;
 
+  SfaMode mode() const { return mode_; }
   // The selection of the last forward() ([tokens, index_topk] i32 global positions), for
-  // tests and tools.
+  // tests and tools: every token's, or under DSA-CP the rows of this rank's slice.
   const Tensor& last_selection() const { return last_selection_; }
 
+ protected:
+  Tensor forward_partial(const attention::AttentionMetadata& md, const Tensor& x) override;
+
  private:
+  // Index queries [tokens, H_i, D] (roped), keys [tokens, D] (normed, roped) and weights
+  // [tokens, H_i] (scaled) of x [tokens, hidden] at md's positions.
+  struct IndexerInputs {
+    Tensor q, k, weights;
+  };
+  IndexerInputs indexer_inputs(const attention::AttentionMetadata& md, const Tensor& x,
+                               const Tensor& q_lora) const;
+  // DSA-CP: this rank's slice x_local [S, hidden] (normed; padding rows ignored) → its rows of
+  // the layer's summed output, [S, hidden].
+  Tensor forward_slice(const attention::AttentionMetadata& md, const Tensor& x_local);
+  // DSA-CP o_proj of the slice's attention output attn [S, H·v] (padding rows zero).
+  Tensor project_slice(const attention::AttentionMetadata& md, const Tensor& attn);
+
+  SfaMode mode_;
   attention::IndexerDims indexer_dims_;
   float weights_scale_;            // H_i^-1/2 · D^-1/2
   ColumnParallelLinear index_q_;   // wq_b, replicated: [H_i·D, q_lora_rank]
@@ -56,6 +99,8 @@ class SfaAttentionLayer : public MlaAttentionLayer {
   std::unique_ptr<attention::LightningIndexer> indexer_;
   std::unique_ptr<attention::SfaAttention> sfa_;
   Tensor last_selection_;
+  FullWeightWorkspace* full_weights_;  // ctx.full_weights, or own below
+  std::unique_ptr<FullWeightWorkspace> own_full_weights_;
 };
 
 }  // namespace ctxpar::model

@@ -15,6 +15,12 @@ VocabParallelEmbedding::VocabParallelEmbedding(const ModelContext& ctx, const st
       first_row_(weight_.size(0) * ctx.tp_rank()) {}
 
 Tensor VocabParallelEmbedding::forward(const Tensor& token_ids) const {
+  Tensor out = forward_partial(token_ids);
+  if (ctx_.tp_size() > 1) ctx_.groups.tp().all_reduce(out);
+  return out;
+}
+
+Tensor VocabParallelEmbedding::forward_partial(const Tensor& token_ids) const {
   const int64_t tokens = token_ids.size(0), hidden = weight_.size(1), rows = weight_.size(0);
   Tensor out = Tensor::zeros({tokens, hidden}, DType::kF32);
   const int32_t* ids = token_ids.data<int32_t>();
@@ -25,7 +31,6 @@ Tensor VocabParallelEmbedding::forward(const Tensor& token_ids) const {
     if (row < 0 || row >= rows) continue;  // another rank's row
     out.select(0, t).copy_from(weight_.select(0, row));
   }
-  if (ctx_.tp_size() > 1) ctx_.groups.tp().all_reduce(out);
   return out;
 }
 

@@ -17,6 +17,8 @@ class VocabParallelEmbedding {
   // token_ids [tokens] i32 → [tokens, hidden] f32 (all-reduced: every rank gets the rows).
   // An id outside [0, vocab) is an Error naming it.
   Tensor forward(const Tensor& token_ids) const;
+  // The same before the TP sum: this rank's rows filled, the others zero.
+  Tensor forward_partial(const Tensor& token_ids) const;
   // This rank's rows [V_pad / T, hidden], shared with a tied LM head.
   const Tensor& weight() const { return weight_; }
 
