@@ -72,6 +72,9 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
                   "mp (in-process ranks, default) or mpi (under mpirun)");
   cmd->add_option("--threads-per-rank", c.threads_per_rank, "0: cores / ranks")
       ->capture_default_str();
+  cmd->add_flag("--prefill-only", c.prefill_only,
+                "the prefill role: each request stops at the token sampled from its prefill "
+                "(max tokens 1, no decode step); reports prefill throughput");
   last_value_wins(cmd);
 }
 

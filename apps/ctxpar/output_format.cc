@@ -49,7 +49,8 @@ nlohmann::json stats_json(const engine::EngineStats& s, const engine::EngineConf
                            {"decode_seconds", s.decode_seconds},
                            {"decode_tokens_per_second", rate(s.decode_tokens, s.decode_seconds)},
                            {"steps", s.steps},
-                           {"preemptions", s.preemptions}};
+                           {"preemptions", s.preemptions},
+                           {"prefill_only", c.prefill_only}};
   return {{"kv", kv}, {"timing", timing}};
 }
 
@@ -62,6 +63,12 @@ std::string stats_text(const engine::EngineStats& s, const engine::EngineConfig&
                                 static_cast<double>(s.token_capacity_without_dcp)
                           : 0.0;
   std::string out;
+  if (c.prefill_only) {
+    out += fmt::format(
+        "Prefill-only: {} prompt tokens prefilled in {:.3f} s ({:.1f} tok/s); their KV was "
+        "written to the cache, no decode step ran\n",
+        s.prefill_tokens, s.prefill_seconds, rate(s.prefill_tokens, s.prefill_seconds));
+  }
   out += fmt::format("KV cache per rank: {} in {} blocks of {} tokens ({} B per sequence token)\n",
                      human_bytes(s.kv_bytes_per_rank), s.blocks_per_rank, c.block_size,
                      s.kv_bytes_per_token_per_rank);

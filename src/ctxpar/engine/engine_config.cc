@@ -7,7 +7,7 @@
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/core/thread_pool.h"
-#include "ctxpar/model/parallel_validation.h"
+#include "ctxpar/model/sfa_mode.h"
 
 namespace ctxpar::engine {
 namespace {
@@ -26,7 +26,28 @@ DType kv_dtype_of(const std::string& dtype, DType weights) {
   CTXPAR_FAIL("--kv-cache-dtype '{}' is not supported; use auto, float32 or bfloat16", dtype);
 }
 
+model::OProjQuant o_proj_quant_of(const std::string& name) {
+  if (name == "none") return model::OProjQuant::kNone;
+  if (name == "int8") return model::OProjQuant::kInt8;
+  CTXPAR_FAIL("additional config o_proj_quant '{}' is not valid; use \"none\" or \"int8\"", name);
+}
+
 }  // namespace
+
+bool flashcomm1_from_environment() {
+  bool on = false;
+  for (const char* name : {"VLLM_ASCEND_ENABLE_FLASHCOMM1", "CTXPAR_ENABLE_FLASHCOMM1"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr) continue;
+    const std::string v(value);
+    CTXPAR_CHECK(v == "0" || v == "1" || v == "true" || v == "false" || v.empty(),
+                 "environment variable {}={} is not valid; use 1 (or true) to enable "
+                 "sequence-parallel layers, 0 (or false) to leave them off",
+                 name, v);
+    on = on || v == "1" || v == "true";
+  }
+  return on;
+}
 
 int64_t parse_memory_size(const std::string& text) {
   size_t end = 0;
@@ -79,10 +100,15 @@ AdditionalConfig parse_additional_config(const std::string& json_text) {
                    "\"sharded\"",
                    value.dump());
       out.sfa_indexer_mode = value.get<std::string>();
+    } else if (key == "o_proj_quant") {
+      CTXPAR_CHECK(value.is_string() && (value == "none" || value == "int8"),
+                   "additional config o_proj_quant {} is not valid; use \"none\" or \"int8\"",
+                   value.dump());
+      out.o_proj_quant = value.get<std::string>();
     } else {
       CTXPAR_FAIL(
           "additional config key '{}' is not known; known keys: enable_dsa_cp, "
-          "enable_flashcomm1, sfa_indexer_mode",
+          "enable_flashcomm1, sfa_indexer_mode, o_proj_quant",
           key);
     }
   }
@@ -111,14 +137,9 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& c) {
                c.kv_cache_memory);
   CTXPAR_CHECK(c.max_context_chunk >= 1, "max context chunk {} must be >= 1", c.max_context_chunk);
   r.additional = parse_additional_config(c.additional_config);
-  CTXPAR_CHECK(!r.additional.enable_dsa_cp,
-               "--additional-config enable_dsa_cp: the DSA-CP path is not in this build yet");
-  CTXPAR_CHECK(!r.additional.enable_flashcomm1,
-               "--additional-config enable_flashcomm1: sequence-parallel layers are not in this "
-               "build yet");
+  if (flashcomm1_from_environment()) r.additional.enable_flashcomm1 = true;
 
   r.model = model::resolve_model_config(c.model);
-  model::validate_for_parallel(r.model, t, n);
   r.use_dummy_weights =
       c.load_format == "dummy" || (c.load_format == "auto" && model::is_builtin_model(c.model));
   CTXPAR_CHECK(r.use_dummy_weights || !model::is_builtin_model(c.model),
@@ -132,6 +153,11 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& c) {
   r.options.comm_plan = plan;
   r.options.max_context_chunk = c.max_context_chunk;
   r.options.sfa_indexer_mode = attention::parse_sfa_indexer_mode(r.additional.sfa_indexer_mode);
+  r.options.enable_dsa_cp = r.additional.enable_dsa_cp;
+  r.options.sequence_parallel = r.additional.enable_flashcomm1;
+  r.options.o_proj_quant = o_proj_quant_of(r.additional.o_proj_quant);
+  // (T, N), the SFA mode and the options against the model, before any weight is read.
+  model::validate_model_options(r.model, t, n, r.options);
 
   const int64_t model_max = r.model.max_position_embeddings;
   const int64_t max_len = c.max_model_len > 0 ? c.max_model_len : model_max;

@@ -30,14 +30,24 @@ struct EngineConfig {
   int threads_per_rank = 0;                  // 0: the machine's cores shared by the ranks
   std::string additional_config = "{}";      // JSON object (vLLM's --additional-config)
   std::string distributed_executor_backend;  // "" or "mp": in-process ranks; "mpi"
+  // The prefill role (`ctxpar generate --prefill-only`): every request stops after the token
+  // sampled from its prefill (max_tokens 1), so no decode step runs; its KV is written to the
+  // cache by every layer like on a disaggregated prefill node.
+  bool prefill_only = false;
 };
 
 // Keys of --additional-config this engine understands; others are rejected by name.
 struct AdditionalConfig {
-  bool enable_dsa_cp = false;
-  bool enable_flashcomm1 = false;
+  bool enable_dsa_cp = false;      // DSA-CP for sparse models (model/sfa_mode.h)
+  bool enable_flashcomm1 = false;  // sequence-parallel layers (ModelOptions::sequence_parallel)
   std::string sfa_indexer_mode = "replicated";  // replicated | sharded
+  std::string o_proj_quant = "none";            // none | int8 (MLA-family o_proj, W8A8)
 };
+
+// Whether the environment asks for sequence-parallel layers: VLLM_ASCEND_ENABLE_FLASHCOMM1 or
+// CTXPAR_ENABLE_FLASHCOMM1 set to 1 or true (0, false or unset: no). Any other value is an
+// Error naming the variable.
+bool flashcomm1_from_environment();
 
 struct ResolvedEngineConfig {
   EngineConfig raw;

@@ -54,6 +54,8 @@ void drive(const ResolvedEngineConfig& cfg, Communicator& world, ModelRunner& ru
     const std::string id = g.id.empty() ? std::to_string(i) : g.id;
     CTXPAR_CHECK(index_of.emplace(id, i).second, "request id '{}' is used twice", id);
     SamplingParams params = g.params;
+    // The prefill role: the first token comes from the prefill's logits; nothing decodes.
+    if (cfg.raw.prefill_only) params.max_tokens = 1;
     if (params.eos_token_ids.empty())
       params.eos_token_ids =
           std::vector<int32_t>(cfg.model.eos_token_ids.begin(), cfg.model.eos_token_ids.end());

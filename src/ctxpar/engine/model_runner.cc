@@ -1,19 +1,12 @@
 #include "ctxpar/engine/model_runner.h"
 
-#include "ctxpar/attention/context_parallel/dcp_metadata_builder.h"
+#include "ctxpar/model/sfa_mode.h"
 
 namespace ctxpar::engine {
 
 ModelRunner::ModelRunner(const model::ModelConfig& config, const model::ModelContext& ctx)
-    : model_(std::make_unique<model::CausalLM>(config, ctx)) {
-  const model::ModelOptions& o = ctx.options;
-  if (ctx.dcp_size() > 1) {
-    builder_ = std::make_unique<attention::DcpMetadataBuilder>(
-        kv::DcpLayout(ctx.dcp_size(), o.block_size, o.interleave), ctx.groups.dcp_rank());
-  } else {
-    builder_ = std::make_unique<attention::AttentionMetadataBuilder>(o.block_size);
-  }
-}
+    : model_(std::make_unique<model::CausalLM>(config, ctx)),
+      builder_(model::make_metadata_builder(config, ctx)) {}
 
 Tensor ModelRunner::execute(const StepPlan& plan, bool all_positions) {
   const std::vector<attention::ScheduledRequest> batch = plan.attention_batch();
