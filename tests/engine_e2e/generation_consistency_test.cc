@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <cmath>
 #include <random>
 
 #include "ctxpar/core/error.h"
@@ -184,6 +185,44 @@ TEST(EngineRequests, TooLongPromptOrUnknownTokenIsRejectedAndOthersFinish) {
     if (i == 1 || i == 3) continue;
     EXPECT_EQ(r.outputs[i].output_token_ids.size(),
               static_cast<size_t>(requests[i].params.max_tokens));
+  }
+}
+
+}  // namespace
+}  // namespace ctxpar::engine
+
+namespace ctxpar::engine {
+namespace {
+
+// bf16 weights (f32 activations) run every built-in with DCP, and their first logits stay
+// within bf16 rounding of the f32 run's.
+TEST(Bf16Weights, EveryBuiltinRunsWithDcpCloseToF32) {
+  std::mt19937 rng(std::random_device{}());
+  GenerationRequest r;
+  for (int i = 0; i < 20; ++i) r.prompt_token_ids.push_back(static_cast<int32_t>(rng() % 256));
+  r.params.temperature = 0;
+  r.params.max_tokens = 2;
+  r.params.ignore_eos = true;
+  RunOptions record;
+  record.record_logits = true;
+  for (const char* model : {"builtin:tiny-llama", "builtin:tiny-qwen2", "builtin:tiny-deepseek-v2",
+                            "builtin:tiny-deepseek-v3"}) {
+    SCOPED_TRACE(model);
+    EngineConfig c = base_config(model);
+    c.tensor_parallel_size = 4;
+    c.decode_context_parallel_size = 2;
+    const GenerationResult f32 = generate(c, {r}, record);
+    c.dtype = "bfloat16";
+    c.kv_cache_dtype = "bfloat16";
+    const GenerationResult b16 = generate(c, {r}, record);
+    const auto& a = b16.outputs[0].logits.at(0);
+    const auto& b = f32.outputs[0].logits.at(0);
+    double num = 0, den = 0;
+    for (size_t v = 0; v < a.size(); ++v) {
+      num += (double(a[v]) - b[v]) * (double(a[v]) - b[v]);
+      den += double(b[v]) * b[v];
+    }
+    EXPECT_LE(std::sqrt(num / den), 5e-2);
   }
 }
 
