@@ -28,8 +28,10 @@ DType kv_dtype_of(const std::string& dtype, DType weights) {
 
 model::OProjQuant o_proj_quant_of(const std::string& name) {
   if (name == "none") return model::OProjQuant::kNone;
+  if (name == "bf16") return model::OProjQuant::kBf16;
   if (name == "int8") return model::OProjQuant::kInt8;
-  CTXPAR_FAIL("additional config o_proj_quant '{}' is not valid; use \"none\" or \"int8\"", name);
+  CTXPAR_FAIL(
+      "additional config o_proj_quant '{}' is not valid; use \"none\", \"bf16\" or \"int8\"", name);
 }
 
 }  // namespace
@@ -101,8 +103,9 @@ AdditionalConfig parse_additional_config(const std::string& json_text) {
                    value.dump());
       out.sfa_indexer_mode = value.get<std::string>();
     } else if (key == "o_proj_quant") {
-      CTXPAR_CHECK(value.is_string() && (value == "none" || value == "int8"),
-                   "additional config o_proj_quant {} is not valid; use \"none\" or \"int8\"",
+      CTXPAR_CHECK(value.is_string() && (value == "none" || value == "bf16" || value == "int8"),
+                   "additional config o_proj_quant {} is not valid; use \"none\", \"bf16\" or "
+                   "\"int8\"",
                    value.dump());
       out.o_proj_quant = value.get<std::string>();
     } else {

@@ -41,7 +41,7 @@ struct AdditionalConfig {
   bool enable_dsa_cp = false;      // DSA-CP for sparse models (model/sfa_mode.h)
   bool enable_flashcomm1 = false;  // sequence-parallel layers (ModelOptions::sequence_parallel)
   std::string sfa_indexer_mode = "replicated";  // replicated | sharded
-  std::string o_proj_quant = "none";            // none | int8 (MLA-family o_proj, W8A8)
+  std::string o_proj_quant = "none";  // none | bf16 | int8 (MLA-family o_proj; int8: W8A8)
 };
 
 // Whether the environment asks for sequence-parallel layers: VLLM_ASCEND_ENABLE_FLASHCOMM1 or

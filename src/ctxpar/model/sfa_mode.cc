@@ -47,8 +47,8 @@ void validate_model_options(const ModelConfig& c, int tp, int dcp, const ModelOp
   validate_for_parallel(c, tp, dcp);
   resolve_sfa_mode(c, tp, dcp, o.enable_dsa_cp);
   CTXPAR_CHECK(o.o_proj_quant == OProjQuant::kNone || c.is_mla(),
-               "{}: --additional-config o_proj_quant int8 quantizes the MLA-family (DeepSeek) "
-               "o_proj; this {} model's attention is not MLA",
+               "{}: --additional-config o_proj_quant (bf16, int8) sets how the MLA-family "
+               "(DeepSeek) o_proj is stored; this {} model's attention is not MLA",
                c.source, arch_name(c.arch));
 }
 

@@ -42,8 +42,8 @@ inline bool splits_tokens(SfaMode mode) {
 SfaMode resolve_sfa_mode(const ModelConfig& config, int tp, int dcp, bool enable_dsa_cp);
 
 // Start-up check of every parallel and numeric option against the model and (T, N), before
-// any weight is read: validate_for_parallel, the SFA mode, and the o_proj quantization
-// (int8 needs an MLA-family model, whose o_proj is OutputProjection). Throws with the rule.
+// any weight is read: validate_for_parallel, the SFA mode, and the o_proj format (bf16 or
+// int8 needs an MLA-family model, whose o_proj is OutputProjection). Throws with the rule.
 void validate_model_options(const ModelConfig& config, int tp, int dcp,
                             const ModelOptions& options);
 

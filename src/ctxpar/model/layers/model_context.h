@@ -19,6 +19,7 @@ class FullWeightWorkspace;
 // How MLA-family models keep o_proj (--additional-config o_proj_quant).
 enum class OProjQuant {
   kNone,  // as loaded, in weight_dtype (f32 or bf16)
+  kBf16,  // bf16 whatever weight_dtype says
   // int8 W8A8 (SmoothQuant-style), quantized at load: int8 weight with a per-output-channel
   // scale, a per-input-channel activation smoothing, per-token dynamic int8 activations
   // (model/layers/output_projection.h).

@@ -64,7 +64,9 @@ OutputProjection::OutputProjection(const ModelContext& ctx, const std::string& n
   if (ctx.options.o_proj_quant == OProjQuant::kInt8) {
     int8_.emplace(quantize_shard(ctx, ctx.load(name, full_shape, shard, DType::kF32)));
   } else {
-    dense_.emplace(ctx.load(name, full_shape, shard, ctx.options.weight_dtype));
+    const DType dtype =
+        ctx.options.o_proj_quant == OProjQuant::kBf16 ? DType::kBF16 : ctx.options.weight_dtype;
+    dense_.emplace(ctx.load(name, full_shape, shard, dtype));
   }
 }
 

@@ -2,7 +2,8 @@
 // rank, row-parallel over the TP group: this rank keeps input columns part(1, tp_rank, T),
 // and that shard is the only persistent copy of the weight.
 //
-// Weights: as loaded (ModelOptions::weight_dtype, f32 or bf16; kernels::Linear), or int8
+// Weights: as loaded (ModelOptions::weight_dtype, f32 or bf16; kernels::Linear), bf16
+// whatever the other weights are (OProjQuant::kBf16; kernels::Linear), or int8
 // W8A8 (OProjQuant::kInt8; kernels::Int8Linear), quantized at load from the f32 weight:
 //   smooth[i] = 1 / sqrt(max_o |W[o, i]|)          (1 for an all-zero column)
 //   scale[o]  = max_i |W[o, i]·smooth[i]| / 127     (over the whole row: the ranks exchange
