@@ -6,7 +6,6 @@
 #include <cmath>
 #include <memory>
 
-#include "ctxpar/attention/context_parallel/dcp_metadata_builder.h"
 #include "ctxpar/comm/inprocess_communicator.h"
 #include "ctxpar/comm/parallel_groups.h"
 #include "ctxpar/core/error.h"
@@ -14,6 +13,7 @@
 #include "ctxpar/kv/block_table.h"
 #include "ctxpar/model/causal_lm.h"
 #include "ctxpar/model/dummy_weights.h"
+#include "ctxpar/model/sfa_mode.h"
 
 namespace ctxpar::sfa_test {
 
@@ -23,8 +23,11 @@ using model::ModelContext;
 using model::ModelOptions;
 
 std::string RunSpec::describe() const {
-  return fmt::format("T={} N={} B={} I={} {} {}", tp, dcp, block_size, interleave,
-                     attention::dcp_comm_plan_name(plan), attention::sfa_indexer_mode_name(mode));
+  return fmt::format("T={} N={} B={} I={} {} {}{}{}{}{}", tp, dcp, block_size, interleave,
+                     attention::dcp_comm_plan_name(plan), attention::sfa_indexer_mode_name(mode),
+                     dsa_cp ? " dsa_cp" : "", sequence_parallel ? " flashcomm1" : "",
+                     o_proj_quant == model::OProjQuant::kInt8 ? " int8-o_proj" : "",
+                     weight_dtype == DType::kBF16 ? " bf16" : "");
 }
 
 PromptSet make_prompts(std::mt19937& rng) {
@@ -57,6 +60,10 @@ Generation generate_on(Communicator& world, const model::ModelConfig& config, co
   options.comm_plan = spec.plan;
   options.sfa_indexer_mode = spec.mode;
   options.max_context_chunk = 48;  // several gather groups per prefill step
+  options.enable_dsa_cp = spec.dsa_cp;
+  options.sequence_parallel = spec.sequence_parallel;
+  options.o_proj_quant = spec.o_proj_quant;
+  options.weight_dtype = spec.weight_dtype;
   const DummyWeights weights(1234);
   bool finite = true;
   double spread = INFINITY;
@@ -67,12 +74,12 @@ Generation generate_on(Communicator& world, const model::ModelConfig& config, co
   const int32_t num_blocks = 256;
   lm.allocate_kv_cache(num_blocks);
   const kv::DcpLayout layout(spec.dcp, spec.block_size, spec.interleave);
-  std::unique_ptr<attention::AttentionMetadataBuilder> builder =
-      spec.dcp > 1 ? std::make_unique<attention::DcpMetadataBuilder>(layout, groups.dcp_rank())
-                   : std::make_unique<attention::AttentionMetadataBuilder>(spec.block_size);
+  const std::unique_ptr<attention::AttentionMetadataBuilder> builder =
+      model::make_metadata_builder(config, ctx);
   kv::BlockPool blocks(num_blocks);
   std::vector<kv::BlockTable> tables;
   std::vector<std::vector<int32_t>> known = set.prompts;  // prompt + generated so far
+  std::vector<std::vector<std::vector<float>>> rows_seen(set.prompts.size());
   std::vector<int64_t> computed(set.prompts.size(), 0);
   std::vector<size_t> next_chunk(set.prompts.size(), 0);
   for (size_t i = 0; i < set.prompts.size(); ++i) tables.emplace_back(blocks, layout);
@@ -124,12 +131,14 @@ Generation generate_on(Communicator& world, const model::ModelConfig& config, co
         hi = std::max(hi, l[v]);
       }
       known[sampled[r]].push_back(best);
+      rows_seen[sampled[r]].emplace_back(l, l + logits.size(1));
       spread = std::min<double>(spread, hi - lo);
     }
   }
   Generation result;
   result.finite = finite;
   result.logit_spread = spread;
+  result.logits = std::move(rows_seen);
   for (size_t i = 0; i < set.prompts.size(); ++i) {
     result.tokens.emplace_back(known[i].begin() + static_cast<int64_t>(set.prompts[i].size()),
                                known[i].end());

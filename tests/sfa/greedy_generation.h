@@ -11,6 +11,7 @@
 #include "ctxpar/attention/context_parallel/dcp_comm_plan.h"
 #include "ctxpar/attention/sfa_indexer_mode.h"
 #include "ctxpar/comm/communicator.h"
+#include "ctxpar/model/layers/model_context.h"
 #include "ctxpar/model/model_config.h"
 
 namespace ctxpar::sfa_test {
@@ -22,6 +23,11 @@ struct RunSpec {
   int interleave = 1;
   attention::DcpCommPlan plan = attention::DcpCommPlan::kAllGatherReduceScatter;
   attention::SfaIndexerMode mode = attention::SfaIndexerMode::kReplicated;
+  // DSA-CP, sequence-parallel layers and the o_proj / weight numerics (tests/dsa_cp).
+  bool dsa_cp = false;
+  bool sequence_parallel = false;
+  model::OProjQuant o_proj_quant = model::OProjQuant::kNone;
+  DType weight_dtype = DType::kF32;
 
   std::string describe() const;
 };
@@ -35,9 +41,10 @@ struct PromptSet {
 PromptSet make_prompts(std::mt19937& rng);
 
 struct Generation {
-  std::vector<std::vector<int32_t>> tokens;  // per prompt, the greedy continuation
-  double logit_spread = 0;                   // smallest max - min over the sampled rows
-  bool finite = true;                        // every sampled logit finite
+  std::vector<std::vector<int32_t>> tokens;             // per prompt, the greedy continuation
+  std::vector<std::vector<std::vector<float>>> logits;  // per prompt and token: its logits row
+  double logit_spread = 0;                              // smallest max - min over the sampled rows
+  bool finite = true;                                   // every sampled logit finite
 };
 
 inline constexpr size_t kDecodeSteps = 6;

@@ -10,13 +10,13 @@
 #include <numeric>
 #include <set>
 
-#include "ctxpar/attention/context_parallel/dcp_metadata_builder.h"
 #include "ctxpar/comm/inprocess_communicator.h"
 #include "ctxpar/comm/parallel_groups.h"
 #include "ctxpar/core/error.h"
 #include "ctxpar/kv/block_pool.h"
 #include "ctxpar/kv/block_table.h"
 #include "ctxpar/model/layers/sfa_attention_layer.h"
+#include "ctxpar/model/sfa_mode.h"
 #include "ctxpar/model/weight_slice.h"
 
 namespace ctxpar::sfa_test {
@@ -264,6 +264,10 @@ SfaRunResult run_sfa_layer(const SfaScenario& s, const SfaRunConfig& cfg) {
   options.comm_plan = cfg.plan;
   options.max_context_chunk = cfg.max_context_chunk;
   options.sfa_indexer_mode = cfg.indexer_mode;
+  options.enable_dsa_cp = cfg.dsa_cp;
+  options.sequence_parallel = cfg.sequence_parallel;
+  options.o_proj_quant = cfg.o_proj_quant;
+  options.weight_dtype = cfg.weight_dtype;
   const TensorMapWeights weights(s.weights);
 
   std::vector<SfaRunResult> per_rank(static_cast<size_t>(cfg.tp));
@@ -292,12 +296,8 @@ SfaRunResult run_sfa_layer(const SfaScenario& s, const SfaRunConfig& cfg) {
     }
     layer->bind_caches(caches);
 
-    std::unique_ptr<attention::AttentionMetadataBuilder> builder;
-    if (cfg.dcp > 1) {
-      builder = std::make_unique<attention::DcpMetadataBuilder>(layout, groups.dcp_rank());
-    } else {
-      builder = std::make_unique<attention::AttentionMetadataBuilder>(cfg.block_size);
-    }
+    const std::unique_ptr<attention::AttentionMetadataBuilder> builder =
+        model::make_metadata_builder(s.config, ctx);
     for (const PlannedStep& step : plan) {
       const attention::AttentionMetadata md = builder->build(step.requests);
       Tensor x = Tensor::empty({md.common.num_tokens, s.shape.hidden}, DType::kF32);
@@ -309,9 +309,26 @@ SfaRunResult run_sfa_layer(const SfaScenario& s, const SfaRunConfig& cfg) {
               s.inputs[static_cast<size_t>(step.request_ids[i])].select(0, r.num_computed + j));
         }
       }
-      mine.outputs.push_back(layer->forward(md, x));
+      const attention::TokenShard shard =
+          attention::make_token_shard(md.common.num_tokens, groups.tp_rank(), cfg.tp);
+      if (cfg.sequence_parallel) {
+        const model::SequenceShard sp(shard, groups.tp());
+        mine.outputs.push_back(sp.gather(layer->forward_sharded(md, sp, sp.local_rows(x))).clone());
+      } else {
+        mine.outputs.push_back(layer->forward(md, x));
+      }
       mine.decode_only.push_back(md.common.num_decode_tokens() == md.common.num_tokens);
-      if (sfa != nullptr) mine.selections.push_back(sfa->last_selection().clone());
+      if (sfa != nullptr && md.dsa_cp) {
+        // Each rank selected for its own slice: gather the slices, [S, k] each.
+        const Tensor& own = sfa->last_selection();
+        Tensor padded = Tensor::empty({shard.per_rank, s.shape.index_topk}, DType::kI32);
+        padded.fill(-1);
+        if (shard.num_local() > 0) padded.slice(0, 0, shard.num_local()).copy_from(own);
+        mine.selections.push_back(
+            groups.tp().all_gather(padded, 0).slice(0, 0, md.common.num_tokens).clone());
+      } else if (sfa != nullptr) {
+        mine.selections.push_back(sfa->last_selection().clone());
+      }
     }
   });
   for (int r = 1; r < cfg.tp; ++r) {

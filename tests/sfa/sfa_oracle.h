@@ -17,6 +17,7 @@
 #include "ctxpar/attention/context_parallel/dcp_comm_plan.h"
 #include "ctxpar/attention/sfa_indexer_mode.h"
 #include "ctxpar/core/tensor.h"
+#include "ctxpar/model/layers/model_context.h"
 #include "ctxpar/model/model_config.h"
 #include "numerics.h"
 
@@ -64,11 +65,18 @@ struct SfaRunConfig {
   attention::SfaIndexerMode indexer_mode = attention::SfaIndexerMode::kReplicated;
   bool dense = false;  // run the dense MLA layer (MlaAttentionLayer) on the same weights
   int threads_per_rank = 1;
+  // DSA-CP and sequence-parallel runs (tests/dsa_cp): the token-slice metadata, the layer's
+  // forward_sharded on each rank's rows (then gathered), and the o_proj / weight numerics.
+  bool dsa_cp = false;
+  bool sequence_parallel = false;
+  model::OProjQuant o_proj_quant = model::OProjQuant::kNone;
+  DType weight_dtype = DType::kF32;
 };
 
 struct SfaRunResult {
   std::vector<Tensor> outputs;     // per step [tokens, hidden] f32 (rank 0; all ranks equal)
-  std::vector<Tensor> selections;  // per step [tokens, topk] i32 (SFA only; all ranks equal)
+  std::vector<Tensor> selections;  // per step [tokens, topk] i32 (SFA only; all ranks equal;
+                                   // under DSA-CP the ranks' slices gathered)
   std::vector<bool> decode_only;   // per step
   int64_t latent_bytes_per_rank = 0;
   int64_t indexer_bytes_per_rank = 0;

@@ -1,0 +1,164 @@
+// builtin:tiny-deepseek-v32 end to end with dummy weights (tests/sfa's greedy loop: chunked
+// prefills with random chunk sizes, decodes first in every step, so steps mix decodes and
+// prefills and token counts are rarely a multiple of T): the greedy tokens are identical in
+// all four SFA modes for N = T in {2, 4} with I = B and I = 1, with and without
+// sequence-parallel layers, for f32; for an int8 and a bf16 o_proj (against the native run
+// with the same o_proj) they are identical up to a near tie of the reference (see
+// expect_same_tokens). Sequence-parallel layers give the same tokens for the other
+// built-in architectures too.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "ctxpar/core/error.h"
+#include "ctxpar/model/parallel_validation.h"
+#include "greedy_generation.h"
+
+namespace ctxpar::sfa_test {
+namespace {
+
+using attention::DcpCommPlan;
+using attention::SfaIndexerMode;
+
+// f32: the greedy tokens are identical. Rounded numerics (bf16 activations, int8 o_proj
+// activations) can turn an f32 rounding difference into one rounding step, so a run may
+// leave the reference where the reference itself saw a near tie: tokens are identical up to
+// the first difference, and there the reference's logits of the two tokens lie within
+// tie_tolerance of its largest logit (the comparison of that prompt ends there).
+void expect_same_tokens(const model::ModelConfig& config, const RunSpec& spec,
+                        const PromptSet& prompts, const Generation& want,
+                        double tie_tolerance = 0) {
+  SCOPED_TRACE(spec.describe());
+  const Generation got = generate_inprocess(config, spec, prompts);
+  ASSERT_TRUE(got.finite);
+  for (size_t i = 0; i < prompts.prompts.size(); ++i) {
+    if (tie_tolerance == 0) {
+      EXPECT_EQ(got.tokens[i], want.tokens[i]) << "prompt " << i;
+      continue;
+    }
+    ASSERT_EQ(got.tokens[i].size(), want.tokens[i].size());
+    for (size_t j = 0; j < want.tokens[i].size(); ++j) {
+      if (got.tokens[i][j] == want.tokens[i][j]) continue;
+      const std::vector<float>& row = want.logits[i][j];
+      const double scale = std::max(std::fabs(*std::max_element(row.begin(), row.end())),
+                                    std::fabs(*std::min_element(row.begin(), row.end())));
+      const double gap =
+          row[static_cast<size_t>(want.tokens[i][j])] - row[static_cast<size_t>(got.tokens[i][j])];
+      EXPECT_LE(gap, tie_tolerance * scale)
+          << "prompt " << i << " token " << j << ": " << got.tokens[i][j] << " instead of "
+          << want.tokens[i][j] << ", not a near tie of the reference";
+      break;
+    }
+  }
+}
+
+// The four modes at T = 2 and 4, I = B and I = 1 under DCP, with the given numerics.
+std::vector<RunSpec> four_modes(std::mt19937& rng, RunSpec numerics) {
+  std::vector<RunSpec> specs;
+  for (int t : {2, 4}) {
+    for (int n : {1, t}) {
+      for (bool dsa_cp : {false, true}) {
+        for (int interleave : {16, 1}) {
+          if (n == 1 && interleave != 16) continue;
+          RunSpec s = numerics;
+          s.tp = t;
+          s.dcp = n;
+          s.block_size = 16;
+          s.interleave = n > 1 ? interleave : 1;
+          s.dsa_cp = dsa_cp;
+          s.plan = rng() % 2 ? DcpCommPlan::kAllToAll : DcpCommPlan::kAllGatherReduceScatter;
+          s.mode = rng() % 2 ? SfaIndexerMode::kSharded : SfaIndexerMode::kReplicated;
+          s.sequence_parallel = rng() % 2 == 0;
+          specs.push_back(s);
+        }
+      }
+    }
+  }
+  return specs;
+}
+
+class TinyDeepseekV32DsaCp : public ::testing::Test {
+ protected:
+  TinyDeepseekV32DsaCp()
+      : seed_(std::random_device{}()),
+        rng_(seed_),
+        trace_(__FILE__, __LINE__, fmt::format("seed {}", seed_)),
+        config_(model::resolve_model_config("builtin:tiny-deepseek-v32")),
+        prompts_(make_prompts(rng_)) {}
+
+  // Native SFA on one rank with the given numerics, checked to be a meaningful reference.
+  Generation reference(const RunSpec& numerics) {
+    const Generation want = generate_inprocess(config_, numerics, prompts_);
+    EXPECT_TRUE(want.finite);
+    EXPECT_GT(want.logit_spread, 1e-2) << "dummy-weight logits must not be flat";
+    std::set<int32_t> distinct;
+    for (const auto& t : want.tokens) distinct.insert(t.begin(), t.end());
+    EXPECT_GT(distinct.size(), 1u) << "greedy tokens should not all be one id";
+    return want;
+  }
+
+  uint32_t seed_;
+  std::mt19937 rng_;
+  ::testing::ScopedTrace trace_;
+  model::ModelConfig config_;
+  PromptSet prompts_;
+};
+
+TEST_F(TinyDeepseekV32DsaCp, GreedyTokensAreIdenticalInAllFourModes) {
+  // Lengths not divisible by T: one prompt has 5 tokens, and the chunks are random.
+  ASSERT_EQ(prompts_.prompts[1].size() % 2, 1u);
+  const Generation want = reference(RunSpec{});
+  for (const RunSpec& spec : four_modes(rng_, RunSpec{})) {
+    expect_same_tokens(config_, spec, prompts_, want);
+  }
+}
+
+TEST_F(TinyDeepseekV32DsaCp, Int8OProjTokensMatchTheNativeInt8Run) {
+  RunSpec int8;
+  int8.o_proj_quant = model::OProjQuant::kInt8;
+  const Generation want = reference(int8);
+  for (const RunSpec& spec : four_modes(rng_, int8)) {
+    expect_same_tokens(config_, spec, prompts_, want, 1e-3);
+  }
+}
+
+TEST_F(TinyDeepseekV32DsaCp, Bf16OProjTokensMatchTheNativeBf16Run) {
+  RunSpec bf16;
+  bf16.o_proj_quant = model::OProjQuant::kBf16;
+  const Generation want = reference(bf16);
+  for (const RunSpec& spec : four_modes(rng_, bf16)) {
+    expect_same_tokens(config_, spec, prompts_, want, 1e-3);
+  }
+}
+
+TEST_F(TinyDeepseekV32DsaCp, SequenceParallelLayersKeepTokensForEveryArchitecture) {
+  for (const char* name : {"builtin:tiny-llama", "builtin:tiny-qwen2", "builtin:tiny-deepseek-v2",
+                           "builtin:tiny-deepseek-v3"}) {
+    SCOPED_TRACE(name);
+    const model::ModelConfig config = model::resolve_model_config(name);
+    const Generation want = generate_inprocess(config, RunSpec{}, prompts_);
+    for (int t : {2, 4}) {
+      RunSpec spec;
+      spec.tp = t;
+      spec.sequence_parallel = true;
+      // The largest DCP size the architecture allows at this T (GQA: N | T / num_kv_heads).
+      for (int n : {t, 2, 1}) {
+        try {
+          model::validate_for_parallel(config, t, n);
+          spec.dcp = n;
+          break;
+        } catch (const Error&) {
+        }
+      }
+      expect_same_tokens(config, spec, prompts_, want);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ctxpar::sfa_test
