@@ -110,8 +110,8 @@ void BM_Prefill(benchmark::State& state) {
       int64_t done = 0, my_steps = 0;
       while (done < prompt) {
         const int64_t n = std::min(chunk, prompt - done);
-        const attention::AttentionMetadata md = builder->build(
-            std::vector<attention::ScheduledRequest>{{done, n, table}});
+        const attention::AttentionMetadata md =
+            builder->build(std::vector<attention::ScheduledRequest>{{done, n, table}});
         Tensor token_ids = Tensor::empty({n}, DType::kI32);
         std::copy(ids.begin() + done, ids.begin() + done + n, token_ids.data<int32_t>());
         Tensor last = Tensor::empty({1}, DType::kI64);
@@ -131,9 +131,10 @@ void BM_Prefill(benchmark::State& state) {
   }
   const double runs = static_cast<double>(state.iterations());
   const double keys = static_cast<double>(prompt) * static_cast<double>(prompt + 1) / 2.0;
-  const double idx_flops = keys * 2.0 * static_cast<double>(config.indexer.index_n_heads *
-                                                          config.indexer.index_head_dim) *
-                           static_cast<double>(config.num_hidden_layers) * (dsa_cp ? 1 : t);
+  const double idx_flops =
+      keys * 2.0 *
+      static_cast<double>(config.indexer.index_n_heads * config.indexer.index_head_dim) *
+      static_cast<double>(config.num_hidden_layers) * (dsa_cp ? 1 : t);
   state.counters["tok_s"] = static_cast<double>(prompt) * runs / total_s;
   state.counters["idx_GFLOP_s"] = idx_flops * runs / total_s / 1e9;
   state.counters["idx_gemm_frac"] = idx_flops * runs / total_s / gemm_flops_per_s();
