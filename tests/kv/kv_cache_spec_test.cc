@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <climits>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -138,6 +139,11 @@ TEST(KvCapacity, RandomModelsMatchTheFormula) {
       expected_block_without_dcp += b * token_bytes;
     }
     const auto budget = static_cast<int64_t>(rng() % (64 * kGiB));
+    if (budget / expected_block > INT32_MAX) {
+      // Tiny blocks in a huge budget: more blocks than int32 ids can name is an error.
+      EXPECT_THROW(plan_kv_capacity(budget, layout, specs), Error);
+      continue;
+    }
     const KvCapacity c = plan_kv_capacity(budget, layout, specs);
     ASSERT_EQ(c.bytes_per_block, expected_block);
     ASSERT_EQ(c.num_blocks, budget / expected_block);

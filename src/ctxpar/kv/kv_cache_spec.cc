@@ -85,9 +85,9 @@ KvCapacity plan_kv_capacity(int64_t memory_budget_bytes_per_rank, const DcpLayou
   capacity.num_blocks = blocks_in_budget(memory_budget_bytes_per_rank, bytes_per_block);
   capacity.kv_bytes_per_rank = int64_t{capacity.num_blocks} * bytes_per_block;
   capacity.token_capacity = int64_t{capacity.num_blocks} * layout.tokens_per_virtual_block();
+  // A report, not an allocation: the N = 1 block count only needs to fit int64.
   capacity.token_capacity_without_dcp =
-      int64_t{blocks_in_budget(memory_budget_bytes_per_rank, bytes_per_block_without_dcp)} *
-      layout.block_size();
+      memory_budget_bytes_per_rank / bytes_per_block_without_dcp * layout.block_size();
   return capacity;
 }
 
