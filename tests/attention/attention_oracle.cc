@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <mutex>
 #include <numeric>
 
 #include "ctxpar/attention/attention_config.h"
@@ -13,8 +12,6 @@
 #include "ctxpar/comm/inprocess_communicator.h"
 #include "ctxpar/core/error.h"
 #include "ctxpar/kernels/linear.h"
-#include "ctxpar/kv/block_pool.h"
-#include "ctxpar/kv/block_table.h"
 
 namespace ctxpar::testing {
 namespace {
@@ -66,13 +63,6 @@ Tensor cols(const Tensor& w, int64_t begin, int64_t end) {
   return w.slice(1, begin, end).contiguous();
 }
 
-// The scheduler's side, run once: per step the requests with their (randomly numbered) block
-// tables, identical for every rank.
-struct PlannedStep {
-  std::vector<attention::ScheduledRequest> requests;
-  std::vector<int> request_ids;
-};
-
 int64_t capacity_tokens(const Scenario& s, const RunConfig& cfg) {
   // A capacity that every N in {1, 2, 3, 4, 6, 8} divides into whole blocks (a multiple of
   // 24·B) and that holds all requests at once at any of those N, so the KV bytes per rank
@@ -81,42 +71,6 @@ int64_t capacity_tokens(const Scenario& s, const RunConfig& cfg) {
   const int64_t per_request_blocks = (longest + cfg.block_size - 1) / cfg.block_size;
   const auto reqs = static_cast<int64_t>(s.total_len.size());
   return 24 * int64_t{cfg.block_size} * ((reqs * per_request_blocks + 23) / 24 + reqs);
-}
-
-std::vector<PlannedStep> plan_steps(const Scenario& s, const kv::DcpLayout& layout,
-                                    int32_t num_blocks, uint32_t seed) {
-  kv::BlockPool pool(num_blocks);
-  std::vector<int32_t> perm(static_cast<size_t>(num_blocks));
-  std::iota(perm.begin(), perm.end(), 0);
-  std::mt19937 rng(seed);
-  std::shuffle(perm.begin(), perm.end(), rng);
-  std::vector<std::unique_ptr<kv::BlockTable>> tables(s.total_len.size());
-  std::vector<int64_t> computed(s.total_len.size(), 0);
-  std::vector<PlannedStep> plan;
-  for (const ScheduledStep& step : s.steps) {
-    PlannedStep p;
-    for (const auto& [id, n] : step.items) {
-      auto& table = tables[static_cast<size_t>(id)];
-      if (!table) table = std::make_unique<kv::BlockTable>(pool, layout);
-      CTXPAR_CHECK(table->grow(computed[static_cast<size_t>(id)] + n), "harness pool too small");
-      attention::ScheduledRequest r;
-      r.num_computed = computed[static_cast<size_t>(id)];
-      r.num_scheduled = n;
-      for (int32_t b : table->ids()) r.block_table.push_back(perm[static_cast<size_t>(b)]);
-      p.requests.push_back(std::move(r));
-      p.request_ids.push_back(id);
-      computed[static_cast<size_t>(id)] += n;
-    }
-    // Blocks of finished requests return to the pool only after the step: they are written
-    // during it.
-    for (const auto& [id, n] : step.items) {
-      if (computed[static_cast<size_t>(id)] == s.total_len[static_cast<size_t>(id)]) {
-        tables[static_cast<size_t>(id)]->release();
-      }
-    }
-    plan.push_back(std::move(p));
-  }
-  return plan;
 }
 
 // The layer on one rank: projections (column-parallel in, row-parallel out with the TP
@@ -251,16 +205,16 @@ Scenario make_scenario(const LayerShape& shape, std::mt19937& rng, int num_reque
       if (computed[u] < prompt[u]) {
         const int64_t left = prompt[u] - computed[u];
         const int64_t chunk = (rng() % 3 == 0) ? left : 1 + static_cast<int64_t>(rng() % left);
-        prefills.items.emplace_back(i, chunk);
+        prefills.emplace_back(i, chunk);
       } else {
-        decodes.items.emplace_back(i, 1);
+        decodes.emplace_back(i, 1);
       }
     }
     if (!pending) break;
-    if (decodes.items.empty() && prefills.items.empty()) continue;
+    if (decodes.empty() && prefills.empty()) continue;
     ScheduledStep all = decodes;
-    all.items.insert(all.items.end(), prefills.items.begin(), prefills.items.end());
-    for (const auto& [id, n] : all.items) computed[static_cast<size_t>(id)] += n;
+    all.insert(all.end(), prefills.begin(), prefills.end());
+    for (const auto& [id, n] : all) computed[static_cast<size_t>(id)] += n;
     s.steps.push_back(std::move(all));
   }
   for (int64_t len : s.total_len) s.inputs.push_back(random_tensor({len, shape.hidden}, 1.0, rng));
@@ -298,8 +252,9 @@ RunResult run_layer_rank(Communicator& world, const Scenario& s, const RunConfig
   const kv::DcpLayout layout(cfg.dcp, cfg.block_size, cfg.interleave);
   const int64_t capacity = capacity_tokens(s, cfg);
   const int64_t num_blocks = capacity / (int64_t{cfg.block_size} * cfg.dcp);
-  const std::vector<PlannedStep> plan =
-      plan_steps(s, layout, static_cast<int32_t>(num_blocks), static_cast<uint32_t>(capacity));
+  const std::vector<test_support::PlannedStep> plan = test_support::plan_block_tables(
+      s.total_len, s.steps, layout, static_cast<int32_t>(num_blocks),
+      static_cast<uint32_t>(capacity));
 
   const int rank = world.rank();
   std::unique_ptr<Communicator> dcp = world.split(rank / cfg.dcp, rank);
@@ -312,7 +267,7 @@ RunResult run_layer_rank(Communicator& world, const Scenario& s, const RunConfig
   }
   RunResult mine;
   mine.kv_bytes_per_rank = layer.kv_bytes();
-  for (const PlannedStep& step : plan) {
+  for (const test_support::PlannedStep& step : plan) {
     const attention::AttentionMetadata md = builder->build(step.requests);
     Tensor x = Tensor::empty({md.common.num_tokens, sh.hidden}, DType::kF32);
     std::vector<int64_t> positions;
@@ -410,10 +365,10 @@ std::vector<Tensor> reference_outputs(const Scenario& s) {
   std::vector<int64_t> computed(s.total_len.size(), 0);
   for (const ScheduledStep& step : s.steps) {
     int64_t tokens = 0;
-    for (const auto& item : step.items) tokens += item.second;
+    for (const auto& item : step) tokens += item.second;
     Tensor out = Tensor::empty({tokens, sh.hidden}, DType::kF32);
     int64_t t = 0;
-    for (const auto& [id, n] : step.items) {
+    for (const auto& [id, n] : step) {
       const Proj& pr = proj[static_cast<size_t>(id)];
       for (int64_t j = 0; j < n; ++j, ++t) {
         const int64_t p = computed[static_cast<size_t>(id)] + j;

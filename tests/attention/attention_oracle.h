@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "block_plan.h"
 #include "ctxpar/attention/context_parallel/dcp_comm_plan.h"
 #include "ctxpar/comm/communicator.h"
 #include "ctxpar/core/tensor.h"
@@ -44,9 +45,7 @@ struct RunConfig {
 };
 
 // One step: (request id, new tokens) in batch order (decodes first).
-struct ScheduledStep {
-  std::vector<std::pair<int, int64_t>> items;
-};
+using ScheduledStep = test_support::ScheduleStep;
 
 struct Scenario {
   LayerShape shape;

@@ -124,48 +124,6 @@ model::ModelConfig config_of(const SfaShape& sh) {
   return c;
 }
 
-// The scheduler's side, run once: per step the requests with their (randomly numbered) block
-// tables, identical for every rank.
-struct PlannedStep {
-  std::vector<attention::ScheduledRequest> requests;
-  std::vector<int> request_ids;
-};
-
-std::vector<PlannedStep> plan_steps(const SfaScenario& s, const kv::DcpLayout& layout,
-                                    int32_t num_blocks, uint32_t seed) {
-  kv::BlockPool pool(num_blocks);
-  std::vector<int32_t> perm(static_cast<size_t>(num_blocks));
-  std::iota(perm.begin(), perm.end(), 0);
-  std::mt19937 rng(seed);
-  std::shuffle(perm.begin(), perm.end(), rng);
-  std::vector<std::unique_ptr<kv::BlockTable>> tables(s.total_len.size());
-  std::vector<int64_t> computed(s.total_len.size(), 0);
-  std::vector<PlannedStep> plan;
-  for (const Step& step : s.steps) {
-    PlannedStep p;
-    for (const auto& [id, n] : step) {
-      const auto u = static_cast<size_t>(id);
-      if (!tables[u]) tables[u] = std::make_unique<kv::BlockTable>(pool, layout);
-      CTXPAR_CHECK(tables[u]->grow(computed[u] + n), "harness pool too small");
-      attention::ScheduledRequest r;
-      r.num_computed = computed[u];
-      r.num_scheduled = n;
-      for (int32_t b : tables[u]->ids()) r.block_table.push_back(perm[static_cast<size_t>(b)]);
-      p.requests.push_back(std::move(r));
-      p.request_ids.push_back(id);
-      computed[u] += n;
-    }
-    // Blocks of finished requests return to the pool after the step (written during it).
-    for (const auto& [id, n] : step) {
-      if (computed[static_cast<size_t>(id)] == s.total_len[static_cast<size_t>(id)]) {
-        tables[static_cast<size_t>(id)]->release();
-      }
-    }
-    plan.push_back(std::move(p));
-  }
-  return plan;
-}
-
 bool same_bits(const Tensor& a, const Tensor& b) {
   return a.shape() == b.shape() && a.dtype() == b.dtype() &&
          std::memcmp(a.contiguous().raw(), b.contiguous().raw(), a.nbytes()) == 0;
@@ -254,8 +212,8 @@ SfaRunResult run_sfa_layer(const SfaScenario& s, const SfaRunConfig& cfg) {
   const int64_t capacity =
       24 * int64_t{cfg.block_size} * ((reqs * per_request_blocks + 23) / 24 + reqs);
   const auto num_blocks = static_cast<int32_t>(capacity / (int64_t{cfg.block_size} * cfg.dcp));
-  const std::vector<PlannedStep> plan =
-      plan_steps(s, layout, num_blocks, static_cast<uint32_t>(capacity));
+  const std::vector<test_support::PlannedStep> plan = test_support::plan_block_tables(
+      s.total_len, s.steps, layout, num_blocks, static_cast<uint32_t>(capacity));
 
   model::ModelOptions options;
   options.kv_cache_dtype = cfg.cache_dtype;
@@ -298,7 +256,7 @@ SfaRunResult run_sfa_layer(const SfaScenario& s, const SfaRunConfig& cfg) {
 
     const std::unique_ptr<attention::AttentionMetadataBuilder> builder =
         model::make_metadata_builder(s.config, ctx);
-    for (const PlannedStep& step : plan) {
+    for (const test_support::PlannedStep& step : plan) {
       const attention::AttentionMetadata md = builder->build(step.requests);
       Tensor x = Tensor::empty({md.common.num_tokens, s.shape.hidden}, DType::kF32);
       int64_t t = 0;

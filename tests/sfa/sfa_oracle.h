@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "block_plan.h"
 #include "ctxpar/attention/context_parallel/dcp_comm_plan.h"
 #include "ctxpar/attention/sfa_indexer_mode.h"
 #include "ctxpar/core/tensor.h"
@@ -37,7 +38,7 @@ struct SfaShape {
 };
 
 // One step: (request id, new tokens) in batch order (decodes first).
-using Step = std::vector<std::pair<int, int64_t>>;
+using Step = test_support::ScheduleStep;
 
 struct SfaScenario {
   SfaShape shape;
