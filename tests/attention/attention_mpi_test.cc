@@ -13,26 +13,15 @@
 #include "attention_oracle.h"
 #include "ctxpar/comm/mpi_communicator.h"
 #include "ctxpar/comm/mpi_session.h"
+#include "shared_seed.h"
 
 namespace ctxpar::testing {
 namespace {
 
-uint32_t shared_seed(Communicator& world) {
-  std::vector<uint8_t> bytes(4);
-  if (world.rank() == 0) {
-    const uint32_t seed = std::random_device{}();
-    std::memcpy(bytes.data(), &seed, 4);
-  }
-  world.broadcast_bytes(bytes, 0);
-  uint32_t seed;
-  std::memcpy(&seed, bytes.data(), 4);
-  return seed;
-}
-
 void check_type(AttnType type) {
   const auto world = MpiCommunicator::world();
   ASSERT_EQ(world->size(), 4) << "run this test with mpirun -np 4";
-  const uint32_t seed = shared_seed(*world);
+  const uint32_t seed = test_support::shared_seed(*world);
   SCOPED_TRACE(fmt::format("seed {}", seed));
   std::mt19937 rng(seed);
   LayerShape shape;

@@ -13,6 +13,7 @@
 #include "ctxpar/core/error.h"
 #include "greedy_generation.h"
 #include "same_tokens.h"
+#include "shared_seed.h"
 
 namespace ctxpar::sfa_test {
 namespace {
@@ -20,11 +21,8 @@ namespace {
 int run() {
   auto world = MpiCommunicator::world();
   const int t = world->size();
-  // One seed for every rank, chosen by rank 0.
-  Tensor seed = Tensor::empty({1}, DType::kI64);
-  seed.data<int64_t>()[0] = std::random_device{}();
-  world->broadcast(seed, 0);
-  std::mt19937 rng(static_cast<uint32_t>(seed.data<int64_t>()[0]));
+  const uint32_t seed = test_support::shared_seed(*world);
+  std::mt19937 rng(seed);
   const model::ModelConfig config = model::resolve_model_config("builtin:tiny-deepseek-v32");
   const PromptSet prompts = make_prompts(rng);
 
@@ -55,8 +53,7 @@ int run() {
     const std::string mismatch = got.finite ? token_mismatch(got, want, tie) : "non-finite logits";
     failures += mismatch.empty() ? 0 : 1;
     std::fprintf(stderr, "%s %s (seed %lld) %s\n", mismatch.empty() ? "[ OK ]" : "[FAIL]",
-                 spec.describe().c_str(), static_cast<long long>(seed.data<int64_t>()[0]),
-                 mismatch.c_str());
+                 spec.describe().c_str(), static_cast<long long>(seed), mismatch.c_str());
   }
   Tensor failed = Tensor::empty({1}, DType::kI32);
   failed.data<int32_t>()[0] = failures;

@@ -10,6 +10,7 @@
 #include "ctxpar/comm/mpi_session.h"
 #include "ctxpar/core/error.h"
 #include "greedy_generation.h"
+#include "shared_seed.h"
 
 namespace ctxpar::sfa_test {
 namespace {
@@ -17,11 +18,8 @@ namespace {
 int run() {
   auto world = MpiCommunicator::world();
   const int t = world->size();
-  // One seed for every rank, chosen by rank 0.
-  Tensor seed = Tensor::empty({1}, DType::kI64);
-  seed.data<int64_t>()[0] = std::random_device{}();
-  world->broadcast(seed, 0);
-  std::mt19937 rng(static_cast<uint32_t>(seed.data<int64_t>()[0]));
+  const uint32_t seed = test_support::shared_seed(*world);
+  std::mt19937 rng(seed);
   const model::ModelConfig config = model::resolve_model_config("builtin:tiny-deepseek-v32");
   const PromptSet prompts = make_prompts(rng);
 
@@ -41,7 +39,7 @@ int run() {
     const bool same = got.finite && got.tokens == want.tokens;
     failures += same ? 0 : 1;
     std::fprintf(stderr, "%s %s (seed %lld)\n", same ? "[ OK ]" : "[FAIL]", spec.describe().c_str(),
-                 static_cast<long long>(seed.data<int64_t>()[0]));
+                 static_cast<long long>(seed));
   }
   Tensor failed = Tensor::empty({1}, DType::kI32);
   failed.data<int32_t>()[0] = failures;

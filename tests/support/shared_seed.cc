@@ -1,0 +1,14 @@
+#include "shared_seed.h"
+
+#include <random>
+
+namespace ctxpar::test_support {
+
+uint32_t shared_seed(Communicator& world) {
+  Tensor seed = Tensor::empty({1}, DType::kI64);
+  seed.data<int64_t>()[0] = world.rank() == 0 ? std::random_device{}() : 0;
+  world.broadcast(seed, 0);
+  return static_cast<uint32_t>(seed.data<int64_t>()[0]);
+}
+
+}  // namespace ctxpar::test_support
