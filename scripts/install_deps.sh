@@ -5,10 +5,14 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkg-config clang-format
-  libdnnl-dev
+  libdnnl-dev ocl-icd-opencl-dev  # oneDNN's CMake package finds OpenCL at configure time
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libpcre2-dev     # tokenizer: pre-tokenizer regexes need \p{L} and lookahead (UTF + UCP)
+  libutf8proc-dev  # tokenizer: NFC / NFKC normalizers
+  libcpp-httplib-dev  # server: the OpenAI-compatible HTTP front end
+  python3 python3-venv  # server tests drive the server with the openai client in a venv
 )
 
 missing=()

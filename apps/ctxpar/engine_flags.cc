@@ -6,8 +6,8 @@
 
 #include "ctxpar/comm/mpi_session.h"
 #include "ctxpar/core/error.h"
-#include "ctxpar/engine/tokenizer.h"
 #include "ctxpar/model/model_config.h"
+#include "ctxpar/tokenizer/byte_tokenizer.h"
 
 namespace ctxpar::app {
 namespace {
@@ -109,7 +109,8 @@ std::vector<engine::GenerationRequest> build_requests(const PromptFlags& f,
                  "built-in models only — pass --prompt-token-ids for {}",
                  config.model);
     const model::ModelConfig m = model::resolve_model_config(config.model);
-    const engine::ByteTokenizer tokenizer(
+    const tokenizer::ByteTokenizer tokenizer(
+        static_cast<int32_t>(m.vocab_size),
         m.bos_token_id >= 0 ? std::optional<int32_t>(static_cast<int32_t>(m.bos_token_id))
                             : std::nullopt);
     auto ids = tokenizer.encode(text);

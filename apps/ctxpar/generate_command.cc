@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "commands.h"
-#include "ctxpar/engine/tokenizer.h"
 #include "ctxpar/model/model_config.h"
+#include "ctxpar/tokenizer/byte_tokenizer.h"
 #include "engine_flags.h"
 #include "output_format.h"
 
@@ -54,7 +54,8 @@ void run(const GenerateOptions& o) {
     return;
   }
   const bool text = model::is_builtin_model(config.model);
-  const engine::ByteTokenizer tokenizer;
+  const tokenizer::ByteTokenizer tokenizer(
+      static_cast<int32_t>(model::resolve_model_config(config.model).vocab_size));
   for (const auto& out : result.outputs) {
     std::printf("Request %s (%zu prompt tokens, finish: %s)\n", out.id.c_str(),
                 out.prompt_token_ids.size(), out.finish_reason.c_str());

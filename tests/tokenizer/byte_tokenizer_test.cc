@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "ctxpar/core/error.h"
-#include "ctxpar/engine/tokenizer.h"
+#include "ctxpar/tokenizer/byte_tokenizer.h"
 
-namespace ctxpar::engine {
+namespace ctxpar::tokenizer {
 namespace {
 
 // A random valid UTF-8 string of 1- to 4-byte characters (no surrogates).
@@ -53,9 +53,10 @@ TEST(ByteTokenizer, RoundTripsRandomUtf8) {
   const uint32_t seed = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   std::mt19937_64 rng(seed);
-  const int32_t bos = 256 + static_cast<int32_t>(rng() % 256);
-  const ByteTokenizer plain;
-  const ByteTokenizer with_bos(bos);
+  const int32_t vocab = 257 + static_cast<int32_t>(rng() % 256);
+  const int32_t bos = 256 + static_cast<int32_t>(rng() % (vocab - 256));
+  const ByteTokenizer plain(vocab);
+  const ByteTokenizer with_bos(vocab, bos);
   const Tokenizer& as_interface = with_bos;
   for (int trial = 0; trial < 300; ++trial) {
     const std::string text = random_utf8(rng, static_cast<int>(rng() % 60));
@@ -69,6 +70,9 @@ TEST(ByteTokenizer, RoundTripsRandomUtf8) {
     ASSERT_EQ(with.size(), text.size() + 1);
     EXPECT_EQ(with[0], bos);
     EXPECT_EQ(as_interface.decode(with), text) << "BOS is skipped";
+    EXPECT_EQ(as_interface.encode(text, /*add_special_tokens=*/false), ids);
+    EXPECT_EQ(as_interface.decode(with, /*skip_special_tokens=*/false),
+              "<|" + std::to_string(bos) + "|>" + text);
   }
 }
 
@@ -76,8 +80,7 @@ TEST(ByteTokenizer, SpecialTokensAreSkippedOrRendered) {
   const uint32_t seed = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   std::mt19937_64 rng(seed);
-  const ByteTokenizer skip;
-  const ByteTokenizer render(std::nullopt, ByteTokenizer::SpecialTokens::kRender);
+  const ByteTokenizer tokenizer(600);
   for (int trial = 0; trial < 100; ++trial) {
     std::vector<int32_t> ids;
     std::string bytes_only, rendered;
@@ -91,12 +94,18 @@ TEST(ByteTokenizer, SpecialTokensAreSkippedOrRendered) {
         rendered += "<|" + std::to_string(id) + "|>";
       }
     }
-    EXPECT_EQ(skip.decode(ids), bytes_only);
-    EXPECT_EQ(render.decode(ids), rendered);
+    EXPECT_EQ(tokenizer.decode(ids), bytes_only);
+    EXPECT_EQ(tokenizer.decode(ids, /*skip_special_tokens=*/false), rendered);
   }
-  EXPECT_THROW(skip.decode(std::vector<int32_t>{65, -1}), Error);
-  EXPECT_THROW(ByteTokenizer(static_cast<int32_t>(rng() % 256)), Error);
+  EXPECT_THROW(tokenizer.decode(std::vector<int32_t>{65, -1}), Error);
+  EXPECT_THROW(tokenizer.decode(std::vector<int32_t>{65, 600}), Error);
+  EXPECT_THROW(ByteTokenizer(600, static_cast<int32_t>(rng() % 256)), Error);
+  EXPECT_THROW(ByteTokenizer(600, 600), Error);
+  EXPECT_THROW(ByteTokenizer(255), Error);
+  EXPECT_EQ(tokenizer.id_to_token(65), "A");
+  EXPECT_EQ(tokenizer.id_to_token(300), "<|300|>");
+  EXPECT_EQ(tokenizer.id_to_token(600), std::nullopt);
 }
 
 }  // namespace
-}  // namespace ctxpar::engine
+}  // namespace ctxpar::tokenizer
