@@ -30,19 +30,23 @@ std::vector<int64_t> parse_list(const std::string& text, const char* flag) {
     try {
       out.push_back(std::stoll(item));
     } catch (const std::exception&) {
-      CTXPAR_FAIL("{} '{}': '{}' is not a number", flag, text, item);
+      CTXPAR_INPUT_FAIL("{} '{}': '{}' is not a number", flag, text, item);
     }
-    CTXPAR_CHECK(out.back() >= 1, "{} values must be >= 1, got {}", flag, out.back());
+    CTXPAR_CHECK_INPUT(out.back() >= 1, "{} values must be >= 1, got {}", flag, out.back());
   }
-  CTXPAR_CHECK(!out.empty(), "{} is empty", flag);
+  CTXPAR_CHECK_INPUT(!out.empty(), "{} is empty", flag);
   return out;
 }
 
 void run(const BenchOptions& o) {
-  engine::EngineConfig base = finish_engine_config(o.engine);
-  if (base.load_format == "auto") base.load_format = "dummy";
-  const auto batches = parse_list(o.batch_sizes, "--batch-sizes");
-  const auto contexts = parse_list(o.context_lengths, "--context-lengths");
+  engine::EngineConfig base;
+  std::vector<int64_t> batches, contexts;
+  validate_on_every_rank([&] {
+    base = finish_engine_config(o.engine);
+    if (base.load_format == "auto") base.load_format = "dummy";
+    batches = parse_list(o.batch_sizes, "--batch-sizes");
+    contexts = parse_list(o.context_lengths, "--context-lengths");
+  });
   std::vector<int> dcps{1};
   if (base.decode_context_parallel_size > 1) dcps.push_back(base.decode_context_parallel_size);
   std::mt19937 rng(static_cast<uint32_t>(base.seed));

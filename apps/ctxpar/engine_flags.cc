@@ -1,9 +1,12 @@
 #include "engine_flags.h"
 
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "ctxpar/comm/group_agreement.h"
+#include "ctxpar/comm/mpi_communicator.h"
 #include "ctxpar/comm/mpi_session.h"
 #include "ctxpar/core/error.h"
 #include "ctxpar/model/model_config.h"
@@ -20,13 +23,13 @@ std::vector<int32_t> parse_ids(const std::string& text) {
     try {
       size_t used = 0;
       const long v = std::stol(item, &used);
-      CTXPAR_CHECK(used == item.size() && v >= 0 && v <= INT32_MAX, "bad id");
+      CTXPAR_CHECK_INPUT(used == item.size() && v >= 0 && v <= INT32_MAX, "bad id");
       ids.push_back(static_cast<int32_t>(v));
     } catch (const std::exception&) {
-      CTXPAR_FAIL("--prompt-token-ids '{}': '{}' is not a non-negative token id", text, item);
+      CTXPAR_INPUT_FAIL("--prompt-token-ids '{}': '{}' is not a non-negative token id", text, item);
     }
   }
-  CTXPAR_CHECK(!ids.empty(), "--prompt-token-ids '{}' holds no token id", text);
+  CTXPAR_CHECK_INPUT(!ids.empty(), "--prompt-token-ids '{}' holds no token id", text);
   return ids;
 }
 
@@ -104,17 +107,17 @@ std::vector<engine::GenerationRequest> build_requests(const PromptFlags& f,
                                                       const engine::EngineConfig& config) {
   const bool builtin = model::is_builtin_model(config.model);
   auto encode = [&](const std::string& text) {
-    CTXPAR_CHECK(builtin,
-                 "text prompts need a tokenizer; ctxpar's byte tokenizer serves the "
-                 "built-in models only — pass --prompt-token-ids for {}",
-                 config.model);
+    CTXPAR_CHECK_INPUT(builtin,
+                       "text prompts need a tokenizer; ctxpar's byte tokenizer serves the "
+                       "built-in models only — pass --prompt-token-ids for {}",
+                       config.model);
     const model::ModelConfig m = model::resolve_model_config(config.model);
     const tokenizer::ByteTokenizer tokenizer(
         static_cast<int32_t>(m.vocab_size),
         m.bos_token_id >= 0 ? std::optional<int32_t>(static_cast<int32_t>(m.bos_token_id))
                             : std::nullopt);
     auto ids = tokenizer.encode(text);
-    CTXPAR_CHECK(!ids.empty(), "prompt '{}' encodes to no tokens", text);
+    CTXPAR_CHECK_INPUT(!ids.empty(), "prompt '{}' encodes to no tokens", text);
     return ids;
   };
   std::vector<std::vector<int32_t>> prompts;
@@ -122,7 +125,7 @@ std::vector<engine::GenerationRequest> build_requests(const PromptFlags& f,
   for (const std::string& p : f.prompt_token_ids) prompts.push_back(parse_ids(p));
   if (!f.prompts_file.empty()) {
     std::ifstream in(f.prompts_file);
-    CTXPAR_CHECK(in.good(), "--prompts-file {} cannot be opened", f.prompts_file);
+    CTXPAR_CHECK_INPUT(in.good(), "--prompts-file {} cannot be opened", f.prompts_file);
     std::string line;
     for (int n = 1; std::getline(in, line); ++n) {
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -130,45 +133,49 @@ std::vector<engine::GenerationRequest> build_requests(const PromptFlags& f,
       try {
         j = nlohmann::json::parse(line);
       } catch (const nlohmann::json::exception& e) {
-        CTXPAR_FAIL("{} line {}: not JSON ({})", f.prompts_file, n, e.what());
+        CTXPAR_INPUT_FAIL("{} line {}: not JSON ({})", f.prompts_file, n, e.what());
       }
       if (j.contains("prompt_token_ids")) {
-        CTXPAR_CHECK(j["prompt_token_ids"].is_array() && !j["prompt_token_ids"].empty(),
-                     "{} line {}: prompt_token_ids must be a non-empty array", f.prompts_file, n);
+        CTXPAR_CHECK_INPUT(j["prompt_token_ids"].is_array() && !j["prompt_token_ids"].empty(),
+                           "{} line {}: prompt_token_ids must be a non-empty array", f.prompts_file,
+                           n);
         std::vector<int32_t> ids;
         for (const auto& v : j["prompt_token_ids"]) {
-          CTXPAR_CHECK(v.is_number_integer() && v.get<int64_t>() >= 0,
-                       "{} line {}: token id {} is not a non-negative integer", f.prompts_file, n,
-                       v.dump());
+          // Range-checked as int64 before narrowing: 4294967297 must not become id 1.
+          CTXPAR_CHECK_INPUT(v.is_number_integer() && v.get<int64_t>() >= 0 &&
+                                 v.get<int64_t>() <= std::numeric_limits<int32_t>::max(),
+                             "{} line {}: token id {} is not a token id (an integer in [0, {}])",
+                             f.prompts_file, n, v.dump(), std::numeric_limits<int32_t>::max());
           ids.push_back(v.get<int32_t>());
         }
         prompts.push_back(std::move(ids));
       } else if (j.contains("prompt") && j["prompt"].is_string()) {
         prompts.push_back(encode(j["prompt"].get<std::string>()));
       } else {
-        CTXPAR_FAIL("{} line {}: needs \"prompt\" (string) or \"prompt_token_ids\" (array)",
-                    f.prompts_file, n);
+        CTXPAR_INPUT_FAIL("{} line {}: needs \"prompt\" (string) or \"prompt_token_ids\" (array)",
+                          f.prompts_file, n);
       }
     }
   }
-  CTXPAR_CHECK(!prompts.empty(),
-               "no prompt given: use --prompt, --prompt-token-ids or "
-               "--prompts-file");
-  CTXPAR_CHECK(f.seeds.size() <= 1 || f.seeds.size() == prompts.size(),
-               "{} --sampling-seed values for {} prompts: give one, or one per prompt",
-               f.seeds.size(), prompts.size());
+  CTXPAR_CHECK_INPUT(!prompts.empty(),
+                     "no prompt given: use --prompt, --prompt-token-ids or "
+                     "--prompts-file");
+  CTXPAR_CHECK_INPUT(f.seeds.size() <= 1 || f.seeds.size() == prompts.size(),
+                     "{} --sampling-seed values for {} prompts: give one, or one per prompt",
+                     f.seeds.size(), prompts.size());
   // A prompt that can never be served is a usage error here (the engine API would report it
   // per request); check before anything is loaded.
   const engine::ResolvedEngineConfig resolved = engine::resolve_engine_config(config);
   const int64_t max_len = resolved.scheduler.max_model_len;
   const int64_t vocab = resolved.model.vocab_size;
   for (size_t i = 0; i < prompts.size(); ++i) {
-    CTXPAR_CHECK(static_cast<int64_t>(prompts[i].size()) <= max_len,
-                 "prompt {} has {} tokens, more than --max-model-len {}", i, prompts[i].size(),
-                 max_len);
+    CTXPAR_CHECK_INPUT(static_cast<int64_t>(prompts[i].size()) <= max_len,
+                       "prompt {} has {} tokens, more than --max-model-len {}", i,
+                       prompts[i].size(), max_len);
     for (int32_t id : prompts[i]) {
-      CTXPAR_CHECK(id < vocab, "prompt {} has token id {}, outside the model's vocabulary [0, {})",
-                   i, id, vocab);
+      CTXPAR_CHECK_INPUT(id < vocab,
+                         "prompt {} has token id {}, outside the model's vocabulary [0, {})", i, id,
+                         vocab);
     }
   }
   std::vector<engine::GenerationRequest> requests;
@@ -189,9 +196,16 @@ std::vector<engine::GenerationRequest> build_requests(const PromptFlags& f,
 }
 
 bool is_output_rank() {
-  if (!launched_by_mpirun()) return true;
-  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  return rank == nullptr || std::string(rank) == "0";
+  return mpi_world_rank() <= 0;
+}
+
+void validate_on_every_rank(const std::function<void()>& body) {
+  if (!launched_by_mpirun()) {
+    body();
+    return;
+  }
+  const auto world = MpiCommunicator::world();
+  run_agreed(*world, body);
 }
 
 }  // namespace ctxpar::app

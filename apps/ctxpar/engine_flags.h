@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,5 +43,10 @@ std::vector<engine::GenerationRequest> build_requests(const PromptFlags& flags,
 
 // True when this process is rank 0 (or not under mpirun): only rank 0 prints.
 bool is_output_rank();
+
+// Runs the validation in `body` (flags, files, prompts; no collectives). Under mpirun every
+// rank runs it and the ranks agree on the outcome, so a bad value that only one rank sees
+// stops them all with that rank's message (a ctxpar::GroupFailure on every rank).
+void validate_on_every_rank(const std::function<void()>& body);
 
 }  // namespace ctxpar::app

@@ -33,8 +33,12 @@ void print_progress(const engine::StepProgress& p) {
 }
 
 void run(const GenerateOptions& o) {
-  const engine::EngineConfig config = finish_engine_config(o.engine);
-  const std::vector<engine::GenerationRequest> requests = build_requests(o.prompts, config);
+  engine::EngineConfig config;
+  std::vector<engine::GenerationRequest> requests;
+  validate_on_every_rank([&] {
+    config = finish_engine_config(o.engine);
+    requests = build_requests(o.prompts, config);
+  });
   engine::RunOptions run;
   const bool output_rank = is_output_rank();
   if (output_rank && !o.json && isatty(STDERR_FILENO)) run.on_step = print_progress;

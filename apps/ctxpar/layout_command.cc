@@ -43,18 +43,20 @@ std::vector<int32_t> resolve_block_table(const LayoutOptions& o, const kv::DcpLa
     for (int64_t id = 0; id < needed; ++id) table.push_back(static_cast<int32_t>(id));
     return table;
   }
-  CTXPAR_CHECK(static_cast<int64_t>(o.block_table.size()) >= needed,
-               "--block-table has {} entries but --seq-len {} needs {} (one per virtual block of "
-               "{} positions = block size {} x dcp size {})",
-               o.block_table.size(), o.seq_len, needed, layout.tokens_per_virtual_block(),
-               layout.block_size(), layout.dcp_size());
+  CTXPAR_CHECK_INPUT(
+      static_cast<int64_t>(o.block_table.size()) >= needed,
+      "--block-table has {} entries but --seq-len {} needs {} (one per virtual block of "
+      "{} positions = block size {} x dcp size {})",
+      o.block_table.size(), o.seq_len, needed, layout.tokens_per_virtual_block(),
+      layout.block_size(), layout.dcp_size());
   std::unordered_set<int64_t> seen;
   for (int64_t id : o.block_table) {
-    CTXPAR_CHECK(id >= 0 && id <= std::numeric_limits<int32_t>::max(),
-                 "--block-table id {} is invalid; block ids are in [0, {}]", id,
-                 std::numeric_limits<int32_t>::max());
-    CTXPAR_CHECK(seen.insert(id).second,
-                 "--block-table names block {} twice; each virtual block needs its own block", id);
+    CTXPAR_CHECK_INPUT(id >= 0 && id <= std::numeric_limits<int32_t>::max(),
+                       "--block-table id {} is invalid; block ids are in [0, {}]", id,
+                       std::numeric_limits<int32_t>::max());
+    CTXPAR_CHECK_INPUT(seen.insert(id).second,
+                       "--block-table names block {} twice; each virtual block needs its own block",
+                       id);
     table.push_back(static_cast<int32_t>(id));
   }
   return table;
@@ -134,8 +136,8 @@ void print_table(const LayoutOptions& o, const kv::DcpLayout& layout,
 
 void run_layout(const LayoutOptions& o) {
   const kv::DcpLayout layout(o.dcp_size, o.block_size, o.interleave);
-  CTXPAR_CHECK(o.seq_len >= 0 && o.seq_len <= kMaxSeqLen,
-               "--seq-len {} is invalid; it must be in [0, {}]", o.seq_len, kMaxSeqLen);
+  CTXPAR_CHECK_INPUT(o.seq_len >= 0 && o.seq_len <= kMaxSeqLen,
+                     "--seq-len {} is invalid; it must be in [0, {}]", o.seq_len, kMaxSeqLen);
   const std::vector<int32_t> table = resolve_block_table(o, layout);
   if (o.json) {
     print_json(o, layout, table);

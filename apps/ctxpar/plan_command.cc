@@ -57,11 +57,11 @@ void run(const PlanOptions& o) {
   model::validate_for_parallel(config, o.tp, o.dcp);
   const int64_t memory = engine::parse_memory_size(o.kv_cache_memory);
   const int64_t max_len = o.max_model_len > 0 ? o.max_model_len : config.max_position_embeddings;
-  CTXPAR_CHECK(max_len >= 1, "--max-model-len {} must be >= 1", max_len);
+  CTXPAR_CHECK_INPUT(max_len >= 1, "--max-model-len {} must be >= 1", max_len);
   const DType dtype = o.kv_cache_dtype == "float32" ? DType::kF32 : DType::kBF16;
-  CTXPAR_CHECK(o.kv_cache_dtype == "float32" || o.kv_cache_dtype == "bfloat16",
-               "--kv-cache-dtype '{}' is not valid here; use float32 or bfloat16",
-               o.kv_cache_dtype);
+  CTXPAR_CHECK_INPUT(o.kv_cache_dtype == "float32" || o.kv_cache_dtype == "bfloat16",
+                     "--kv-cache-dtype '{}' is not valid here; use float32 or bfloat16",
+                     o.kv_cache_dtype);
   std::vector<Column> cols{plan_column(o, config, 1, memory, max_len, dtype)};
   if (o.dcp > 1) cols.push_back(plan_column(o, config, o.dcp, memory, max_len, dtype));
   if (o.json) {

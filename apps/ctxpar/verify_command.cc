@@ -19,8 +19,12 @@ struct VerifyOptions {
 };
 
 void run(const VerifyOptions& o) {
-  const engine::EngineConfig config = finish_engine_config(o.engine);
-  std::vector<engine::GenerationRequest> requests = build_requests(o.prompts, config);
+  engine::EngineConfig config;
+  std::vector<engine::GenerationRequest> requests;
+  validate_on_every_rank([&] {
+    config = finish_engine_config(o.engine);
+    requests = build_requests(o.prompts, config);
+  });
   for (auto& r : requests) r.params.temperature = 0;  // greedy: tokens must agree exactly
   engine::RunOptions run;
   run.record_logits = true;

@@ -93,7 +93,8 @@ TEST(GenerateCommand, MpiRanksMatchInProcessRanksForEveryBuiltin) {
   }
 }
 
-// Each invalid invocation exits 2 with exactly one line on stderr that names the problem.
+// Each invalid invocation exits 2 with exactly one line on stderr that names the problem (and
+// no source location: that is for internal errors, which exit 3).
 TEST(GenerateCommand, InvalidInvocationsExitTwoWithOneLine) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"-tp", "4", "-dcp", "3"}, "divide"},
@@ -113,6 +114,8 @@ TEST(GenerateCommand, InvalidInvocationsExitTwoWithOneLine) {
     EXPECT_EQ(r.exit_status, 2) << needle << ": " << r.err;
     EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.err.find("[ctxpar/"), std::string::npos)
+        << "a message about the user's input names no source location: " << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
   }
 }

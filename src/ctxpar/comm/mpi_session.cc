@@ -5,10 +5,30 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <new>
+#include <string>
 
 #include "ctxpar/core/error.h"
 
 namespace ctxpar {
+namespace {
+
+int g_ranks_on_this_host = 1;
+
+// Ranks sharing this host's memory: the processes a default thread count divides the cores
+// among. Collective over MPI_COMM_WORLD, so it runs once, right after MPI_Init.
+int count_ranks_on_this_host() {
+  MPI_Comm local = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) !=
+      MPI_SUCCESS)
+    return 1;
+  int size = 1;
+  MPI_Comm_size(local, &size);
+  MPI_Comm_free(&local);
+  return size;
+}
+
+}  // namespace
 
 MpiSession::MpiSession(int* argc, char*** argv) {
   int initialized = 0;
@@ -20,6 +40,7 @@ MpiSession::MpiSession(int* argc, char*** argv) {
   const int rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &thread_level_);
   CTXPAR_CHECK(rc == MPI_SUCCESS, "MPI_Init_thread failed with code {}", rc);
   owns_init_ = true;
+  g_ranks_on_this_host = count_ranks_on_this_host();
 }
 
 MpiSession::~MpiSession() {
@@ -52,32 +73,41 @@ bool launched_by_mpirun() {
   return false;
 }
 
-int run_or_abort_mpi(const std::function<int()>& body) {
-  const char* message = nullptr;
-  std::string what;
-  try {
-    return body();
-  } catch (const std::exception& e) {
-    what = e.what();
-    message = what.c_str();
-  } catch (...) {
-    message = "an exception not derived from std::exception";
-  }
+int mpi_world_rank() {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
-  const bool usable = initialized && !finalized;
-  int rank = -1;
-  if (usable) {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  } else if (const char* env = std::getenv("OMPI_COMM_WORLD_RANK")) {
-    rank = std::atoi(env);
+  if (!initialized || finalized) return -1;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+int mpi_ranks_on_this_host() {
+  return g_ranks_on_this_host;
+}
+
+int run_or_abort_mpi(const std::function<int()>& body, const char* prefix) {
+  std::string message;
+  int status = 3;
+  try {
+    return body();
+  } catch (const InputError& e) {
+    message = e.what();
+    status = 2;
+  } catch (const std::bad_alloc&) {
+    message = "out of memory (std::bad_alloc)";
+  } catch (const std::exception& e) {
+    message = e.what();
+  } catch (...) {
+    message = "an exception not derived from std::exception";
   }
-  std::fprintf(stderr, "rank %d: %s\n", rank, message);
+  const int rank = mpi_world_rank();
+  std::fprintf(stderr, "%srank %d: %s\n", prefix, rank, message.c_str());
   std::fflush(stderr);
   // Without MPI there is no job to abort; exiting non-zero still makes mpirun stop the rest.
-  if (usable) MPI_Abort(MPI_COMM_WORLD, 2);
-  std::exit(2);
+  if (rank >= 0) MPI_Abort(MPI_COMM_WORLD, status);
+  std::exit(status);
 }
 
 }  // namespace ctxpar

@@ -32,10 +32,19 @@ class MpiSession {
 // True when this process was started by mpirun/mpiexec (Open MPI, or a PMI/PMIx launcher).
 bool launched_by_mpirun();
 
-// Runs body and returns its exit status. If it throws, prints "rank r: <message>" to stderr
-// and calls MPI_Abort (exit status 2), so the whole job stops instead of the other ranks
-// hanging in their next collective. If MPI is not (or no longer) initialized it prints the
-// same line and exits with status 2.
-int run_or_abort_mpi(const std::function<int()>& body);
+// This process's rank in MPI_COMM_WORLD, or -1 when MPI is not initialized (not under
+// mpirun, or before the MpiSession). Not a collective.
+int mpi_world_rank();
+
+// How many ranks of MPI_COMM_WORLD run on this host (MPI_COMM_TYPE_SHARED), as found when the
+// first MpiSession initialized MPI; 1 when MPI was never initialized. Not a collective.
+int mpi_ranks_on_this_host();
+
+// Runs body and returns its exit status. If it throws, prints "<prefix>rank r: <message>" to
+// stderr and calls MPI_Abort, so the whole job stops within seconds instead of the other
+// ranks hanging in their next collective; the job's exit status is 2 for an InputError and 3
+// for anything else. If MPI is not (or no longer) initialized it prints the same line and
+// exits with that status. A GroupFailure (every rank has it) must be handled inside body.
+int run_or_abort_mpi(const std::function<int()>& body, const char* prefix = "");
 
 }  // namespace ctxpar

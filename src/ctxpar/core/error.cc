@@ -10,4 +10,8 @@ void throw_error(const char* file, int line, const std::string& message) {
   throw Error(fmt::format("{} [{}:{}]", message, shown ? shown : file, line));
 }
 
+void throw_input_error(const std::string& message) {
+  throw InputError(message);
+}
+
 }  // namespace ctxpar::detail

@@ -1,5 +1,7 @@
 #include "ctxpar/core/thread_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
 
 #include "ctxpar/core/error.h"
@@ -92,9 +94,17 @@ void ThreadPool::parallel_for(int64_t n, int64_t min_grain,
   });
 }
 
-int default_threads_per_rank(int ranks_in_process) {
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
-  return std::max(1, cores / std::max(1, ranks_in_process));
+int default_threads_per_rank(int ranks_sharing) {
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
+    cores = std::min(cores, std::max(1, CPU_COUNT(&allowed)));
+  }
+  // A process bound to fewer cores than its share is already divided (mpirun's binding).
+  const int share = std::max(
+      1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, ranks_sharing));
+  return std::max(1, std::min(cores, share));
 }
 
 }  // namespace ctxpar

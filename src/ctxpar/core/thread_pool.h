@@ -52,8 +52,9 @@ class ThreadPool {
   std::exception_ptr error_;
 };
 
-// Threads per rank when the user does not say: the machine's cores shared among the ranks of
-// this process, at least 1.
-int default_threads_per_rank(int ranks_in_process);
+// Threads per rank when the user does not say: the cores this process may run on (its CPU
+// affinity, which mpirun's binding and cgroup cpusets narrow) shared among `ranks_sharing`
+// ranks (the ranks of this process, or the MPI ranks of this host), at least 1.
+int default_threads_per_rank(int ranks_sharing);
 
 }  // namespace ctxpar

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "ctxpar/comm/mpi_session.h"
 #include "ctxpar/core/error.h"
 #include "ctxpar/core/thread_pool.h"
 #include "ctxpar/model/sfa_mode.h"
@@ -16,21 +17,21 @@ DType weight_dtype_of(const std::string& dtype, const model::ModelConfig& m) {
   if (dtype == "auto") return m.dtype == DType::kBF16 ? DType::kBF16 : DType::kF32;
   if (dtype == "float32" || dtype == "float") return DType::kF32;
   if (dtype == "bfloat16") return DType::kBF16;
-  CTXPAR_FAIL("--dtype '{}' is not supported; use auto, float32 or bfloat16", dtype);
+  CTXPAR_INPUT_FAIL("--dtype '{}' is not supported; use auto, float32 or bfloat16", dtype);
 }
 
 DType kv_dtype_of(const std::string& dtype, DType weights) {
   if (dtype == "auto") return weights;
   if (dtype == "float32" || dtype == "float") return DType::kF32;
   if (dtype == "bfloat16") return DType::kBF16;
-  CTXPAR_FAIL("--kv-cache-dtype '{}' is not supported; use auto, float32 or bfloat16", dtype);
+  CTXPAR_INPUT_FAIL("--kv-cache-dtype '{}' is not supported; use auto, float32 or bfloat16", dtype);
 }
 
 model::OProjQuant o_proj_quant_of(const std::string& name) {
   if (name == "none") return model::OProjQuant::kNone;
   if (name == "bf16") return model::OProjQuant::kBf16;
   if (name == "int8") return model::OProjQuant::kInt8;
-  CTXPAR_FAIL(
+  CTXPAR_INPUT_FAIL(
       "additional config o_proj_quant '{}' is not valid; use \"none\", \"bf16\" or \"int8\"", name);
 }
 
@@ -42,10 +43,10 @@ bool flashcomm1_from_environment() {
     const char* value = std::getenv(name);
     if (value == nullptr) continue;
     const std::string v(value);
-    CTXPAR_CHECK(v == "0" || v == "1" || v == "true" || v == "false" || v.empty(),
-                 "environment variable {}={} is not valid; use 1 (or true) to enable "
-                 "sequence-parallel layers, 0 (or false) to leave them off",
-                 name, v);
+    CTXPAR_CHECK_INPUT(v == "0" || v == "1" || v == "true" || v == "false" || v.empty(),
+                       "environment variable {}={} is not valid; use 1 (or true) to enable "
+                       "sequence-parallel layers, 0 (or false) to leave them off",
+                       name, v);
     on = on || v == "1" || v == "true";
   }
   return on;
@@ -57,7 +58,8 @@ int64_t parse_memory_size(const std::string& text) {
   try {
     value = std::stod(text, &end);
   } catch (const std::exception&) {
-    CTXPAR_FAIL("memory size '{}' is not a number; use bytes or a unit: 512MiB, 8GiB, 1.5G", text);
+    CTXPAR_INPUT_FAIL("memory size '{}' is not a number; use bytes or a unit: 512MiB, 8GiB, 1.5G",
+                      text);
   }
   std::string unit = text.substr(end);
   for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -71,12 +73,12 @@ int64_t parse_memory_size(const std::string& text) {
   } else if (unit == "g" || unit == "gb" || unit == "gib") {
     scale = unit == "gb" ? 1e9 : 1024.0 * 1024 * 1024;
   } else {
-    CTXPAR_FAIL("memory size '{}' has unknown unit '{}'; use B, KiB, MiB, GiB (or KB, MB, GB)",
-                text, unit);
+    CTXPAR_INPUT_FAIL(
+        "memory size '{}' has unknown unit '{}'; use B, KiB, MiB, GiB (or KB, MB, GB)", text, unit);
   }
   const double bytes = value * scale;
-  CTXPAR_CHECK(std::isfinite(bytes) && bytes > 0 && bytes < 9.0e18,
-               "memory size '{}' must be positive", text);
+  CTXPAR_CHECK_INPUT(std::isfinite(bytes) && bytes > 0 && bytes < 9.0e18,
+                     "memory size '{}' must be positive", text);
   return static_cast<int64_t>(bytes);
 }
 
@@ -86,30 +88,35 @@ AdditionalConfig parse_additional_config(const std::string& json_text) {
   try {
     j = nlohmann::json::parse(json_text.empty() ? "{}" : json_text);
   } catch (const nlohmann::json::exception& e) {
-    CTXPAR_FAIL("--additional-config is not valid JSON ({}): {}", e.what(), json_text);
+    CTXPAR_INPUT_FAIL("--additional-config is not valid JSON ({}): {}", e.what(), json_text);
   }
-  CTXPAR_CHECK(j.is_object(), "--additional-config must be a JSON object, got: {}", json_text);
+  CTXPAR_CHECK_INPUT(j.is_object(), "--additional-config must be a JSON object, got: {}",
+                     json_text);
   for (const auto& [key, value] : j.items()) {
     if (key == "enable_dsa_cp") {
-      CTXPAR_CHECK(value.is_boolean(), "additional config enable_dsa_cp must be true or false");
+      CTXPAR_CHECK_INPUT(value.is_boolean(),
+                         "additional config enable_dsa_cp must be true or false");
       out.enable_dsa_cp = value.get<bool>();
     } else if (key == "enable_flashcomm1") {
-      CTXPAR_CHECK(value.is_boolean(), "additional config enable_flashcomm1 must be true or false");
+      CTXPAR_CHECK_INPUT(value.is_boolean(),
+                         "additional config enable_flashcomm1 must be true or false");
       out.enable_flashcomm1 = value.get<bool>();
     } else if (key == "sfa_indexer_mode") {
-      CTXPAR_CHECK(value.is_string() && (value == "replicated" || value == "sharded"),
-                   "additional config sfa_indexer_mode {} is not valid; use \"replicated\" or "
-                   "\"sharded\"",
-                   value.dump());
+      CTXPAR_CHECK_INPUT(
+          value.is_string() && (value == "replicated" || value == "sharded"),
+          "additional config sfa_indexer_mode {} is not valid; use \"replicated\" or "
+          "\"sharded\"",
+          value.dump());
       out.sfa_indexer_mode = value.get<std::string>();
     } else if (key == "o_proj_quant") {
-      CTXPAR_CHECK(value.is_string() && (value == "none" || value == "bf16" || value == "int8"),
-                   "additional config o_proj_quant {} is not valid; use \"none\", \"bf16\" or "
-                   "\"int8\"",
-                   value.dump());
+      CTXPAR_CHECK_INPUT(
+          value.is_string() && (value == "none" || value == "bf16" || value == "int8"),
+          "additional config o_proj_quant {} is not valid; use \"none\", \"bf16\" or "
+          "\"int8\"",
+          value.dump());
       out.o_proj_quant = value.get<std::string>();
     } else {
-      CTXPAR_FAIL(
+      CTXPAR_INPUT_FAIL(
           "additional config key '{}' is not known; known keys: enable_dsa_cp, "
           "enable_flashcomm1, sfa_indexer_mode, o_proj_quant",
           key);
@@ -122,31 +129,33 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& c) {
   ResolvedEngineConfig r;
   r.raw = c;
   const int t = c.tensor_parallel_size, n = c.decode_context_parallel_size;
-  CTXPAR_CHECK(t >= 1, "--tensor-parallel-size {} must be >= 1", t);
-  CTXPAR_CHECK(
+  CTXPAR_CHECK_INPUT(t >= 1, "--tensor-parallel-size {} must be >= 1", t);
+  CTXPAR_CHECK_INPUT(
       n >= 1 && t % n == 0,
       "--decode-context-parallel-size {} must be >= 1 and divide --tensor-parallel-size {}", n, t);
   const kv::DcpLayout layout(n, c.block_size, c.cp_kv_cache_interleave_size);  // B, I rules
   const attention::DcpCommPlan plan = attention::parse_dcp_comm_plan(c.dcp_comm_backend);
-  CTXPAR_CHECK(
+  CTXPAR_CHECK_INPUT(
       c.load_format == "auto" || c.load_format == "safetensors" || c.load_format == "dummy",
       "--load-format '{}' is not supported; use auto, safetensors or dummy", c.load_format);
-  CTXPAR_CHECK(c.distributed_executor_backend.empty() || c.distributed_executor_backend == "mp" ||
-                   c.distributed_executor_backend == "mpi",
-               "--distributed-executor-backend '{}' is not supported; use mp (in-process ranks) "
-               "or mpi (under mpirun)",
-               c.distributed_executor_backend);
-  CTXPAR_CHECK(c.kv_cache_memory > 0, "--kv-cache-memory must be positive, got {}",
-               c.kv_cache_memory);
-  CTXPAR_CHECK(c.max_context_chunk >= 1, "max context chunk {} must be >= 1", c.max_context_chunk);
+  CTXPAR_CHECK_INPUT(
+      c.distributed_executor_backend.empty() || c.distributed_executor_backend == "mp" ||
+          c.distributed_executor_backend == "mpi",
+      "--distributed-executor-backend '{}' is not supported; use mp (in-process ranks) "
+      "or mpi (under mpirun)",
+      c.distributed_executor_backend);
+  CTXPAR_CHECK_INPUT(c.kv_cache_memory > 0, "--kv-cache-memory must be positive, got {}",
+                     c.kv_cache_memory);
+  CTXPAR_CHECK_INPUT(c.max_context_chunk >= 1, "max context chunk {} must be >= 1",
+                     c.max_context_chunk);
   r.additional = parse_additional_config(c.additional_config);
   if (flashcomm1_from_environment()) r.additional.enable_flashcomm1 = true;
 
   r.model = model::resolve_model_config(c.model);
   r.use_dummy_weights =
       c.load_format == "dummy" || (c.load_format == "auto" && model::is_builtin_model(c.model));
-  CTXPAR_CHECK(r.use_dummy_weights || !model::is_builtin_model(c.model),
-               "{} has no weights to load; use --load-format dummy (or auto)", c.model);
+  CTXPAR_CHECK_INPUT(r.use_dummy_weights || !model::is_builtin_model(c.model),
+                     "{} has no weights to load; use --load-format dummy (or auto)", c.model);
   r.use_mpi = c.distributed_executor_backend == "mpi";
 
   r.options.weight_dtype = weight_dtype_of(c.dtype, r.model);
@@ -164,10 +173,10 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& c) {
 
   const int64_t model_max = r.model.max_position_embeddings;
   const int64_t max_len = c.max_model_len > 0 ? c.max_model_len : model_max;
-  CTXPAR_CHECK(max_len >= 1, "--max-model-len {} must be >= 1", max_len);
-  CTXPAR_CHECK(model_max <= 0 || max_len <= model_max,
-               "--max-model-len {} exceeds the model's max_position_embeddings {}", max_len,
-               model_max);
+  CTXPAR_CHECK_INPUT(max_len >= 1, "--max-model-len {} must be >= 1", max_len);
+  CTXPAR_CHECK_INPUT(model_max <= 0 || max_len <= model_max,
+                     "--max-model-len {} exceeds the model's max_position_embeddings {}", max_len,
+                     model_max);
   r.scheduler.max_num_seqs = c.max_num_seqs;
   r.scheduler.max_num_batched_tokens = c.max_num_batched_tokens;
   r.scheduler.max_model_len = max_len;
@@ -175,9 +184,11 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& c) {
   r.scheduler.layout = layout;
   r.scheduler.validate();
 
-  CTXPAR_CHECK(c.threads_per_rank >= 0, "threads per rank {} must be >= 0", c.threads_per_rank);
-  r.threads_per_rank =
-      c.threads_per_rank > 0 ? c.threads_per_rank : default_threads_per_rank(r.use_mpi ? 1 : t);
+  CTXPAR_CHECK_INPUT(c.threads_per_rank >= 0, "threads per rank {} must be >= 0",
+                     c.threads_per_rank);
+  r.threads_per_rank = c.threads_per_rank > 0
+                           ? c.threads_per_rank
+                           : default_threads_per_rank(r.use_mpi ? mpi_ranks_on_this_host() : t);
   return r;
 }
 

@@ -9,10 +9,12 @@
 #include <memory>
 #include <random>
 
+#include "ctxpar/comm/group_agreement.h"
 #include "ctxpar/comm/inprocess_communicator.h"
 #include "ctxpar/comm/mpi_communicator.h"
 #include "ctxpar/comm/mpi_session.h"
 #include "ctxpar/core/error.h"
+#include "ctxpar/core/fault_injection.h"
 #include "ctxpar/engine/model_runner.h"
 #include "ctxpar/engine/sampler.h"
 #include "ctxpar/engine/scheduler.h"
@@ -52,7 +54,7 @@ void drive(const ResolvedEngineConfig& cfg, Communicator& world, ModelRunner& ru
   for (size_t i = 0; i < requests.size(); ++i) {
     const GenerationRequest& g = requests[i];
     const std::string id = g.id.empty() ? std::to_string(i) : g.id;
-    CTXPAR_CHECK(index_of.emplace(id, i).second, "request id '{}' is used twice", id);
+    CTXPAR_CHECK_INPUT(index_of.emplace(id, i).second, "request id '{}' is used twice", id);
     SamplingParams params = g.params;
     // The prefill role: the first token comes from the prefill's logits; nothing decodes.
     if (cfg.raw.prefill_only) params.max_tokens = 1;
@@ -164,18 +166,21 @@ void run_rank(const ResolvedEngineConfig& cfg, Communicator& world,
   } else {
     weights = model::Checkpoint::open(cfg.raw.model);
   }
+  inject_test_fault(FaultPoint::kLoad, world.rank());
+  inject_test_fault(FaultPoint::kOutOfMemory, world.rank());
   const model::ModelContext ctx{*weights, groups, cfg.options, pool};
   ModelRunner runner(cfg.model, ctx);
 
   const std::vector<kv::KvCacheSpec> specs = runner.model().kv_cache_specs();
   const kv::KvCapacity cap =
       kv::plan_kv_capacity(cfg.raw.kv_cache_memory, cfg.scheduler.layout, specs);
-  CTXPAR_CHECK(cap.token_capacity >= cfg.scheduler.max_model_len,
-               "--kv-cache-memory {} bytes per rank holds {} blocks = {} tokens per DCP group "
-               "({} bytes per block), fewer than one request of --max-model-len {}; raise "
-               "--kv-cache-memory or lower --max-model-len",
-               cfg.raw.kv_cache_memory, cap.num_blocks, cap.token_capacity, cap.bytes_per_block,
-               cfg.scheduler.max_model_len);
+  CTXPAR_CHECK_INPUT(
+      cap.token_capacity >= cfg.scheduler.max_model_len,
+      "--kv-cache-memory {} bytes per rank holds {} blocks = {} tokens per DCP group "
+      "({} bytes per block), fewer than one request of --max-model-len {}; raise "
+      "--kv-cache-memory or lower --max-model-len",
+      cfg.raw.kv_cache_memory, cap.num_blocks, cap.token_capacity, cap.bytes_per_block,
+      cfg.scheduler.max_model_len);
   runner.allocate_kv_cache(cap.num_blocks);
 
   if (world.rank() == 0) {
@@ -200,21 +205,37 @@ void run_rank(const ResolvedEngineConfig& cfg, Communicator& world,
 GenerationResult generate(const EngineConfig& config,
                           const std::vector<GenerationRequest>& requests,
                           const RunOptions& options) {
-  const ResolvedEngineConfig cfg = resolve_engine_config(config);
   GenerationResult result;
-  if (cfg.use_mpi) {
-    CTXPAR_CHECK(launched_by_mpirun(),
-                 "--distributed-executor-backend mpi needs the process to "
-                 "be started by mpirun (mpirun -np {} ctxpar ...)",
-                 config.tensor_parallel_size);
+  if (config.distributed_executor_backend == "mpi") {
+    CTXPAR_CHECK_INPUT(launched_by_mpirun(),
+                       "--distributed-executor-backend mpi needs the process to "
+                       "be started by mpirun (mpirun -np {} ctxpar ...)",
+                       config.tensor_parallel_size);
     const auto world = MpiCommunicator::world();
-    CTXPAR_CHECK(world->size() == config.tensor_parallel_size,
-                 "mpirun started {} processes but --tensor-parallel-size is {}; they must match",
-                 world->size(), config.tensor_parallel_size);
+    // Every rank validates the same flags, but files and environments may differ between
+    // hosts: agree on the outcome before the first collective that needs all ranks, so one
+    // rank's bad value stops every rank with its message. After this, a failing rank aborts
+    // the job (main's run_or_abort_mpi).
+    ResolvedEngineConfig cfg;
+    run_agreed(*world, [&] {
+      cfg = resolve_engine_config(config);
+      CTXPAR_CHECK_INPUT(
+          world->size() == config.tensor_parallel_size,
+          "mpirun started {} processes but --tensor-parallel-size is {}; they must match",
+          world->size(), config.tensor_parallel_size);
+      inject_test_fault(FaultPoint::kStartup, world->rank());
+    });
     run_rank(cfg, *world, requests, options, result);
   } else {
+    const ResolvedEngineConfig cfg = resolve_engine_config(config);
+    // The first rank to fail aborts the group; its error (naming it) is what generate throws.
     run_inprocess_ranks(config.tensor_parallel_size, [&](Communicator& world) {
-      run_rank(cfg, world, requests, options, result);
+      try {
+        inject_test_fault(FaultPoint::kStartup, world.rank());
+        run_rank(cfg, world, requests, options, result);
+      } catch (...) {
+        rethrow_naming_rank(world.rank());
+      }
     });
   }
   return result;

@@ -1,14 +1,17 @@
 #include "ctxpar/engine/model_runner.h"
 
+#include "ctxpar/core/fault_injection.h"
 #include "ctxpar/model/sfa_mode.h"
 
 namespace ctxpar::engine {
 
 ModelRunner::ModelRunner(const model::ModelConfig& config, const model::ModelContext& ctx)
     : model_(std::make_unique<model::CausalLM>(config, ctx)),
-      builder_(model::make_metadata_builder(config, ctx)) {}
+      builder_(model::make_metadata_builder(config, ctx)),
+      world_rank_(ctx.groups.world().rank()) {}
 
 Tensor ModelRunner::execute(const StepPlan& plan, bool all_positions) {
+  inject_test_fault(FaultPoint::kDecode, world_rank_, num_steps_++);
   const std::vector<attention::ScheduledRequest> batch = plan.attention_batch();
   const attention::AttentionMetadata md = builder_->build(batch);
   Tensor token_ids = Tensor::empty({md.common.num_tokens}, DType::kI32);

@@ -25,6 +25,8 @@ class ModelRunner {
  private:
   std::unique_ptr<model::CausalLM> model_;
   std::unique_ptr<attention::AttentionMetadataBuilder> builder_;
+  int world_rank_;
+  int64_t num_steps_ = 0;  // execute() calls so far (test fault injection counts them)
 };
 
 }  // namespace ctxpar::engine

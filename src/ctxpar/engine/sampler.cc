@@ -7,6 +7,7 @@
 #include <string>
 
 #include "ctxpar/core/error.h"
+#include "ctxpar/core/fault_injection.h"
 
 namespace ctxpar::engine {
 namespace {
@@ -185,6 +186,7 @@ Sampler::Sampler(uint64_t shared_seed) : shared_generator_(shared_seed) {}
 
 std::vector<int32_t> Sampler::sample(const Tensor& logits, std::span<const SamplingRow> rows,
                                      ThreadPool* pool) {
+  inject_test_fault(FaultPoint::kSampler, 0, num_calls_++);  // only rank 0 samples
   CTXPAR_CHECK(logits.dtype() == DType::kF32 && logits.ndim() == 2,
                "logits are {}; the sampler takes float32 [num_rows, vocab]", logits.describe());
   const int64_t num_rows = logits.size(0);

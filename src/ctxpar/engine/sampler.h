@@ -47,6 +47,7 @@ class Sampler {
 
  private:
   std::mt19937_64 shared_generator_;
+  int64_t num_calls_ = 0;  // sample() calls so far (test fault injection counts them)
 };
 
 // A uniform double in [0, 1) from exactly one generator call (53 random bits), the same on

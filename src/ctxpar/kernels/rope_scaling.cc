@@ -14,29 +14,31 @@ bool is_none(const RopeScaling& s) {
 }
 
 void check_scaling(int64_t rotary_dim, double theta, const RopeScaling& s) {
-  CTXPAR_CHECK(rotary_dim >= 2 && rotary_dim % 2 == 0, "RoPE rotary_dim {} must be even and >= 2",
-               rotary_dim);
-  CTXPAR_CHECK(theta > 0 && std::isfinite(theta), "RoPE theta {} must be finite and > 0", theta);
-  CTXPAR_CHECK(is_none(s) || s.type == "linear" || s.type == "llama3" || s.type == "yarn",
-               "RoPE scaling type '{}' is unknown; valid: none, default, linear, llama3, yarn",
-               s.type);
+  CTXPAR_CHECK_INPUT(rotary_dim >= 2 && rotary_dim % 2 == 0,
+                     "RoPE rotary_dim {} must be even and >= 2", rotary_dim);
+  CTXPAR_CHECK_INPUT(theta > 0 && std::isfinite(theta), "RoPE theta {} must be finite and > 0",
+                     theta);
+  CTXPAR_CHECK_INPUT(
+      is_none(s) || s.type == "linear" || s.type == "llama3" || s.type == "yarn",
+      "RoPE scaling type '{}' is unknown; valid: none, default, linear, llama3, yarn", s.type);
   if (is_none(s)) return;
-  CTXPAR_CHECK(s.factor > 0 && std::isfinite(s.factor),
-               "RoPE '{}' scaling factor {} must be finite and > 0", s.type, s.factor);
+  CTXPAR_CHECK_INPUT(s.factor > 0 && std::isfinite(s.factor),
+                     "RoPE '{}' scaling factor {} must be finite and > 0", s.type, s.factor);
   if (s.type == "llama3" || s.type == "yarn") {
-    CTXPAR_CHECK(s.original_max_position > 0,
-                 "RoPE '{}' scaling needs original_max_position > 0, got {}", s.type,
-                 s.original_max_position);
+    CTXPAR_CHECK_INPUT(s.original_max_position > 0,
+                       "RoPE '{}' scaling needs original_max_position > 0, got {}", s.type,
+                       s.original_max_position);
   }
   if (s.type == "llama3") {
-    CTXPAR_CHECK(s.low_freq_factor > 0 && s.high_freq_factor > s.low_freq_factor,
-                 "RoPE llama3 scaling needs 0 < low_freq_factor < high_freq_factor, got {} and {}",
-                 s.low_freq_factor, s.high_freq_factor);
+    CTXPAR_CHECK_INPUT(
+        s.low_freq_factor > 0 && s.high_freq_factor > s.low_freq_factor,
+        "RoPE llama3 scaling needs 0 < low_freq_factor < high_freq_factor, got {} and {}",
+        s.low_freq_factor, s.high_freq_factor);
   }
   if (s.type == "yarn") {
-    CTXPAR_CHECK(s.beta_fast > 0 && s.beta_slow > 0,
-                 "RoPE yarn scaling needs beta_fast and beta_slow > 0, got {} and {}", s.beta_fast,
-                 s.beta_slow);
+    CTXPAR_CHECK_INPUT(s.beta_fast > 0 && s.beta_slow > 0,
+                       "RoPE yarn scaling needs beta_fast and beta_slow > 0, got {} and {}",
+                       s.beta_fast, s.beta_slow);
   }
 }
 

@@ -6,16 +6,17 @@ namespace ctxpar::kv {
 
 DcpLayout::DcpLayout(int dcp_size, int block_size, int interleave)
     : dcp_size_(dcp_size), block_size_(block_size), interleave_(interleave) {
-  CTXPAR_CHECK(dcp_size >= 1, "decode context parallel size {} is invalid; it must be >= 1",
-               dcp_size);
-  CTXPAR_CHECK(block_size >= 1, "block size {} is invalid; it must be >= 1", block_size);
-  CTXPAR_CHECK(interleave >= 1 && interleave <= block_size,
-               "cp kv cache interleave size {} is invalid; it must be in [1, block size {}]",
-               interleave, block_size);
-  CTXPAR_CHECK(block_size % interleave == 0,
-               "block size {} is not a multiple of the cp kv cache interleave size {}; a block "
-               "must hold whole interleave runs (valid interleaves divide the block size)",
-               block_size, interleave);
+  CTXPAR_CHECK_INPUT(dcp_size >= 1, "decode context parallel size {} is invalid; it must be >= 1",
+                     dcp_size);
+  CTXPAR_CHECK_INPUT(block_size >= 1, "block size {} is invalid; it must be >= 1", block_size);
+  CTXPAR_CHECK_INPUT(interleave >= 1 && interleave <= block_size,
+                     "cp kv cache interleave size {} is invalid; it must be in [1, block size {}]",
+                     interleave, block_size);
+  CTXPAR_CHECK_INPUT(
+      block_size % interleave == 0,
+      "block size {} is not a multiple of the cp kv cache interleave size {}; a block "
+      "must hold whole interleave runs (valid interleaves divide the block size)",
+      block_size, interleave);
   group_stride_ = int64_t{dcp_size} * interleave;
   tokens_per_vblock_ = int64_t{dcp_size} * block_size;
 }

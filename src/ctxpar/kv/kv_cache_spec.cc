@@ -55,10 +55,11 @@ namespace {
 
 int32_t blocks_in_budget(int64_t budget, int64_t bytes_per_block) {
   const int64_t count = budget / bytes_per_block;
-  CTXPAR_CHECK(count <= std::numeric_limits<int32_t>::max(),
-               "a KV budget of {} bytes holds {} blocks of {} bytes, more than the {} int32 block "
-               "ids can name; use a larger block size",
-               budget, count, bytes_per_block, std::numeric_limits<int32_t>::max());
+  CTXPAR_CHECK_INPUT(
+      count <= std::numeric_limits<int32_t>::max(),
+      "a KV budget of {} bytes holds {} blocks of {} bytes, more than the {} int32 block "
+      "ids can name; use a larger block size",
+      budget, count, bytes_per_block, std::numeric_limits<int32_t>::max());
   return static_cast<int32_t>(count);
 }
 

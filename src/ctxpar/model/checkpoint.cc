@@ -22,35 +22,37 @@ constexpr const char* kSingleName = "model.safetensors";
 // weight_map of an index file: tensor name → shard file name (relative to the index).
 std::map<std::string, std::string> read_weight_map(const std::string& index_path) {
   std::ifstream in(index_path);
-  CTXPAR_CHECK(in.good(), "cannot read checkpoint index '{}'", index_path);
+  CTXPAR_CHECK_INPUT(in.good(), "cannot read checkpoint index '{}'", index_path);
   std::ostringstream text;
   text << in.rdbuf();
   json index;
   try {
     index = json::parse(text.str());
   } catch (const json::exception& e) {
-    CTXPAR_FAIL("checkpoint index '{}' is not valid JSON: {}", index_path, e.what());
+    CTXPAR_INPUT_FAIL("checkpoint index '{}' is not valid JSON: {}", index_path, e.what());
   }
-  CTXPAR_CHECK(
+  CTXPAR_CHECK_INPUT(
       index.is_object() && index.contains("weight_map") && index.at("weight_map").is_object(),
       "checkpoint index '{}' has no 'weight_map' object", index_path);
   std::map<std::string, std::string> weight_map;
   for (const auto& [name, file] : index.at("weight_map").items()) {
-    CTXPAR_CHECK(file.is_string(),
-                 "checkpoint index '{}': weight_map entry '{}' must be a file name, got {}",
-                 index_path, name, file.dump());
+    CTXPAR_CHECK_INPUT(file.is_string(),
+                       "checkpoint index '{}': weight_map entry '{}' must be a file name, got {}",
+                       index_path, name, file.dump());
     const std::string& f = file.get_ref<const std::string&>();
     // Shards live next to the index; a name that climbs out of that folder is refused.
     const fs::path shard(f);
     const bool climbs =
         std::any_of(shard.begin(), shard.end(), [](const fs::path& part) { return part == ".."; });
-    CTXPAR_CHECK(!f.empty() && shard.is_relative() && !climbs,
-                 "checkpoint index '{}': weight_map entry '{}' names file '{}', which is not a "
-                 "plain file name next to the index",
-                 index_path, name, f);
+    CTXPAR_CHECK_INPUT(
+        !f.empty() && shard.is_relative() && !climbs,
+        "checkpoint index '{}': weight_map entry '{}' names file '{}', which is not a "
+        "plain file name next to the index",
+        index_path, name, f);
     weight_map.emplace(name, f);
   }
-  CTXPAR_CHECK(!weight_map.empty(), "checkpoint index '{}' has an empty weight_map", index_path);
+  CTXPAR_CHECK_INPUT(!weight_map.empty(), "checkpoint index '{}' has an empty weight_map",
+                     index_path);
   return weight_map;
 }
 
@@ -58,7 +60,7 @@ std::map<std::string, std::string> read_weight_map(const std::string& index_path
 
 std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
   std::error_code ec;
-  CTXPAR_CHECK(fs::exists(path, ec), "checkpoint path '{}' does not exist", path);
+  CTXPAR_CHECK_INPUT(fs::exists(path, ec), "checkpoint path '{}' does not exist", path);
   std::unique_ptr<Checkpoint> ckpt(new Checkpoint(path));
 
   std::string index_path;
@@ -68,9 +70,9 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
     if (fs::is_regular_file(index, ec)) {
       index_path = index.string();
     } else {
-      CTXPAR_CHECK(fs::is_regular_file(single, ec),
-                   "no weights in model directory '{}': expected '{}' or '{}'", path, kIndexName,
-                   kSingleName);
+      CTXPAR_CHECK_INPUT(fs::is_regular_file(single, ec),
+                         "no weights in model directory '{}': expected '{}' or '{}'", path,
+                         kIndexName, kSingleName);
       ckpt->add_file(single.string());
       return ckpt;
     }
@@ -86,17 +88,18 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
   std::map<std::string, std::string> shard_paths;  // file name → path, each shard once
   for (const auto& [name, file] : weight_map) shard_paths.emplace(file, (dir / file).string());
   for (const auto& [file, shard] : shard_paths) {
-    CTXPAR_CHECK(fs::is_regular_file(shard, ec),
-                 "checkpoint index '{}' names shard '{}', which does not exist", index_path, shard);
+    CTXPAR_CHECK_INPUT(fs::is_regular_file(shard, ec),
+                       "checkpoint index '{}' names shard '{}', which does not exist", index_path,
+                       shard);
     ckpt->add_file(shard);
   }
   for (const auto& [name, file] : weight_map) {
     auto it = ckpt->tensors_.find(name);
-    CTXPAR_CHECK(it != ckpt->tensors_.end() && it->second.file->path() == shard_paths.at(file),
-                 "checkpoint index '{}' maps tensor '{}' to '{}', but {}", index_path, name, file,
-                 it == ckpt->tensors_.end()
-                     ? std::string("no shard holds it")
-                     : fmt::format("it is in '{}'", it->second.file->path()));
+    CTXPAR_CHECK_INPUT(
+        it != ckpt->tensors_.end() && it->second.file->path() == shard_paths.at(file),
+        "checkpoint index '{}' maps tensor '{}' to '{}', but {}", index_path, name, file,
+        it == ckpt->tensors_.end() ? std::string("no shard holds it")
+                                   : fmt::format("it is in '{}'", it->second.file->path()));
   }
   return ckpt;
 }
@@ -106,8 +109,8 @@ void Checkpoint::add_file(const std::string& file_path) {
   const SafetensorsFile& file = *files_.back();
   for (const SafetensorsTensorInfo& t : file.tensors()) {
     auto [it, inserted] = tensors_.emplace(t.name, Location{&file, &t});
-    CTXPAR_CHECK(inserted, "checkpoint '{}': tensor '{}' appears in both '{}' and '{}'", path_,
-                 t.name, it->second.file->path(), file.path());
+    CTXPAR_CHECK_INPUT(inserted, "checkpoint '{}': tensor '{}' appears in both '{}' and '{}'",
+                       path_, t.name, it->second.file->path(), file.path());
   }
 }
 
@@ -116,7 +119,8 @@ const Checkpoint::Location& Checkpoint::locate(const std::string& name) const {
   if (it == tensors_.end()) {
     std::string searched;
     for (const auto& f : files_) searched += (searched.empty() ? "" : ", ") + f->path();
-    CTXPAR_FAIL("tensor '{}' not found in checkpoint '{}' (searched: {})", name, path_, searched);
+    CTXPAR_INPUT_FAIL("tensor '{}' not found in checkpoint '{}' (searched: {})", name, path_,
+                      searched);
   }
   return it->second;
 }

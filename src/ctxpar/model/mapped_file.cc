@@ -14,16 +14,16 @@ namespace ctxpar::model {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  CTXPAR_CHECK(fd >= 0, "cannot open '{}': {}", path, std::strerror(errno));
+  CTXPAR_CHECK_INPUT(fd >= 0, "cannot open '{}': {}", path, std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int err = errno;
     ::close(fd);
-    CTXPAR_FAIL("cannot stat '{}': {}", path, std::strerror(err));
+    CTXPAR_INPUT_FAIL("cannot stat '{}': {}", path, std::strerror(err));
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    CTXPAR_FAIL("'{}' is not a regular file", path);
+    CTXPAR_INPUT_FAIL("'{}' is not a regular file", path);
   }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {
@@ -31,7 +31,7 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     if (p == MAP_FAILED) {
       const int err = errno;
       ::close(fd);
-      CTXPAR_FAIL("cannot map '{}' ({} bytes): {}", path, size_, std::strerror(err));
+      CTXPAR_INPUT_FAIL("cannot map '{}' ({} bytes): {}", path, size_, std::strerror(err));
     }
     data_ = static_cast<const uint8_t*>(p);
   }

@@ -39,7 +39,8 @@ class Fields {
   std::string name(const char* key) const { return prefix_ + key; }
 
   int64_t required_int(const char* key, int64_t min_value) const {
-    CTXPAR_CHECK(has(key), "{}: required field '{}' is missing (or null)", source_, name(key));
+    CTXPAR_CHECK_INPUT(has(key), "{}: required field '{}' is missing (or null)", source_,
+                       name(key));
     return to_int(key, min_value);
   }
   int64_t optional_int(const char* key, int64_t fallback, int64_t min_value) const {
@@ -48,22 +49,22 @@ class Fields {
   double optional_double(const char* key, double fallback) const {
     const json* v = find(key);
     if (!v) return fallback;
-    CTXPAR_CHECK(v->is_number(), "{}: field '{}' must be a number, got {}", source_, name(key),
-                 v->dump());
+    CTXPAR_CHECK_INPUT(v->is_number(), "{}: field '{}' must be a number, got {}", source_,
+                       name(key), v->dump());
     return v->get<double>();
   }
   bool optional_bool(const char* key, bool fallback) const {
     const json* v = find(key);
     if (!v) return fallback;
-    CTXPAR_CHECK(v->is_boolean(), "{}: field '{}' must be true or false, got {}", source_,
-                 name(key), v->dump());
+    CTXPAR_CHECK_INPUT(v->is_boolean(), "{}: field '{}' must be true or false, got {}", source_,
+                       name(key), v->dump());
     return v->get<bool>();
   }
   std::optional<std::string> optional_string(const char* key) const {
     const json* v = find(key);
     if (!v) return std::nullopt;
-    CTXPAR_CHECK(v->is_string(), "{}: field '{}' must be a string, got {}", source_, name(key),
-                 v->dump());
+    CTXPAR_CHECK_INPUT(v->is_string(), "{}: field '{}' must be a string, got {}", source_,
+                       name(key), v->dump());
     return v->get<std::string>();
   }
   // An int or a list of ints (token ids); empty when absent.
@@ -72,9 +73,9 @@ class Fields {
     if (!v) return {};
     std::vector<int64_t> out;
     auto take = [&](const json& x) {
-      CTXPAR_CHECK(x.is_number_integer() && x.get<int64_t>() >= 0,
-                   "{}: field '{}' must be a non-negative integer or a list of them, got {}",
-                   source_, name(key), v->dump());
+      CTXPAR_CHECK_INPUT(x.is_number_integer() && x.get<int64_t>() >= 0,
+                         "{}: field '{}' must be a non-negative integer or a list of them, got {}",
+                         source_, name(key), v->dump());
       out.push_back(x.get<int64_t>());
     };
     if (v->is_array()) {
@@ -89,15 +90,15 @@ class Fields {
   int64_t to_int(const char* key, int64_t min_value) const {
     const json& v = obj_.at(key);
     // Unsigned values above int64 range are rejected too, via the comparison below.
-    CTXPAR_CHECK(v.is_number_integer(), "{}: field '{}' must be an integer, got {}", source_,
-                 name(key), v.dump());
-    CTXPAR_CHECK(
+    CTXPAR_CHECK_INPUT(v.is_number_integer(), "{}: field '{}' must be an integer, got {}", source_,
+                       name(key), v.dump());
+    CTXPAR_CHECK_INPUT(
         !v.is_number_unsigned() ||
             v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
         "{}: field '{}' = {} is out of range", source_, name(key), v.dump());
     const auto x = v.get<int64_t>();
-    CTXPAR_CHECK(x >= min_value, "{}: field '{}' = {} must be >= {}", source_, name(key), x,
-                 min_value);
+    CTXPAR_CHECK_INPUT(x >= min_value, "{}: field '{}' = {} must be >= {}", source_, name(key), x,
+                       min_value);
     return x;
   }
 
@@ -108,18 +109,18 @@ class Fields {
 
 ModelArch parse_arch(const json& root, const std::string& source) {
   auto it = root.find("architectures");
-  CTXPAR_CHECK(it != root.end() && it->is_array() && !it->empty() && (*it)[0].is_string(),
-               "{}: required field 'architectures' is missing or not a list of strings; "
-               "supported architectures: {}",
-               source, kSupportedArchs);
+  CTXPAR_CHECK_INPUT(it != root.end() && it->is_array() && !it->empty() && (*it)[0].is_string(),
+                     "{}: required field 'architectures' is missing or not a list of strings; "
+                     "supported architectures: {}",
+                     source, kSupportedArchs);
   const std::string name = (*it)[0].get<std::string>();
   if (name == "LlamaForCausalLM") return ModelArch::kLlama;
   if (name == "Qwen2ForCausalLM") return ModelArch::kQwen2;
   if (name == "DeepseekV2ForCausalLM") return ModelArch::kDeepseekV2;
   if (name == "DeepseekV3ForCausalLM") return ModelArch::kDeepseekV3;
   if (name == "DeepseekV32ForCausalLM") return ModelArch::kDeepseekV32;
-  CTXPAR_FAIL("{}: architectures[0] = '{}' is not supported; supported architectures: {}", source,
-              name, kSupportedArchs);
+  CTXPAR_INPUT_FAIL("{}: architectures[0] = '{}' is not supported; supported architectures: {}",
+                    source, name, kSupportedArchs);
 }
 
 RopeType parse_rope_type(const std::string& s, const std::string& source, const std::string& key) {
@@ -127,8 +128,8 @@ RopeType parse_rope_type(const std::string& s, const std::string& source, const 
   if (s == "linear") return RopeType::kLinear;
   if (s == "llama3") return RopeType::kLlama3;
   if (s == "yarn") return RopeType::kYarn;
-  CTXPAR_FAIL("{}: {} = '{}' is not supported; supported: default, linear, llama3, yarn", source,
-              key, s);
+  CTXPAR_INPUT_FAIL("{}: {} = '{}' is not supported; supported: default, linear, llama3, yarn",
+                    source, key, s);
 }
 
 // rope_theta lives at the top level (older configs) or inside rope_parameters (newer
@@ -145,8 +146,8 @@ RopeConfig parse_rope(const json& root, const Fields& top, int64_t max_position,
   }
   if (!block_key) return rope;
   const json& block = root.at(block_key);
-  CTXPAR_CHECK(block.is_object(), "{}: field '{}' must be an object or null, got {}", source,
-               block_key, block.dump());
+  CTXPAR_CHECK_INPUT(block.is_object(), "{}: field '{}' must be an object or null, got {}", source,
+                     block_key, block.dump());
   const Fields f(block, source, std::string(block_key) + ".");
   rope.theta = f.optional_double("rope_theta", rope.theta);
   std::optional<std::string> type = f.optional_string("rope_type");
@@ -158,35 +159,35 @@ RopeConfig parse_rope(const json& root, const Fields& top, int64_t max_position,
   rope.type = type ? parse_rope_type(*type, source, type_key) : RopeType::kDefault;
 
   auto positive = [&](const char* key, double value) {
-    CTXPAR_CHECK(value > 0, "{}: {} = {} must be > 0", source, f.name(key), value);
+    CTXPAR_CHECK_INPUT(value > 0, "{}: {} = {} must be > 0", source, f.name(key), value);
     return value;
   };
   switch (rope.type) {
     case RopeType::kDefault:
       break;
     case RopeType::kLinear:
-      CTXPAR_CHECK(f.has("factor"), "{}: {} is 'linear' but '{}' is missing", source, type_key,
-                   f.name("factor"));
+      CTXPAR_CHECK_INPUT(f.has("factor"), "{}: {} is 'linear' but '{}' is missing", source,
+                         type_key, f.name("factor"));
       rope.factor = positive("factor", f.optional_double("factor", 1.0));
       break;
     case RopeType::kLlama3:
       for (const char* key :
            {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}) {
-        CTXPAR_CHECK(f.has(key), "{}: {} is 'llama3' but '{}' is missing", source, type_key,
-                     f.name(key));
+        CTXPAR_CHECK_INPUT(f.has(key), "{}: {} is 'llama3' but '{}' is missing", source, type_key,
+                           f.name(key));
       }
       rope.factor = positive("factor", f.optional_double("factor", 1.0));
       rope.low_freq_factor = positive("low_freq_factor", f.optional_double("low_freq_factor", 1));
       rope.high_freq_factor =
           positive("high_freq_factor", f.optional_double("high_freq_factor", 4));
-      CTXPAR_CHECK(rope.high_freq_factor > rope.low_freq_factor,
-                   "{}: llama3 rope needs high_freq_factor ({}) > low_freq_factor ({})", source,
-                   rope.high_freq_factor, rope.low_freq_factor);
+      CTXPAR_CHECK_INPUT(rope.high_freq_factor > rope.low_freq_factor,
+                         "{}: llama3 rope needs high_freq_factor ({}) > low_freq_factor ({})",
+                         source, rope.high_freq_factor, rope.low_freq_factor);
       rope.original_max_position_embeddings = f.required_int("original_max_position_embeddings", 1);
       break;
     case RopeType::kYarn:
-      CTXPAR_CHECK(f.has("factor"), "{}: {} is 'yarn' but '{}' is missing", source, type_key,
-                   f.name("factor"));
+      CTXPAR_CHECK_INPUT(f.has("factor"), "{}: {} is 'yarn' but '{}' is missing", source, type_key,
+                         f.name("factor"));
       rope.factor = positive("factor", f.optional_double("factor", 1.0));
       rope.original_max_position_embeddings =
           f.optional_int("original_max_position_embeddings", max_position, 1);
@@ -195,12 +196,12 @@ RopeConfig parse_rope(const json& root, const Fields& top, int64_t max_position,
       rope.mscale = f.optional_double("mscale", rope.mscale);
       rope.mscale_all_dim = f.optional_double("mscale_all_dim", rope.mscale_all_dim);
       rope.attention_factor = f.optional_double("attention_factor", rope.attention_factor);
-      CTXPAR_CHECK(rope.beta_fast > rope.beta_slow,
-                   "{}: yarn rope needs beta_fast ({}) > beta_slow ({})", source, rope.beta_fast,
-                   rope.beta_slow);
+      CTXPAR_CHECK_INPUT(rope.beta_fast > rope.beta_slow,
+                         "{}: yarn rope needs beta_fast ({}) > beta_slow ({})", source,
+                         rope.beta_fast, rope.beta_slow);
       break;
   }
-  CTXPAR_CHECK(rope.theta > 0, "{}: rope_theta = {} must be > 0", source, rope.theta);
+  CTXPAR_CHECK_INPUT(rope.theta > 0, "{}: rope_theta = {} must be > 0", source, rope.theta);
   return rope;
 }
 
@@ -210,8 +211,8 @@ DType parse_config_dtype(const Fields& f, const std::string& source) {
       if (*s == "float32") return DType::kF32;
       if (*s == "bfloat16") return DType::kBF16;
       if (*s == "float16") return DType::kF16;
-      CTXPAR_FAIL("{}: {} = '{}' is not supported; supported: float32, bfloat16, float16", source,
-                  key, *s);
+      CTXPAR_INPUT_FAIL("{}: {} = '{}' is not supported; supported: float32, bfloat16, float16",
+                        source, key, *s);
     }
   }
   return DType::kF32;
@@ -223,9 +224,9 @@ void parse_mla(const Fields& f, ModelConfig& c) {
   c.mla.qk_nope_head_dim = f.required_int("qk_nope_head_dim", 1);
   c.mla.qk_rope_head_dim = f.required_int("qk_rope_head_dim", 2);
   c.mla.v_head_dim = f.required_int("v_head_dim", 1);
-  CTXPAR_CHECK(c.mla.qk_rope_head_dim % 2 == 0,
-               "{}: qk_rope_head_dim = {} must be even (RoPE rotates pairs)", c.source,
-               c.mla.qk_rope_head_dim);
+  CTXPAR_CHECK_INPUT(c.mla.qk_rope_head_dim % 2 == 0,
+                     "{}: qk_rope_head_dim = {} must be even (RoPE rotates pairs)", c.source,
+                     c.mla.qk_rope_head_dim);
   c.head_dim = c.mla.qk_nope_head_dim + c.mla.qk_rope_head_dim;
 }
 
@@ -249,8 +250,8 @@ void parse_moe(const Fields& f, ModelConfig& c) {
   } else if (scoring == "sigmoid") {
     m.scoring_func = ScoringFunc::kSigmoid;
   } else {
-    CTXPAR_FAIL("{}: scoring_func = '{}' is not supported; supported: softmax, sigmoid", c.source,
-                scoring);
+    CTXPAR_INPUT_FAIL("{}: scoring_func = '{}' is not supported; supported: softmax, sigmoid",
+                      c.source, scoring);
   }
   // "gready" is the default spelled in DeepSeek-V2's own configuration code.
   const std::string method = f.optional_string("topk_method").value_or("greedy");
@@ -261,26 +262,27 @@ void parse_moe(const Fields& f, ModelConfig& c) {
   } else if (method == "noaux_tc") {
     m.topk_method = TopkMethod::kNoauxTc;
   } else {
-    CTXPAR_FAIL(
+    CTXPAR_INPUT_FAIL(
         "{}: topk_method = '{}' is not supported; supported: greedy, "
         "group_limited_greedy, noaux_tc",
         c.source, method);
   }
 
-  CTXPAR_CHECK(m.num_experts_per_tok <= m.n_routed_experts,
-               "{}: num_experts_per_tok = {} exceeds n_routed_experts = {}", c.source,
-               m.num_experts_per_tok, m.n_routed_experts);
-  CTXPAR_CHECK(m.n_routed_experts % m.n_group == 0,
-               "{}: n_group = {} must divide n_routed_experts = {}", c.source, m.n_group,
-               m.n_routed_experts);
-  CTXPAR_CHECK(m.topk_group <= m.n_group, "{}: topk_group = {} exceeds n_group = {}", c.source,
-               m.topk_group, m.n_group);
+  CTXPAR_CHECK_INPUT(m.num_experts_per_tok <= m.n_routed_experts,
+                     "{}: num_experts_per_tok = {} exceeds n_routed_experts = {}", c.source,
+                     m.num_experts_per_tok, m.n_routed_experts);
+  CTXPAR_CHECK_INPUT(m.n_routed_experts % m.n_group == 0,
+                     "{}: n_group = {} must divide n_routed_experts = {}", c.source, m.n_group,
+                     m.n_routed_experts);
+  CTXPAR_CHECK_INPUT(m.topk_group <= m.n_group, "{}: topk_group = {} exceeds n_group = {}",
+                     c.source, m.topk_group, m.n_group);
   if (m.topk_method != TopkMethod::kGreedy) {
     // Group-limited routing picks experts only from the topk_group best groups.
-    CTXPAR_CHECK(m.num_experts_per_tok <= m.topk_group * (m.n_routed_experts / m.n_group),
-                 "{}: num_experts_per_tok = {} exceeds the experts in topk_group = {} groups of "
-                 "{}",
-                 c.source, m.num_experts_per_tok, m.topk_group, m.n_routed_experts / m.n_group);
+    CTXPAR_CHECK_INPUT(
+        m.num_experts_per_tok <= m.topk_group * (m.n_routed_experts / m.n_group),
+        "{}: num_experts_per_tok = {} exceeds the experts in topk_group = {} groups of "
+        "{}",
+        c.source, m.num_experts_per_tok, m.topk_group, m.n_routed_experts / m.n_group);
   }
 }
 
@@ -288,9 +290,9 @@ void parse_indexer(const Fields& f, ModelConfig& c) {
   c.indexer.index_n_heads = f.required_int("index_n_heads", 1);
   c.indexer.index_head_dim = f.required_int("index_head_dim", 1);
   c.indexer.index_topk = f.required_int("index_topk", 1);
-  CTXPAR_CHECK(c.indexer.index_head_dim >= c.mla.qk_rope_head_dim,
-               "{}: index_head_dim = {} must hold the rope part qk_rope_head_dim = {}", c.source,
-               c.indexer.index_head_dim, c.mla.qk_rope_head_dim);
+  CTXPAR_CHECK_INPUT(c.indexer.index_head_dim >= c.mla.qk_rope_head_dim,
+                     "{}: index_head_dim = {} must hold the rope part qk_rope_head_dim = {}",
+                     c.source, c.indexer.index_head_dim, c.mla.qk_rope_head_dim);
 }
 
 }  // namespace
@@ -351,8 +353,8 @@ bool ModelConfig::is_sparse() const {
 }
 
 bool ModelConfig::is_moe_layer(int64_t layer) const {
-  CTXPAR_CHECK(layer >= 0 && layer < num_hidden_layers, "{}: layer index {} out of range [0, {})",
-               source, layer, num_hidden_layers);
+  CTXPAR_CHECK_INPUT(layer >= 0 && layer < num_hidden_layers,
+                     "{}: layer index {} out of range [0, {})", source, layer, num_hidden_layers);
   return is_moe() && layer >= moe.first_k_dense_replace && layer % moe.moe_layer_freq == 0;
 }
 
@@ -361,10 +363,10 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& so
   try {
     root = json::parse(json_text.begin(), json_text.end());
   } catch (const json::exception& e) {
-    CTXPAR_FAIL("{}: not valid JSON: {}", source, e.what());
+    CTXPAR_INPUT_FAIL("{}: not valid JSON: {}", source, e.what());
   }
-  CTXPAR_CHECK(root.is_object(), "{}: a config must be a JSON object, got {}", source,
-               root.type_name());
+  CTXPAR_CHECK_INPUT(root.is_object(), "{}: a config must be a JSON object, got {}", source,
+                     root.type_name());
 
   ModelConfig c;
   c.source = source;
@@ -380,7 +382,8 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& so
   c.num_key_value_heads = f.optional_int("num_key_value_heads", c.num_attention_heads, 1);
   c.max_position_embeddings = f.required_int("max_position_embeddings", 1);
   c.rms_norm_eps = f.optional_double("rms_norm_eps", c.rms_norm_eps);
-  CTXPAR_CHECK(c.rms_norm_eps > 0, "{}: rms_norm_eps = {} must be > 0", source, c.rms_norm_eps);
+  CTXPAR_CHECK_INPUT(c.rms_norm_eps > 0, "{}: rms_norm_eps = {} must be > 0", source,
+                     c.rms_norm_eps);
   c.rope = parse_rope(root, f, c.max_position_embeddings, source);
   c.tie_word_embeddings = f.optional_bool("tie_word_embeddings", false);
   c.mlp_bias = f.optional_bool("mlp_bias", false);
@@ -390,24 +393,24 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& so
   // Activation: every supported architecture uses SiLU-gated MLPs; refuse anything else
   // rather than run a different function silently.
   const std::string act = f.optional_string("hidden_act").value_or("silu");
-  CTXPAR_CHECK(act == "silu", "{}: hidden_act = '{}' is not supported; supported: silu", source,
-               act);
+  CTXPAR_CHECK_INPUT(act == "silu", "{}: hidden_act = '{}' is not supported; supported: silu",
+                     source, act);
 
   const std::vector<int64_t> bos = f.int_or_list("bos_token_id");
   c.bos_token_id = bos.empty() ? -1 : bos.front();
   c.eos_token_ids = f.int_or_list("eos_token_id");
   for (int64_t id : bos) {
-    CTXPAR_CHECK(id < c.vocab_size, "{}: bos_token_id {} is not below vocab_size {}", source, id,
-                 c.vocab_size);
+    CTXPAR_CHECK_INPUT(id < c.vocab_size, "{}: bos_token_id {} is not below vocab_size {}", source,
+                       id, c.vocab_size);
   }
   for (int64_t id : c.eos_token_ids) {
-    CTXPAR_CHECK(id < c.vocab_size, "{}: eos_token_id {} is not below vocab_size {}", source, id,
-                 c.vocab_size);
+    CTXPAR_CHECK_INPUT(id < c.vocab_size, "{}: eos_token_id {} is not below vocab_size {}", source,
+                       id, c.vocab_size);
   }
 
   if (const json* q = f.find("quantization_config")) {
-    CTXPAR_CHECK(q->is_object(), "{}: quantization_config must be an object, got {}", source,
-                 q->dump());
+    CTXPAR_CHECK_INPUT(q->is_object(), "{}: quantization_config must be an object, got {}", source,
+                       q->dump());
     c.quantization_method =
         Fields(*q, source, "quantization_config.").optional_string("quant_method").value_or("");
   }
@@ -420,10 +423,11 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& so
       // Qwen2 always has q/k/v biases and no o_proj bias, whatever the config says.
       c.qkv_bias = true;
       c.o_proj_bias = false;
-      CTXPAR_CHECK(!f.optional_bool("use_sliding_window", false),
-                   "{}: use_sliding_window = true is not supported (ctxpar attends to the full "
-                   "context); set it to false",
-                   source);
+      CTXPAR_CHECK_INPUT(
+          !f.optional_bool("use_sliding_window", false),
+          "{}: use_sliding_window = true is not supported (ctxpar attends to the full "
+          "context); set it to false",
+          source);
       break;
     case ModelArch::kDeepseekV2:
     case ModelArch::kDeepseekV3:
@@ -436,27 +440,27 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& so
   }
 
   if (!c.is_mla()) {
-    CTXPAR_CHECK(c.num_attention_heads % c.num_key_value_heads == 0,
-                 "{}: num_key_value_heads = {} must divide num_attention_heads = {}", source,
-                 c.num_key_value_heads, c.num_attention_heads);
+    CTXPAR_CHECK_INPUT(c.num_attention_heads % c.num_key_value_heads == 0,
+                       "{}: num_key_value_heads = {} must divide num_attention_heads = {}", source,
+                       c.num_key_value_heads, c.num_attention_heads);
     if (f.has("head_dim")) {
       c.head_dim = f.required_int("head_dim", 1);
     } else {
-      CTXPAR_CHECK(c.hidden_size % c.num_attention_heads == 0,
-                   "{}: head_dim is not given and hidden_size = {} is not divisible by "
-                   "num_attention_heads = {}; add 'head_dim'",
-                   source, c.hidden_size, c.num_attention_heads);
+      CTXPAR_CHECK_INPUT(c.hidden_size % c.num_attention_heads == 0,
+                         "{}: head_dim is not given and hidden_size = {} is not divisible by "
+                         "num_attention_heads = {}; add 'head_dim'",
+                         source, c.hidden_size, c.num_attention_heads);
       c.head_dim = c.hidden_size / c.num_attention_heads;
     }
-    CTXPAR_CHECK(c.head_dim % 2 == 0, "{}: head_dim = {} must be even (RoPE rotates pairs)", source,
-                 c.head_dim);
+    CTXPAR_CHECK_INPUT(c.head_dim % 2 == 0, "{}: head_dim = {} must be even (RoPE rotates pairs)",
+                       source, c.head_dim);
   }
   return c;
 }
 
 ModelConfig load_model_config(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  CTXPAR_CHECK(in.good(), "cannot read model config '{}': file missing or unreadable", path);
+  CTXPAR_CHECK_INPUT(in.good(), "cannot read model config '{}': file missing or unreadable", path);
   std::ostringstream text;
   text << in.rdbuf();
   return parse_model_config(text.str(), path);
@@ -482,21 +486,21 @@ ModelConfig resolve_model_config(const std::string& model) {
     for (const BuiltinConfig& b : builtin_configs()) {
       list += (list.empty() ? "builtin:" : ", builtin:") + std::string(b.name);
     }
-    CTXPAR_FAIL("unknown built-in model '{}'; built-ins: {}", model, list);
+    CTXPAR_INPUT_FAIL("unknown built-in model '{}'; built-ins: {}", model, list);
   }
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(model, ec)) {
     const fs::path config = fs::path(model) / "config.json";
-    CTXPAR_CHECK(fs::is_regular_file(config, ec),
-                 "model directory '{}' has no config.json (looked for '{}')", model,
-                 config.string());
+    CTXPAR_CHECK_INPUT(fs::is_regular_file(config, ec),
+                       "model directory '{}' has no config.json (looked for '{}')", model,
+                       config.string());
     return load_model_config(config.string());
   }
-  CTXPAR_CHECK(fs::is_regular_file(model, ec),
-               "model '{}' is neither builtin:NAME, a directory with config.json, nor a "
-               "config.json file",
-               model);
+  CTXPAR_CHECK_INPUT(fs::is_regular_file(model, ec),
+                     "model '{}' is neither builtin:NAME, a directory with config.json, nor a "
+                     "config.json file",
+                     model);
   return load_model_config(model);
 }
 

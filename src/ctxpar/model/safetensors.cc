@@ -54,10 +54,10 @@ json parse_header_json(const char* begin, const char* end, const std::string& pa
       case json::parse_event_t::object_start:
       case json::parse_event_t::array_start:
         keys.emplace_back();
-        CTXPAR_CHECK(keys.size() <= 3,
-                     "safetensors file '{}': header nests deeper than the format allows "
-                     "(header object, tensor entry, shape list)",
-                     path);
+        CTXPAR_CHECK_INPUT(keys.size() <= 3,
+                           "safetensors file '{}': header nests deeper than the format allows "
+                           "(header object, tensor entry, shape list)",
+                           path);
         break;
       case json::parse_event_t::object_end:
       case json::parse_event_t::array_end:
@@ -65,8 +65,8 @@ json parse_header_json(const char* begin, const char* end, const std::string& pa
         break;
       case json::parse_event_t::key: {
         const std::string& k = parsed.get_ref<const std::string&>();
-        CTXPAR_CHECK(!keys.empty() && keys.back().insert(k).second,
-                     "safetensors file '{}': header repeats the key '{}'", path, k);
+        CTXPAR_CHECK_INPUT(!keys.empty() && keys.back().insert(k).second,
+                           "safetensors file '{}': header repeats the key '{}'", path, k);
         break;
       }
       case json::parse_event_t::value:
@@ -77,7 +77,7 @@ json parse_header_json(const char* begin, const char* end, const std::string& pa
   try {
     return json::parse(begin, end, callback);
   } catch (const json::exception& e) {
-    CTXPAR_FAIL("safetensors file '{}': header is not valid JSON: {}", path, e.what());
+    CTXPAR_INPUT_FAIL("safetensors file '{}': header is not valid JSON: {}", path, e.what());
   }
 }
 
@@ -87,78 +87,83 @@ uint64_t json_u64(const json& v) {
 
 SafetensorsTensorInfo parse_entry(const std::string& name, const json& entry, uint64_t data_size,
                                   const std::string& path) {
-  CTXPAR_CHECK(entry.is_object(),
-               "safetensors file '{}': tensor '{}' must be an object with dtype, shape and "
-               "data_offsets, got {}",
-               path, name, entry.type_name());
+  CTXPAR_CHECK_INPUT(entry.is_object(),
+                     "safetensors file '{}': tensor '{}' must be an object with dtype, shape and "
+                     "data_offsets, got {}",
+                     path, name, entry.type_name());
   for (const char* key : {"dtype", "shape", "data_offsets"}) {
-    CTXPAR_CHECK(entry.contains(key), "safetensors file '{}': tensor '{}' has no '{}'", path, name,
-                 key);
+    CTXPAR_CHECK_INPUT(entry.contains(key), "safetensors file '{}': tensor '{}' has no '{}'", path,
+                       name, key);
   }
   SafetensorsTensorInfo info;
   info.name = name;
 
   const json& dtype = entry.at("dtype");
-  CTXPAR_CHECK(dtype.is_string(), "safetensors file '{}': tensor '{}' has a non-string dtype {}",
-               path, name, dtype.dump());
+  CTXPAR_CHECK_INPUT(dtype.is_string(),
+                     "safetensors file '{}': tensor '{}' has a non-string dtype {}", path, name,
+                     dtype.dump());
   const std::string& dname = dtype.get_ref<const std::string&>();
   const std::optional<DType> d = dtype_from_safetensors(dname);
   if (!d) {
-    CTXPAR_CHECK(dname != "F8_E4M3",
-                 "safetensors file '{}': tensor '{}' has dtype F8_E4M3; FP8 (block-scaled) "
-                 "checkpoints are not supported yet; supported dtypes: {}",
-                 path, name, kSupportedDtypes);
-    CTXPAR_FAIL("safetensors file '{}': tensor '{}' has {} dtype '{}'; supported dtypes: {}", path,
-                name, is_known_unsupported_dtype(dname) ? "unsupported" : "unknown", dname,
-                kSupportedDtypes);
+    CTXPAR_CHECK_INPUT(dname != "F8_E4M3",
+                       "safetensors file '{}': tensor '{}' has dtype F8_E4M3; FP8 (block-scaled) "
+                       "checkpoints are not supported yet; supported dtypes: {}",
+                       path, name, kSupportedDtypes);
+    CTXPAR_INPUT_FAIL("safetensors file '{}': tensor '{}' has {} dtype '{}'; supported dtypes: {}",
+                      path, name, is_known_unsupported_dtype(dname) ? "unsupported" : "unknown",
+                      dname, kSupportedDtypes);
   }
   info.dtype = *d;
 
   const json& shape = entry.at("shape");
-  CTXPAR_CHECK(shape.is_array(), "safetensors file '{}': tensor '{}' has a non-list shape {}", path,
-               name, shape.dump());
+  CTXPAR_CHECK_INPUT(shape.is_array(), "safetensors file '{}': tensor '{}' has a non-list shape {}",
+                     path, name, shape.dump());
   // Product of the non-zero dims, kept far below int64 overflow so shape arithmetic
   // elsewhere (shape_numel, byte counts) is always defined.
   constexpr uint64_t kMaxElements = uint64_t{1} << 56;
   uint64_t nonzero_product = 1;
   bool has_zero = false;
   for (const json& dim : shape) {
-    CTXPAR_CHECK(dim.is_number_unsigned(),
-                 "safetensors file '{}': tensor '{}' shape {} has {}, not a non-negative integer",
-                 path, name, shape.dump(), dim.dump());
+    CTXPAR_CHECK_INPUT(
+        dim.is_number_unsigned(),
+        "safetensors file '{}': tensor '{}' shape {} has {}, not a non-negative integer", path,
+        name, shape.dump(), dim.dump());
     const uint64_t n = json_u64(dim);
     if (n == 0) {
       has_zero = true;
       info.shape.push_back(0);
       continue;
     }
-    CTXPAR_CHECK(n <= kMaxElements && nonzero_product <= kMaxElements / n,
-                 "safetensors file '{}': tensor '{}' shape {} has more elements than any file "
-                 "can hold",
-                 path, name, shape.dump());
+    CTXPAR_CHECK_INPUT(
+        n <= kMaxElements && nonzero_product <= kMaxElements / n,
+        "safetensors file '{}': tensor '{}' shape {} has more elements than any file "
+        "can hold",
+        path, name, shape.dump());
     nonzero_product *= n;
     info.shape.push_back(static_cast<int64_t>(n));
   }
   const uint64_t numel = has_zero ? 0 : nonzero_product;
 
   const json& offsets = entry.at("data_offsets");
-  CTXPAR_CHECK(offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() &&
-                   offsets[1].is_number_unsigned(),
-               "safetensors file '{}': tensor '{}' data_offsets must be [begin, end] with "
-               "non-negative integers, got {}",
-               path, name, offsets.dump());
+  CTXPAR_CHECK_INPUT(offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() &&
+                         offsets[1].is_number_unsigned(),
+                     "safetensors file '{}': tensor '{}' data_offsets must be [begin, end] with "
+                     "non-negative integers, got {}",
+                     path, name, offsets.dump());
   info.data_begin = json_u64(offsets[0]);
   info.data_end = json_u64(offsets[1]);
-  CTXPAR_CHECK(info.data_begin <= info.data_end && info.data_end <= data_size,
-               "safetensors file '{}': tensor '{}' data_offsets [{}, {}] are not a range inside "
-               "the data region of {} bytes",
-               path, name, info.data_begin, info.data_end, data_size);
+  CTXPAR_CHECK_INPUT(
+      info.data_begin <= info.data_end && info.data_end <= data_size,
+      "safetensors file '{}': tensor '{}' data_offsets [{}, {}] are not a range inside "
+      "the data region of {} bytes",
+      path, name, info.data_begin, info.data_end, data_size);
   const uint64_t expected = numel * dtype_size(info.dtype);
-  CTXPAR_CHECK(expected == info.data_end - info.data_begin,
-               "safetensors file '{}': tensor '{}' of shape {} and dtype {} needs {} bytes but "
-               "data_offsets [{}, {}] span {}",
-               path, name, shape.dump(), dname, expected, info.data_begin, info.data_end,
-               info.data_end - info.data_begin);
+  CTXPAR_CHECK_INPUT(
+      expected == info.data_end - info.data_begin,
+      "safetensors file '{}': tensor '{}' of shape {} and dtype {} needs {} bytes but "
+      "data_offsets [{}, {}] span {}",
+      path, name, shape.dump(), dname, expected, info.data_begin, info.data_end,
+      info.data_end - info.data_begin);
   return info;
 }
 
@@ -186,36 +191,40 @@ std::string_view safetensors_dtype_name(DType dtype) {
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
   const size_t file_size = file_.size();
-  CTXPAR_CHECK(file_size >= 8,
-               "safetensors file '{}' is {} bytes, shorter than the 8-byte header length", path,
-               file_size);
+  CTXPAR_CHECK_INPUT(file_size >= 8,
+                     "safetensors file '{}' is {} bytes, shorter than the 8-byte header length",
+                     path, file_size);
   const uint64_t header_len = read_le_u64(file_.data());
-  CTXPAR_CHECK(header_len <= kMaxSafetensorsHeaderBytes,
-               "safetensors file '{}': header length {} exceeds the limit of {} bytes", path,
-               header_len, kMaxSafetensorsHeaderBytes);
-  CTXPAR_CHECK(header_len <= file_size - 8,
-               "safetensors file '{}': header length {} runs past the end of the file ({} bytes "
-               "after the length field)",
-               path, header_len, file_size - 8);
-  CTXPAR_CHECK(header_len >= 2 && file_.data()[8] == '{',
-               "safetensors file '{}': header must be a JSON object starting with '{{'", path);
+  CTXPAR_CHECK_INPUT(header_len <= kMaxSafetensorsHeaderBytes,
+                     "safetensors file '{}': header length {} exceeds the limit of {} bytes", path,
+                     header_len, kMaxSafetensorsHeaderBytes);
+  CTXPAR_CHECK_INPUT(
+      header_len <= file_size - 8,
+      "safetensors file '{}': header length {} runs past the end of the file ({} bytes "
+      "after the length field)",
+      path, header_len, file_size - 8);
+  CTXPAR_CHECK_INPUT(header_len >= 2 && file_.data()[8] == '{',
+                     "safetensors file '{}': header must be a JSON object starting with '{{'",
+                     path);
   data_offset_ = 8 + header_len;
   const uint64_t data_size = file_size - data_offset_;
 
   const auto* text = reinterpret_cast<const char*>(file_.data() + 8);
   const json header = parse_header_json(text, text + header_len, path);
-  CTXPAR_CHECK(header.is_object(), "safetensors file '{}': header must be a JSON object, got {}",
-               path, header.type_name());
+  CTXPAR_CHECK_INPUT(header.is_object(),
+                     "safetensors file '{}': header must be a JSON object, got {}", path,
+                     header.type_name());
 
   for (const auto& [key, value] : header.items()) {
     if (key == "__metadata__") {
-      CTXPAR_CHECK(value.is_object(),
-                   "safetensors file '{}': __metadata__ must be an object of strings, got {}", path,
-                   value.type_name());
+      CTXPAR_CHECK_INPUT(value.is_object(),
+                         "safetensors file '{}': __metadata__ must be an object of strings, got {}",
+                         path, value.type_name());
       for (const auto& [mk, mv] : value.items()) {
-        CTXPAR_CHECK(mv.is_string(),
-                     "safetensors file '{}': __metadata__ value of '{}' must be a string, got {}",
-                     path, mk, mv.dump());
+        CTXPAR_CHECK_INPUT(
+            mv.is_string(),
+            "safetensors file '{}': __metadata__ value of '{}' must be a string, got {}", path, mk,
+            mv.dump());
         metadata_[mk] = mv.get<std::string>();
       }
       continue;
@@ -232,22 +241,23 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
   const SafetensorsTensorInfo* previous = nullptr;
   for (const SafetensorsTensorInfo& t : tensors_) {
     if (t.data_begin != expected_begin) {
-      CTXPAR_CHECK(previous != nullptr,
-                   "safetensors file '{}': the data region starts with a hole: the first "
-                   "tensor '{}' begins at byte {}, not 0",
-                   path, t.name, t.data_begin);
-      CTXPAR_FAIL("safetensors file '{}': tensor '{}' [{}, {}) {} tensor '{}' [{}, {})", path,
-                  t.name, t.data_begin, t.data_end,
-                  t.data_begin < expected_begin ? "overlaps" : "leaves a hole after",
-                  previous->name, previous->data_begin, previous->data_end);
+      CTXPAR_CHECK_INPUT(previous != nullptr,
+                         "safetensors file '{}': the data region starts with a hole: the first "
+                         "tensor '{}' begins at byte {}, not 0",
+                         path, t.name, t.data_begin);
+      CTXPAR_INPUT_FAIL("safetensors file '{}': tensor '{}' [{}, {}) {} tensor '{}' [{}, {})", path,
+                        t.name, t.data_begin, t.data_end,
+                        t.data_begin < expected_begin ? "overlaps" : "leaves a hole after",
+                        previous->name, previous->data_begin, previous->data_end);
     }
     expected_begin = t.data_end;
     previous = &t;
   }
-  CTXPAR_CHECK(expected_begin == data_size,
-               "safetensors file '{}': tensors cover {} bytes of the {}-byte data region; the "
-               "rest is not indexed",
-               path, expected_begin, data_size);
+  CTXPAR_CHECK_INPUT(
+      expected_begin == data_size,
+      "safetensors file '{}': tensors cover {} bytes of the {}-byte data region; the "
+      "rest is not indexed",
+      path, expected_begin, data_size);
 
   by_name_.reserve(tensors_.size());
   for (size_t i = 0; i < tensors_.size(); ++i) by_name_.emplace(tensors_[i].name, i);
@@ -265,10 +275,11 @@ const uint8_t* SafetensorsFile::bytes(const SafetensorsTensorInfo& info) const {
 Tensor SafetensorsFile::read(const std::string& name, const Shape& expected_full_shape, DType want,
                              const Slice& slice) const {
   const SafetensorsTensorInfo* info = find(name);
-  CTXPAR_CHECK(info != nullptr, "tensor '{}' not found in safetensors file '{}'", name, path());
-  CTXPAR_CHECK(info->shape == expected_full_shape,
-               "tensor '{}' in '{}' has shape {} but the model expects {}", name, path(),
-               shape_str(info->shape), shape_str(expected_full_shape));
+  CTXPAR_CHECK_INPUT(info != nullptr, "tensor '{}' not found in safetensors file '{}'", name,
+                     path());
+  CTXPAR_CHECK_INPUT(info->shape == expected_full_shape,
+                     "tensor '{}' in '{}' has shape {} but the model expects {}", name, path(),
+                     shape_str(info->shape), shape_str(expected_full_shape));
   return copy_slice(bytes(*info), info->dtype, info->shape, slice, want, name);
 }
 

@@ -25,20 +25,23 @@ std::string_view sfa_mode_name(SfaMode mode) {
 }
 
 SfaMode resolve_sfa_mode(const ModelConfig& c, int tp, int dcp, bool enable_dsa_cp) {
-  CTXPAR_CHECK(tp >= 1 && dcp >= 1 && tp % dcp == 0,
-               "decode-context-parallel size N={} must be >= 1 and divide tensor-parallel size "
-               "T={}",
-               dcp, tp);
-  CTXPAR_CHECK(!enable_dsa_cp || c.is_sparse(),
-               "{}: --additional-config enable_dsa_cp splits a sparse-attention (DSA: Lightning "
-               "Indexer + SFA) model's tokens over the TP group, but this {} model has no "
-               "indexer (index_n_heads = 0); drop enable_dsa_cp",
-               c.source, arch_name(c.arch));
+  CTXPAR_CHECK_INPUT(
+      tp >= 1 && dcp >= 1 && tp % dcp == 0,
+      "decode-context-parallel size N={} must be >= 1 and divide tensor-parallel size "
+      "T={}",
+      dcp, tp);
+  CTXPAR_CHECK_INPUT(
+      !enable_dsa_cp || c.is_sparse(),
+      "{}: --additional-config enable_dsa_cp splits a sparse-attention (DSA: Lightning "
+      "Indexer + SFA) model's tokens over the TP group, but this {} model has no "
+      "indexer (index_n_heads = 0); drop enable_dsa_cp",
+      c.source, arch_name(c.arch));
   if (!c.is_sparse()) return SfaMode::kNative;
-  CTXPAR_CHECK(dcp == 1 || dcp == tp,
-               "{}: sparse attention with DCP needs N == T (the replicated indexer, and DSA-CP's "
-               "token slices, span the whole TP group); got N={} T={} (use N=1 or N={})",
-               c.source, dcp, tp, tp);
+  CTXPAR_CHECK_INPUT(
+      dcp == 1 || dcp == tp,
+      "{}: sparse attention with DCP needs N == T (the replicated indexer, and DSA-CP's "
+      "token slices, span the whole TP group); got N={} T={} (use N=1 or N={})",
+      c.source, dcp, tp, tp);
   if (dcp > 1) return enable_dsa_cp ? SfaMode::kDsaCpDcp : SfaMode::kSfaDcp;
   return enable_dsa_cp ? SfaMode::kDsaCp : SfaMode::kNative;
 }
@@ -46,10 +49,10 @@ SfaMode resolve_sfa_mode(const ModelConfig& c, int tp, int dcp, bool enable_dsa_
 void validate_model_options(const ModelConfig& c, int tp, int dcp, const ModelOptions& o) {
   validate_for_parallel(c, tp, dcp);
   resolve_sfa_mode(c, tp, dcp, o.enable_dsa_cp);
-  CTXPAR_CHECK(o.o_proj_quant == OProjQuant::kNone || c.is_mla(),
-               "{}: --additional-config o_proj_quant (bf16, int8) sets how the MLA-family "
-               "(DeepSeek) o_proj is stored; this {} model's attention is not MLA",
-               c.source, arch_name(c.arch));
+  CTXPAR_CHECK_INPUT(o.o_proj_quant == OProjQuant::kNone || c.is_mla(),
+                     "{}: --additional-config o_proj_quant (bf16, int8) sets how the MLA-family "
+                     "(DeepSeek) o_proj is stored; this {} model's attention is not MLA",
+                     c.source, arch_name(c.arch));
 }
 
 std::unique_ptr<attention::AttentionMetadataBuilder> make_metadata_builder(

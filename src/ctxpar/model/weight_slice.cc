@@ -104,17 +104,18 @@ SliceExtent slice_extent(const Shape& full_shape, const Slice& slice,
     return e;
   }
   const int nd = static_cast<int>(full_shape.size());
-  CTXPAR_CHECK(slice.dim >= 0 && slice.dim < nd,
-               "tensor '{}' of shape {} has no dimension {} to split ({})", tensor_name,
-               shape_str(full_shape), slice.dim, slice.describe());
+  CTXPAR_CHECK_INPUT(slice.dim >= 0 && slice.dim < nd,
+                     "tensor '{}' of shape {} has no dimension {} to split ({})", tensor_name,
+                     shape_str(full_shape), slice.dim, slice.describe());
   CTXPAR_CHECK(slice.size >= 1 && slice.rank >= 0 && slice.rank < slice.size,
                "tensor '{}': invalid slice {}", tensor_name, slice.describe());
   const int64_t n = full_shape[slice.dim];
   if (slice.kind == Slice::Kind::kPart) {
-    CTXPAR_CHECK(n % slice.size == 0,
-                 "tensor '{}' of shape {}: dimension {} of size {} is not divisible into {} "
-                 "parts ({})",
-                 tensor_name, shape_str(full_shape), slice.dim, n, slice.size, slice.describe());
+    CTXPAR_CHECK_INPUT(n % slice.size == 0,
+                       "tensor '{}' of shape {}: dimension {} of size {} is not divisible into {} "
+                       "parts ({})",
+                       tensor_name, shape_str(full_shape), slice.dim, n, slice.size,
+                       slice.describe());
     e.part_rows = n / slice.size;
   } else {
     e.part_rows = padded_extent(n, slice.size) / slice.size;
@@ -143,10 +144,10 @@ void for_each_slice_run(const SliceExtent& e,
 
 Tensor copy_slice(const void* source, DType source_dtype, const Shape& full_shape,
                   const Slice& slice, DType want, std::string_view tensor_name) {
-  CTXPAR_CHECK(source_dtype == want || (is_float(source_dtype) && is_float(want)),
-               "tensor '{}' is stored as {} and cannot be read as {} (only float dtypes "
-               "convert: float32, bfloat16, float16)",
-               tensor_name, dtype_name(source_dtype), dtype_name(want));
+  CTXPAR_CHECK_INPUT(source_dtype == want || (is_float(source_dtype) && is_float(want)),
+                     "tensor '{}' is stored as {} and cannot be read as {} (only float dtypes "
+                     "convert: float32, bfloat16, float16)",
+                     tensor_name, dtype_name(source_dtype), dtype_name(want));
   const SliceExtent e = slice_extent(full_shape, slice, tensor_name);
   Tensor out = Tensor::empty(e.shape, want);
   const auto* src = static_cast<const uint8_t*>(source);

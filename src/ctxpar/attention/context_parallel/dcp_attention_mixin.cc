@@ -10,7 +10,7 @@ namespace ctxpar::attention {
 DcpCommPlan parse_dcp_comm_plan(std::string_view name) {
   if (name == "ag_rs") return DcpCommPlan::kAllGatherReduceScatter;
   if (name == "a2a") return DcpCommPlan::kAllToAll;
-  CTXPAR_FAIL(
+  CTXPAR_INPUT_FAIL(
       "--dcp-comm-backend '{}' is not valid; use ag_rs (all-gather + reduce-scatter) "
       "or a2a (all-to-all)",
       name);
