@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "run_command.h"
 
@@ -118,6 +121,28 @@ TEST(GenerateCommand, InvalidInvocationsExitTwoWithOneLine) {
         << "a message about the user's input names no source location: " << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
   }
+}
+
+// A prompts-file id is range-checked before it is narrowed to int32: 2^32 + 1 must not run as
+// token 1. Ids in range run; every out-of-range form is a usage error naming the value.
+TEST(GenerateCommand, PromptsFileIdsAreCheckedBeforeNarrowing) {
+  const std::string path =
+      ::testing::TempDir() + "/ctxpar_prompts_" + std::to_string(std::random_device{}()) + ".jsonl";
+  auto run_file = [&](const std::string& line) {
+    std::ofstream(path) << line << "\n";
+    return run_command(CTXPAR_BINARY, {"generate", "--prompts-file", path, "--max-tokens", "2",
+                                       "--max-model-len", "128", "--kv-cache-memory", "16MiB"});
+  };
+  const CommandResult ok = run_file(R"({"prompt_token_ids": [1, 2]})");
+  EXPECT_EQ(ok.exit_status, 0) << ok.err;
+  for (const std::string bad : {"4294967297", "2147483648", "-1", "18446744073709551615", "1.5"}) {
+    SCOPED_TRACE(bad);
+    const CommandResult r = run_file(R"({"prompt_token_ids": [)" + bad + ", 2]}");
+    EXPECT_EQ(r.exit_status, 2) << r.err;
+    EXPECT_NE(r.err.find("token id " + bad), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  std::remove(path.c_str());
 }
 
 TEST(GenerateCommand, PromptLongerThanMaxModelLenExitsTwoBeforeRunning) {
