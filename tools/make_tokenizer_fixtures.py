@@ -574,7 +574,7 @@ def apply_config(tok, config):
             to_add.append(AddedToken(content, single_word=v.get("single_word", False),
                                      lstrip=v.get("lstrip", False),
                                      rstrip=v.get("rstrip", False),
-                                     normalized=v.get("normalized", True), special=True))
+                                     normalized=v.get("normalized", False), special=True))
         else:
             to_add.append(AddedToken(content, special=True, normalized=False))
         present.add(content)

@@ -12,10 +12,11 @@ inline int& exit_code() {
   return code;
 }
 
-void add_layout_command(CLI::App& app);    // layout_command.cc
-void add_generate_command(CLI::App& app);  // generate_command.cc
-void add_verify_command(CLI::App& app);    // verify_command.cc
-void add_plan_command(CLI::App& app);      // plan_command.cc
-void add_bench_command(CLI::App& app);     // bench_command.cc
+void add_layout_command(CLI::App& app);     // layout_command.cc
+void add_generate_command(CLI::App& app);   // generate_command.cc
+void add_verify_command(CLI::App& app);     // verify_command.cc
+void add_plan_command(CLI::App& app);       // plan_command.cc
+void add_bench_command(CLI::App& app);      // bench_command.cc
+void add_tokenize_commands(CLI::App& app);  // tokenize_command.cc: tokenize, detokenize
 
 }  // namespace ctxpar::app

@@ -9,8 +9,8 @@
 #include "ctxpar/comm/mpi_communicator.h"
 #include "ctxpar/comm/mpi_session.h"
 #include "ctxpar/core/error.h"
+#include "ctxpar/engine/tokenizer_loader.h"
 #include "ctxpar/model/model_config.h"
-#include "ctxpar/tokenizer/byte_tokenizer.h"
 
 namespace ctxpar::app {
 namespace {
@@ -46,6 +46,8 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
   engine::EngineConfig& c = f.config;
   cmd->add_option("--model", c.model, "builtin:NAME, a Hugging Face model directory or config.json")
       ->capture_default_str();
+  cmd->add_option("--tokenizer", c.tokenizer,
+                  "directory of tokenizer.json (and tokenizer_config.json); default: the model's");
   cmd->add_option("--tensor-parallel-size", c.tensor_parallel_size, "ranks (T); alias -tp")
       ->capture_default_str();
   cmd->add_option("--decode-context-parallel-size", c.decode_context_parallel_size,
@@ -103,20 +105,31 @@ void add_prompt_flags(CLI::App* cmd, PromptFlags& f) {
   last_value_wins(cmd);
 }
 
+const tokenizer::LoadedTokenizer& LazyTokenizer::get() {
+  if (!loaded_) loaded_ = engine::load_tokenizer(config_.model, config_.tokenizer);
+  return *loaded_;
+}
+
+const tokenizer::LoadedTokenizer* LazyTokenizer::get_if_available() {
+  try {
+    return &get();
+  } catch (const Error&) {
+    return nullptr;
+  }
+}
+
 std::vector<engine::GenerationRequest> build_requests(const PromptFlags& f,
-                                                      const engine::EngineConfig& config) {
-  const bool builtin = model::is_builtin_model(config.model);
+                                                      const engine::EngineConfig& config,
+                                                      LazyTokenizer& tokenizer) {
   auto encode = [&](const std::string& text) {
-    CTXPAR_CHECK_INPUT(builtin,
-                       "text prompts need a tokenizer; ctxpar's byte tokenizer serves the "
-                       "built-in models only — pass --prompt-token-ids for {}",
-                       config.model);
-    const model::ModelConfig m = model::resolve_model_config(config.model);
-    const tokenizer::ByteTokenizer tokenizer(
-        static_cast<int32_t>(m.vocab_size),
-        m.bos_token_id >= 0 ? std::optional<int32_t>(static_cast<int32_t>(m.bos_token_id))
-                            : std::nullopt);
-    auto ids = tokenizer.encode(text);
+    const tokenizer::Tokenizer* t = nullptr;
+    try {
+      t = tokenizer.get().tokenizer.get();
+    } catch (const Error& e) {
+      CTXPAR_INPUT_FAIL("text prompts need the model's tokenizer (or give --prompt-token-ids): {}",
+                        e.what());
+    }
+    auto ids = t->encode(text);
     CTXPAR_CHECK_INPUT(!ids.empty(), "prompt '{}' encodes to no tokens", text);
     return ids;
   };
@@ -188,6 +201,8 @@ std::vector<engine::GenerationRequest> build_requests(const PromptFlags& f,
     r.params.top_p = f.top_p;
     r.params.ignore_eos = f.ignore_eos;
     r.params.stop_token_ids = f.stop_token_ids;
+    // Without a loaded tokenizer the engine uses config.json's and generation_config.json's.
+    if (tokenizer.loaded()) r.params.eos_token_ids = tokenizer.get().eos_token_ids;
     if (!f.seeds.empty()) r.params.seed = f.seeds.size() == 1 ? f.seeds[0] : f.seeds[i];
     r.params.validate();
     requests.push_back(std::move(r));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ctxpar/engine/llm_engine.h"
+#include "ctxpar/tokenizer/tokenizer_files.h"
 
 namespace ctxpar::app {
 
@@ -35,11 +36,27 @@ struct PromptFlags {
 
 void add_prompt_flags(CLI::App* cmd, PromptFlags& flags);
 
-// The requests named by the flags, tokenized with the built-in byte tokenizer for text
-// prompts (built-in models only; other models take --prompt-token-ids). Throws ctxpar::Error
-// when there is no prompt or a prompt cannot be read.
+// The model's tokenizer, loaded on first use (text prompts need it; token-id prompts do not).
+class LazyTokenizer {
+ public:
+  explicit LazyTokenizer(const engine::EngineConfig& config) : config_(config) {}
+  const tokenizer::LoadedTokenizer& get();  // throws ctxpar::Error when it cannot be loaded
+  // nullptr when the model has no usable tokenizer (token-id prompts still run).
+  const tokenizer::LoadedTokenizer* get_if_available();
+  bool loaded() const { return loaded_.has_value(); }
+
+ private:
+  const engine::EngineConfig& config_;
+  std::optional<tokenizer::LoadedTokenizer> loaded_;
+};
+
+// The requests named by the flags; text prompts are encoded with the model's tokenizer
+// (add_special_tokens, as vLLM's LLM.generate), whose EOS ids (tokenizer_config,
+// generation_config, config.json) then end generation. Throws ctxpar::Error when there is no
+// prompt, a prompt cannot be read, or a text prompt meets a model without a tokenizer.
 std::vector<engine::GenerationRequest> build_requests(const PromptFlags& flags,
-                                                      const engine::EngineConfig& config);
+                                                      const engine::EngineConfig& config,
+                                                      LazyTokenizer& tokenizer);
 
 // True when this process is rank 0 (or not under mpirun): only rank 0 prints.
 bool is_output_rank();

@@ -7,8 +7,7 @@
 #include <memory>
 
 #include "commands.h"
-#include "ctxpar/model/model_config.h"
-#include "ctxpar/tokenizer/byte_tokenizer.h"
+#include "ctxpar/tokenizer/incremental_detokenizer.h"
 #include "engine_flags.h"
 #include "output_format.h"
 
@@ -35,9 +34,12 @@ void print_progress(const engine::StepProgress& p) {
 void run(const GenerateOptions& o) {
   engine::EngineConfig config;
   std::vector<engine::GenerationRequest> requests;
+  // Text prompts need the tokenizer on every rank (the ranks validate the prompts alike);
+  // otherwise only the output rank loads it, to print text.
+  LazyTokenizer tokenizer(config);
   validate_on_every_rank([&] {
     config = finish_engine_config(o.engine);
-    requests = build_requests(o.prompts, config);
+    requests = build_requests(o.prompts, config, tokenizer);
   });
   engine::RunOptions run;
   const bool output_rank = is_output_rank();
@@ -45,28 +47,36 @@ void run(const GenerateOptions& o) {
   const engine::GenerationResult result = engine::generate(config, requests, run);
   if (!output_rank) return;
 
+  const tokenizer::LoadedTokenizer* text = tokenizer.get_if_available();
+  // The output as vLLM shows it: decoded after the prompt, special tokens skipped.
+  auto output_text = [&](const engine::GenerationOutput& out) {
+    tokenizer::IncrementalDetokenizer detok(*text->tokenizer, out.prompt_token_ids);
+    for (const int32_t id : out.output_token_ids) detok.add(id);
+    detok.finish();
+    return detok.text();
+  };
   if (o.json) {
     nlohmann::json j = stats_json(result.stats, config);
     j["requests"] = nlohmann::json::array();
     for (const auto& out : result.outputs) {
-      j["requests"].push_back({{"id", out.id},
-                               {"prompt_token_ids", out.prompt_token_ids},
-                               {"output_token_ids", out.output_token_ids},
-                               {"finish_reason", out.finish_reason}});
+      nlohmann::json r = {{"id", out.id},
+                          {"prompt_token_ids", out.prompt_token_ids},
+                          {"output_token_ids", out.output_token_ids},
+                          {"finish_reason", out.finish_reason}};
+      if (text != nullptr) r["text"] = output_text(out);
+      j["requests"].push_back(std::move(r));
     }
-    std::printf("%s\n", j.dump().c_str());
+    // The byte tokenizer of the built-in models can end inside a character: write U+FFFD.
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return;
   }
-  const bool text = model::is_builtin_model(config.model);
-  const tokenizer::ByteTokenizer tokenizer(
-      static_cast<int32_t>(model::resolve_model_config(config.model).vocab_size));
   for (const auto& out : result.outputs) {
     std::printf("Request %s (%zu prompt tokens, finish: %s)\n", out.id.c_str(),
                 out.prompt_token_ids.size(), out.finish_reason.c_str());
-    if (text) {
+    if (text != nullptr) {
       std::printf("  prompt: \"%s\"\n  output: \"%s\"\n",
-                  printable(tokenizer.decode(out.prompt_token_ids)).c_str(),
-                  printable(tokenizer.decode(out.output_token_ids)).c_str());
+                  printable(text->tokenizer->decode(out.prompt_token_ids, false)).c_str(),
+                  printable(output_text(out)).c_str());
     }
     std::printf("  output_token_ids: %s\n",
                 fmt::format("{}", fmt::join(out.output_token_ids, ",")).c_str());

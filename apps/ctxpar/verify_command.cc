@@ -21,9 +21,10 @@ struct VerifyOptions {
 void run(const VerifyOptions& o) {
   engine::EngineConfig config;
   std::vector<engine::GenerationRequest> requests;
+  LazyTokenizer tokenizer(config);
   validate_on_every_rank([&] {
     config = finish_engine_config(o.engine);
-    requests = build_requests(o.prompts, config);
+    requests = build_requests(o.prompts, config, tokenizer);
   });
   for (auto& r : requests) r.params.temperature = 0;  // greedy: tokens must agree exactly
   engine::RunOptions run;

@@ -1,5 +1,6 @@
 #include "ctxpar/engine/engine_config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include "ctxpar/comm/mpi_session.h"
 #include "ctxpar/core/error.h"
 #include "ctxpar/core/thread_pool.h"
+#include "ctxpar/engine/tokenizer_loader.h"
 #include "ctxpar/model/sfa_mode.h"
 
 namespace ctxpar::engine {
@@ -152,6 +154,15 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& c) {
   if (flashcomm1_from_environment()) r.additional.enable_flashcomm1 = true;
 
   r.model = model::resolve_model_config(c.model);
+  // generation_config.json's EOS ids end generation too (vLLM adds them to the stop ids;
+  // Llama-3.1 lists three).
+  for (const int32_t id :
+       tokenizer::read_generation_config(model_directory(c.model)).eos_token_ids) {
+    if (std::find(r.model.eos_token_ids.begin(), r.model.eos_token_ids.end(), id) ==
+        r.model.eos_token_ids.end()) {
+      r.model.eos_token_ids.push_back(id);
+    }
+  }
   r.use_dummy_weights =
       c.load_format == "dummy" || (c.load_format == "auto" && model::is_builtin_model(c.model));
   CTXPAR_CHECK_INPUT(r.use_dummy_weights || !model::is_builtin_model(c.model),

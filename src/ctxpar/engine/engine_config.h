@@ -13,7 +13,8 @@ namespace ctxpar::engine {
 
 struct EngineConfig {
   std::string model = "builtin:tiny-llama";  // builtin:NAME, a HF directory or config.json
-  std::string load_format = "auto";          // auto | safetensors | dummy
+  std::string tokenizer;  // --tokenizer DIR: where tokenizer.json lives ("": the model's)
+  std::string load_format = "auto";  // auto | safetensors | dummy
   uint64_t seed = 0;
   int tensor_parallel_size = 1;
   int decode_context_parallel_size = 1;
@@ -51,7 +52,7 @@ bool flashcomm1_from_environment();
 
 struct ResolvedEngineConfig {
   EngineConfig raw;
-  model::ModelConfig model;
+  model::ModelConfig model;  // eos_token_ids: config.json's, then generation_config.json's
   model::ModelOptions options;
   SchedulerConfig scheduler;
   AdditionalConfig additional;

@@ -148,6 +148,13 @@ std::optional<int32_t> AddedVocabulary::id_of(std::string_view content) const {
   return it->second;
 }
 
+bool AddedVocabulary::contains(const AddedToken& token) const {
+  const auto id = id_of(token.content);
+  if (!id) return false;
+  const auto it = by_id_.find(*id);
+  return it != by_id_.end() && same_flags(it->second, token);
+}
+
 const std::string* AddedVocabulary::token_of(int32_t id) const {
   if (const auto f = normalized_form_.find(id); f != normalized_form_.end()) return &f->second;
   const auto it = by_id_.find(id);

@@ -41,6 +41,8 @@ class AddedVocabulary {
   void split_normalized(PreTokenized& text) const;
 
   std::optional<int32_t> id_of(std::string_view content) const;
+  // Whether a token with this content and these flags is present.
+  bool contains(const AddedToken& token) const;
   // The token's text for decoding: its normalized form when that differs, else its content.
   const std::string* token_of(int32_t id) const;
   bool is_special_token(std::string_view token) const { return special_.contains(token); }

@@ -46,6 +46,10 @@ class HfTokenizer final : public Tokenizer {
   // Whether `id` is an added token marked special (what skip_special_tokens leaves out).
   bool is_special(int32_t id) const;
 
+  // Whether `content` is an added token (with exactly these flags).
+  bool is_added_token(std::string_view content) const { return added_.id_of(content).has_value(); }
+  bool has_added_token(const AddedToken& token) const { return added_.contains(token); }
+
   // Loading steps of tokenizer_config.json (see tokenizer_files.h): more added tokens, and a
   // replacement post-processor. Not thread-safe; call before sharing the tokenizer.
   void add_tokens(const std::vector<AddedToken>& tokens);
