@@ -15,7 +15,8 @@ The C++ tests read only these files; CI never needs Python.
 
 Fixtures
     gpt2          ByteLevel(use_regex) pre-tokenizer and decoder, ByteLevel post-processor;
-                  merges written in the legacy "a b" form
+                  merges written in the legacy "a b" form; a pad_token that only
+                  tokenizer_config.json names (added as a special token)
     roberta       ByteLevel(add_prefix_space) + RobertaProcessing; <mask> with lstrip
     llama3        Split(Llama-3 regex, Isolated) + ByteLevel(use_regex false), ignore_merges,
                   Sequence[ByteLevel, TemplateProcessing(BOS)]; generation_config with 3 EOS
@@ -262,9 +263,10 @@ def gpt2():
     tok.post_processor = processors.ByteLevel(trim_offsets=False)
     train_bpe(tok, training_corpus(), 1000, ["<|endoftext|>"])
     j = legacy_merges(json.loads(tok.to_str()))
+    # <|pad|> is not in tokenizer.json: transformers adds it as a special token.
     config = {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<|endoftext|>",
               "eos_token": "<|endoftext|>", "unk_token": "<|endoftext|>",
-              "model_max_length": 1024}
+              "pad_token": "<|pad|>", "model_max_length": 1024}
     return j, config, None, None
 
 

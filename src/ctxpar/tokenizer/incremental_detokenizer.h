@@ -6,6 +6,8 @@
 //   - the pieces concatenate to decode(prompt + output) minus decode(prompt): a Metaspace
 //     token "▁Hello" after a prompt is " Hello", as vLLM streams it (decode(output) alone
 //     would strip that space, being the start of a text).
+// (One exception: a run of byte-fallback tokens that is not UTF-8 as a whole decodes, in a
+// whole decode, to one U+FFFD per byte, including characters a stream has released already.)
 // Works with any Tokenizer. Not thread-safe (one per request).
 #pragma once
 
@@ -36,15 +38,18 @@ class IncrementalDetokenizer {
   const std::string& text() const { return text_; }
 
  private:
-  std::string window_text() const;  // decode of ids_[prefix_offset_, end)
-  // Releases the text of ids_[read_offset_, end) given the window's text; moves the offsets.
-  std::string release(const std::string& full);
+  std::string decode_from(size_t begin, size_t end) const;  // decode of ids_[begin, end)
+  // Where the text of the unread ids starts in `full`, the decode of ids_[prefix_offset_, end).
+  size_t new_text_start(const std::string& full) const;
+  // Releases full[start, end); the unread ids become the context.
+  std::string release(const std::string& full, size_t start);
 
   const Tokenizer& tokenizer_;
   bool skip_special_tokens_;
   std::vector<int32_t> ids_;  // the context window and the new ids
   size_t prefix_offset_ = 0;  // ids_[prefix, read) is context already turned into text
   size_t read_offset_ = 0;    // ids_[read, end) is not released yet
+  std::string prefix_text_;   // decode of ids_[prefix, read)
   std::string text_;
 };
 
