@@ -24,9 +24,12 @@ IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer& tokenizer,
                                                std::span<const int32_t> prompt_ids,
                                                bool skip_special_tokens)
     : tokenizer_(tokenizer), skip_special_tokens_(skip_special_tokens) {
-  tokenizer_.decode(prompt_ids, skip_special_tokens_);  // rejects out-of-vocabulary ids
-  const size_t n = std::min(prompt_ids.size(), kPrimingTokens);
-  ids_.assign(prompt_ids.end() - static_cast<std::ptrdiff_t>(n), prompt_ids.end());
+  const int32_t vocab = tokenizer_.vocab_size();
+  for (auto it = prompt_ids.rbegin(); it != prompt_ids.rend() && ids_.size() < kPrimingTokens;
+       ++it) {
+    if (*it >= 0 && *it < vocab) ids_.push_back(*it);
+  }
+  std::reverse(ids_.begin(), ids_.end());
   read_offset_ = ids_.size();
   prefix_offset_ = read_offset_ > kContextTokens ? read_offset_ - kContextTokens : 0;
   prefix_text_ = decode_from(prefix_offset_, read_offset_);
@@ -74,6 +77,7 @@ std::string IncrementalDetokenizer::release(const std::string& full, size_t star
 }
 
 std::string IncrementalDetokenizer::add(int32_t id) {
+  if (id < 0 || id >= tokenizer_.vocab_size()) return std::string();
   ids_.push_back(id);
   const std::string full = decode_from(prefix_offset_, ids_.size());
   // Nothing new yet (a skipped special token, a space a decoder strips at the start of a

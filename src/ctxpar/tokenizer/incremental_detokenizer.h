@@ -23,12 +23,12 @@ namespace ctxpar::tokenizer {
 class IncrementalDetokenizer {
  public:
   // `tokenizer` must outlive this object. The last few prompt ids give the context of the
-  // first output token. Throws ctxpar::Error for a prompt id outside the vocabulary.
+  // first output token. Ids outside the tokenizer's vocabulary (a model's padded embedding
+  // rows, which `tokenizers` decodes to nothing) add no text here, in the prompt or the output.
   IncrementalDetokenizer(const Tokenizer& tokenizer, std::span<const int32_t> prompt_ids,
                          bool skip_special_tokens = true);
 
   // Adds one generated id; returns the newly completed text (often empty for byte pieces).
-  // Throws ctxpar::Error for an id outside the vocabulary.
   std::string add(int32_t id);
   // The generation ended: returns what is still held back (an unfinished character, decoded
   // as U+FFFD the way a whole decode shows it).
