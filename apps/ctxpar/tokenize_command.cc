@@ -66,9 +66,9 @@ std::vector<int32_t> parse_id_list(const std::string& text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    CTXPAR_CHECK(used == item.size() && used > 0 && v >= 0 && v <= INT32_MAX,
-                 "'{}' in '{}' is not a token id (give comma-separated non-negative integers)",
-                 item, text);
+    CTXPAR_CHECK_INPUT(
+        used == item.size() && used > 0 && v >= 0 && v <= INT32_MAX,
+        "'{}' in '{}' is not a token id (give comma-separated non-negative integers)", item, text);
     ids.push_back(static_cast<int32_t>(v));
   }
   return ids;

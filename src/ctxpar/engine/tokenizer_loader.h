@@ -12,7 +12,7 @@ namespace ctxpar::engine {
 // else the Hugging Face files of `tokenizer_dir` or the model directory (tokenizer.json,
 // tokenizer_config.json, chat_template.jinja) with the model directory's
 // generation_config.json. eos_token_ids then also holds config.json's eos_token_id: the ids
-// that end generation (vLLM's EOS plus stop ids from generation_config). Throws ctxpar::Error
+// that end generation (vLLM's EOS plus stop ids from generation_config). Throws ctxpar::InputError
 // naming the directory when it has no tokenizer.json, and the file and field of anything
 // malformed.
 tokenizer::LoadedTokenizer load_tokenizer(const std::string& model,

@@ -206,8 +206,8 @@ void BpeModel::initial_symbols(std::string_view word, bool raw,
       }
     }
     if (unk_token_.empty()) continue;  // no unknown token: the character is dropped
-    CTXPAR_CHECK(unk_id_.has_value(), "the BPE unk_token '{}' is not in the vocabulary",
-                 unk_token_);
+    CTXPAR_CHECK_INPUT(unk_id_.has_value(), "the BPE unk_token '{}' is not in the vocabulary",
+                       unk_token_);
     if (unk >= 0 && fuse_unk_) {
       unk_len += len;
     } else {

@@ -25,7 +25,7 @@ using StringIdMap = std::unordered_map<std::string, int32_t, StringHash, std::eq
 
 class BpeModel {
  public:
-  // Throws ctxpar::Error naming the file and field for a malformed model: wrong types,
+  // Throws ctxpar::InputError naming the file and field for a malformed model: wrong types,
   // merges in neither form, a merge of tokens that are not in the vocabulary, dropout.
   explicit BpeModel(const JsonNode& model);
 

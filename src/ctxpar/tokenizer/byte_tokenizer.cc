@@ -30,8 +30,9 @@ std::string ByteTokenizer::decode(std::span<const int32_t> ids, bool skip_specia
   text.reserve(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
     const int32_t id = ids[i];
-    CTXPAR_CHECK(id >= 0 && id < vocab_size_,
-                 "token id {} at index {} is outside the vocabulary [0, {})", id, i, vocab_size_);
+    CTXPAR_CHECK_INPUT(id >= 0 && id < vocab_size_,
+                       "token id {} at index {} is outside the vocabulary [0, {})", id, i,
+                       vocab_size_);
     if (id < kNumByteTokens) {
       text.push_back(static_cast<char>(static_cast<unsigned char>(id)));
     } else if (!skip_special_tokens) {

@@ -18,7 +18,7 @@ class Decoder {
 
 // Builds the decoder of a tokenizer.json "decoder" value (null: nullptr, tokens are joined
 // with spaces). Supported types: ByteLevel, Metaspace, ByteFallback, Fuse, Strip, Replace,
-// BPEDecoder, Sequence; anything else throws ctxpar::Error naming the file, the path and the
+// BPEDecoder, Sequence; anything else throws ctxpar::InputError naming the file, the path and the
 // supported types.
 std::unique_ptr<Decoder> make_decoder(const JsonNode& node);
 

@@ -111,8 +111,8 @@ std::string HfTokenizer::decode(std::span<const int32_t> ids, bool skip_special_
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
-    CTXPAR_CHECK(ids[i] >= 0 && ids[i] < n,
-                 "token id {} at index {} is outside the vocabulary [0, {})", ids[i], i, n);
+    CTXPAR_CHECK_INPUT(ids[i] >= 0 && ids[i] < n,
+                       "token id {} at index {} is outside the vocabulary [0, {})", ids[i], i, n);
     const std::string* t = token_string(ids[i]);
     if (t == nullptr || (skip_special_tokens && added_.is_special_token(*t))) continue;
     tokens.push_back(*t);

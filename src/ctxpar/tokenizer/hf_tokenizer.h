@@ -25,7 +25,7 @@ namespace ctxpar::tokenizer {
 
 class HfTokenizer final : public Tokenizer {
  public:
-  // Reads tokenizer.json at `path`. Throws ctxpar::Error naming the file for an unreadable or
+  // Reads tokenizer.json at `path`. Throws ctxpar::InputError naming the file for an unreadable or
   // malformed file, and the JSON path of a field of the wrong type or an unsupported
   // component type (with the supported ones). `truncation` and `padding` are ignored, as
   // transformers ignores them for encode.

@@ -112,13 +112,13 @@ std::string JsonNode::type_among(std::string_view what,
 
 nlohmann::json read_json_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  CTXPAR_CHECK(in.good(), "{} cannot be opened", path);
+  CTXPAR_CHECK_INPUT(in.good(), "{} cannot be opened", path);
   std::stringstream buffer;
   buffer << in.rdbuf();
   try {
     return nlohmann::json::parse(buffer.str());
   } catch (const nlohmann::json::parse_error& e) {
-    CTXPAR_FAIL("{} is not valid JSON (byte {}): {}", path, e.byte, e.what());
+    CTXPAR_INPUT_FAIL("{} is not valid JSON (byte {}): {}", path, e.byte, e.what());
   }
 }
 

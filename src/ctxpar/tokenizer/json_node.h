@@ -51,8 +51,8 @@ class JsonNode {
 
   template <typename... Args>
   [[noreturn]] void fail(fmt::format_string<Args...> message, Args&&... args) const {
-    CTXPAR_FAIL("{}: {}: {}", *file_, path_.empty() ? "(top level)" : path_,
-                fmt::format(message, std::forward<Args>(args)...));
+    CTXPAR_INPUT_FAIL("{}: {}: {}", *file_, path_.empty() ? "(top level)" : path_,
+                      fmt::format(message, std::forward<Args>(args)...));
   }
 
  private:
@@ -64,7 +64,7 @@ class JsonNode {
   std::string path_;
 };
 
-// Parses a JSON file; a missing, unreadable or malformed file throws ctxpar::Error naming it
+// Parses a JSON file; a missing, unreadable or malformed file throws ctxpar::InputError naming it
 // (and the byte offset of a syntax error).
 nlohmann::json read_json_file(const std::string& path);
 

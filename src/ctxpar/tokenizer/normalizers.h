@@ -20,7 +20,7 @@ class Normalizer {
 
 // Builds the normalizer of a tokenizer.json "normalizer" value (null: nullptr). Supported
 // types: NFC, NFD, NFKC, NFKD, Lowercase, Prepend, Replace, Strip, StripAccents, Sequence;
-// anything else throws ctxpar::Error naming the file, the JSON path and the supported types.
+// anything else throws ctxpar::InputError naming the file, the JSON path and the supported types.
 std::unique_ptr<Normalizer> make_normalizer(const JsonNode& node);
 
 }  // namespace ctxpar::tokenizer

@@ -31,7 +31,7 @@ class TemplatePostProcessor final : public PostProcessor {
 
 // Builds the post-processor of a tokenizer.json "post_processor" value (null: nullptr).
 // Supported types: TemplateProcessing, ByteLevel, RobertaProcessing, BertProcessing,
-// Sequence; anything else throws ctxpar::Error naming the file, the path and the types.
+// Sequence; anything else throws ctxpar::InputError naming the file, the path and the types.
 std::unique_ptr<PostProcessor> make_post_processor(const JsonNode& node);
 
 }  // namespace ctxpar::tokenizer

@@ -33,7 +33,7 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
 
 // Builds the pre-tokenizer of a tokenizer.json "pre_tokenizer" value (null: nullptr).
 // Supported types: ByteLevel, Split, Digits, Metaspace, Whitespace, WhitespaceSplit,
-// Punctuation, BertPreTokenizer, Sequence; anything else throws ctxpar::Error naming the
+// Punctuation, BertPreTokenizer, Sequence; anything else throws ctxpar::InputError naming the
 // file, the JSON path and the supported types.
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonNode& node);
 

@@ -86,8 +86,8 @@ Regex::Regex(std::string_view pattern) : pattern_(pattern), impl_(std::make_uniq
   PCRE2_SIZE offset = 0;
   impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
                               PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
-  CTXPAR_CHECK(impl_->code != nullptr, "regex '{}' does not compile: {} (at offset {})", pattern,
-               pcre2_message(error), offset);
+  CTXPAR_CHECK_INPUT(impl_->code != nullptr, "regex '{}' does not compile: {} (at offset {})",
+                     pattern, pcre2_message(error), offset);
   impl_->jit = pcre2_jit_compile(impl_->code, PCRE2_JIT_COMPLETE) == 0;
 }
 

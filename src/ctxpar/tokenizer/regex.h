@@ -17,7 +17,7 @@ struct Span {
 
 class Regex {
  public:
-  // Throws ctxpar::Error with PCRE2's message and the offset of the error.
+  // Throws ctxpar::InputError with PCRE2's message and the offset of the error.
   explicit Regex(std::string_view pattern);
   ~Regex();
   Regex(Regex&&) noexcept;

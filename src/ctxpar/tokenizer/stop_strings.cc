@@ -9,7 +9,7 @@ namespace ctxpar::tokenizer {
 StopStringMatcher::StopStringMatcher(std::vector<std::string> stop, bool include)
     : stop_(std::move(stop)), include_(include) {
   for (const std::string& s : stop_) {
-    CTXPAR_CHECK(!s.empty(), "a stop string must not be empty");
+    CTXPAR_CHECK_INPUT(!s.empty(), "a stop string must not be empty");
     longest_ = std::max(longest_, s.size());
   }
 }

@@ -13,7 +13,7 @@ namespace ctxpar::tokenizer {
 
 class StopStringMatcher {
  public:
-  // Throws ctxpar::Error for an empty stop string (vLLM rejects "" too).
+  // Throws ctxpar::InputError for an empty stop string (vLLM rejects "" too).
   explicit StopStringMatcher(std::vector<std::string> stop,
                              bool include_stop_str_in_output = false);
 

@@ -15,7 +15,7 @@ namespace ctxpar::tokenizer {
 
 class StringPattern {
  public:
-  // Throws ctxpar::Error naming the field when it is neither form or the regex is invalid.
+  // Throws ctxpar::InputError naming the field when it is neither form or the regex is invalid.
   explicit StringPattern(const JsonNode& node);
 
   // Non-overlapping matches of `text`, leftmost first.

@@ -21,7 +21,7 @@ class Tokenizer {
                                       bool add_special_tokens = true) const = 0;
 
   // Text of `ids`. skip_special_tokens leaves special tokens out, as Hugging Face's
-  // `decode(ids, skip_special_tokens=...)` does. Throws ctxpar::Error for an id outside
+  // `decode(ids, skip_special_tokens=...)` does. Throws ctxpar::InputError for an id outside
   // [0, vocab_size()).
   virtual std::string decode(std::span<const int32_t> ids,
                              bool skip_special_tokens = true) const = 0;

@@ -40,7 +40,7 @@ AddedToken parse_token(const JsonNode& node, bool string_is_normalized) {
 
 std::string read_text_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  CTXPAR_CHECK(in.good(), "{} cannot be opened", path.string());
+  CTXPAR_CHECK_INPUT(in.good(), "{} cannot be opened", path.string());
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
@@ -99,13 +99,13 @@ LoadedTokenizer load_hf_tokenizer(const std::string& tokenizer_dir,
                                   const std::string& generation_dir) {
   const fs::path dir(tokenizer_dir);
   const fs::path json_path = dir / "tokenizer.json";
-  CTXPAR_CHECK(fs::exists(json_path),
-               "{} has no tokenizer.json (ctxpar reads Hugging Face tokenizer.json files{})",
-               tokenizer_dir,
-               fs::exists(dir / "tokenizer.model")
-                   ? "; this directory has only a SentencePiece tokenizer.model: save it as "
-                     "tokenizer.json with transformers' AutoTokenizer.save_pretrained"
-                   : "");
+  CTXPAR_CHECK_INPUT(fs::exists(json_path),
+                     "{} has no tokenizer.json (ctxpar reads Hugging Face tokenizer.json files{})",
+                     tokenizer_dir,
+                     fs::exists(dir / "tokenizer.model")
+                         ? "; this directory has only a SentencePiece tokenizer.model: save it as "
+                           "tokenizer.json with transformers' AutoTokenizer.save_pretrained"
+                         : "");
   std::unique_ptr<HfTokenizer> tok = HfTokenizer::from_file(json_path.string());
   LoadedTokenizer out;
 

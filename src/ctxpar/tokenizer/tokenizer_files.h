@@ -34,7 +34,7 @@ struct GenerationConfig {
 };
 
 // `dir`/generation_config.json, or an empty GenerationConfig when there is none. Throws
-// ctxpar::Error naming the file and field of anything malformed.
+// ctxpar::InputError naming the file and field of anything malformed.
 GenerationConfig read_generation_config(const std::string& dir);
 
 struct LoadedTokenizer {
@@ -55,7 +55,7 @@ struct LoadedTokenizer {
 
 // Reads `tokenizer_dir`/tokenizer.json (required), tokenizer_config.json and
 // chat_template.jinja (when present), and `generation_dir`/generation_config.json (when
-// present; vLLM reads it from the model, not the tokenizer, directory). Throws ctxpar::Error
+// present; vLLM reads it from the model, not the tokenizer, directory). Throws ctxpar::InputError
 // naming the file and field of anything malformed or unsupported.
 LoadedTokenizer load_hf_tokenizer(const std::string& tokenizer_dir,
                                   const std::string& generation_dir);
