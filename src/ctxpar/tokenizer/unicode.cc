@@ -77,10 +77,9 @@ bool is_punctuation(char32_t c) {
   }
 }
 
-std::string normalize(std::string_view text, NormalForm form) {
-  bool ascii = true;
-  for (const char ch : text) ascii = ascii && static_cast<unsigned char>(ch) < 0x80;
-  if (ascii) return std::string(text);  // every normal form of ASCII is itself
+namespace {
+
+std::string utf8proc_normalize(std::string_view text, NormalForm form) {
   int options = UTF8PROC_STABLE;
   switch (form) {
     case NormalForm::kNfc:
@@ -97,13 +96,46 @@ std::string normalize(std::string_view text, NormalForm form) {
       break;
   }
   utf8proc_uint8_t* out = nullptr;
-  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
-                                          static_cast<utf8proc_ssize_t>(text.size()), &out,
-                                          static_cast<utf8proc_option_t>(options));
+  const utf8proc_ssize_t n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                   static_cast<utf8proc_ssize_t>(text.size()), &out,
+                   static_cast<utf8proc_option_t>(options));
   const std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owned(out, &std::free);
   // The tokenizer repairs its input first, so utf8proc never sees invalid UTF-8.
   CTXPAR_CHECK(n >= 0, "Unicode normalization failed: {}", utf8proc_errmsg(n));
   return std::string(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
+}
+
+bool is_ascii(char c) { return static_cast<unsigned char>(c) < 0x80; }
+
+}  // namespace
+
+std::string normalize(std::string_view text, NormalForm form) {
+  // Every normal form of ASCII is itself, and an ASCII character followed by another ASCII
+  // character neither composes with what comes before it nor with what follows. So only the
+  // stretches around non-ASCII text go through utf8proc: each from the character before its
+  // first non-ASCII byte up to the next pair of ASCII characters.
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = i;
+    while (j < text.size() && is_ascii(text[j])) ++j;
+    if (j == text.size()) {
+      out.append(text.substr(i));
+      break;
+    }
+    const size_t begin = j > i ? j - 1 : j;  // an ASCII base may take a combining mark
+    out.append(text.substr(i, begin - i));
+    size_t end = j;
+    while (end < text.size() &&
+           !(is_ascii(text[end]) && (end + 1 == text.size() || is_ascii(text[end + 1])))) {
+      ++end;
+    }
+    out.append(utf8proc_normalize(text.substr(begin, end - begin), form));
+    i = end;
+  }
+  return out;
 }
 
 std::string to_lower(std::string_view text) {
