@@ -24,6 +24,15 @@ struct WordCache {
 
 std::atomic<uint64_t> next_cache_owner{1};
 
+constexpr std::string_view kMetaspace = "\xE2\x96\x81";  // U+2581 ▁
+
+// Whether "▁" occurs in `token` only in a leading run ("▁▁the" yes, "a▁b" no).
+bool metaspace_only_leading(std::string_view token) {
+  size_t i = 0;
+  while (token.substr(i, kMetaspace.size()) == kMetaspace) i += kMetaspace.size();
+  return token.find(kMetaspace, i) == std::string_view::npos;
+}
+
 uint64_t pair_key(int32_t left, int32_t right) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
 }
@@ -73,6 +82,11 @@ BpeModel::BpeModel(const JsonNode& model) : cache_owner_(next_cache_owner++) {
     const auto it = vocab_.find(fmt::format("<0x{:02X}>", b));
     byte_fallback_ids_[b] = it == vocab_.end() ? -1 : it->second;
   }
+  // "▁" itself must be a token too, or fuse_unk could join unknown characters across it.
+  split_before_metaspace_ = prefix_.empty() && suffix_.empty() && vocab_.contains(kMetaspace) &&
+                            std::all_of(vocab_.begin(), vocab_.end(), [](const auto& entry) {
+                              return metaspace_only_leading(entry.first);
+                            });
 
   const std::vector<JsonNode> merges = model.at("merges").elements();
   size_t capacity = 16;
@@ -292,6 +306,25 @@ void BpeModel::tokenize(std::string_view word, std::vector<int32_t>& out) const 
       return;
     }
   }
+  if (split_before_metaspace_ && !raw_bytes_) {
+    size_t begin = 0;
+    for (size_t at = word.find(kMetaspace, 1); at != std::string_view::npos;
+         at = word.find(kMetaspace, at + kMetaspace.size())) {
+      // A piece starts at a "▁" that follows something else.
+      if (at >= kMetaspace.size() &&
+          word.substr(at - kMetaspace.size(), kMetaspace.size()) == kMetaspace) {
+        continue;
+      }
+      encode_cached(word.substr(begin, at - begin), out);
+      begin = at;
+    }
+    encode_cached(word.substr(begin), out);
+    return;
+  }
+  encode_cached(word, out);
+}
+
+void BpeModel::encode_cached(std::string_view word, std::vector<int32_t>& out) const {
   thread_local WordCache cache;
   if (cache.owner != cache_owner_) {
     cache.words.clear();

@@ -66,6 +66,8 @@ class BpeModel {
   void initial_symbols(std::string_view word, bool raw, std::vector<Symbol>& symbols) const;
   void merge_all(std::vector<Symbol>& symbols) const;
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
+  // encode_word through the per-thread cache.
+  void encode_cached(std::string_view word, std::vector<int32_t>& out) const;
 
   StringIdMap vocab_;
   std::vector<std::string> id_to_token_;  // "" where an id has no token
@@ -77,6 +79,10 @@ class BpeModel {
   std::string prefix_, suffix_;  // continuing_subword_prefix, end_of_word_suffix
   bool fuse_unk_ = false, byte_fallback_ = false, ignore_merges_ = false;
   std::array<int32_t, 256> byte_fallback_ids_{};  // <0xNN> tokens, -1 if absent
+  // SentencePiece-style vocabularies spell "▁" only at the start of a token: no merge can
+  // then join a character to a following "▁", and a word is encoded as the independent
+  // pieces that start there (same ids; long unsplit texts stay fast and cacheable).
+  bool split_before_metaspace_ = false;
   // Raw-bytes mode: the vocabulary keyed by the bytes its byte-level tokens stand for.
   bool raw_bytes_ = false;
   StringIdMap raw_vocab_;
