@@ -96,17 +96,18 @@ std::string utf8proc_normalize(std::string_view text, NormalForm form) {
       break;
   }
   utf8proc_uint8_t* out = nullptr;
-  const utf8proc_ssize_t n =
-      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
-                   static_cast<utf8proc_ssize_t>(text.size()), &out,
-                   static_cast<utf8proc_option_t>(options));
+  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                                          static_cast<utf8proc_ssize_t>(text.size()), &out,
+                                          static_cast<utf8proc_option_t>(options));
   const std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owned(out, &std::free);
   // The tokenizer repairs its input first, so utf8proc never sees invalid UTF-8.
   CTXPAR_CHECK(n >= 0, "Unicode normalization failed: {}", utf8proc_errmsg(n));
   return std::string(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
 }
 
-bool is_ascii(char c) { return static_cast<unsigned char>(c) < 0x80; }
+bool is_ascii(char c) {
+  return static_cast<unsigned char>(c) < 0x80;
+}
 
 }  // namespace
 
