@@ -66,8 +66,11 @@ Value get_path(const Value& item, const std::string& path) {
   while (true) {
     const size_t dot = path.find('.', start);
     const std::string part = path.substr(start, dot == std::string::npos ? dot : dot - start);
-    if (!part.empty() && part.find_first_not_of("0123456789") == std::string::npos) {
-      v = get_item(v, Value(static_cast<int64_t>(std::stoll(part))));
+    errno = 0;
+    const long long index = std::strtoll(part.c_str(), nullptr, 10);
+    if (!part.empty() && part.find_first_not_of("0123456789") == std::string::npos &&
+        errno == 0) {
+      v = get_item(v, Value(static_cast<int64_t>(index)));
     } else {
       v = get_item(v, Value(part));
     }

@@ -145,7 +145,14 @@ class Interpreter {
         if (!target || target->kind() != Value::Kind::kNamespace) {
           throw TemplateError("Cannot assign attribute on non-namespace object");
         }
-        target->as_namespace().attrs.set(n.attribute, eval(*n.expr, frame));
+        Value v = eval(*n.expr, frame);
+        if (holds_namespace(v)) {
+          throw TemplateError("a namespace attribute cannot hold a namespace or loop object");
+        }
+        if (nesting_depth(*target) + nesting_depth(v) > kMaxValueDepth) {
+          throw TemplateError(fmt::format("values nest more than {} levels deep", kMaxValueDepth));
+        }
+        target->as_namespace().attrs.set(n.attribute, std::move(v));
         return Flow::kNormal;
       }
       case NodeKind::kBlockSet: {
@@ -525,7 +532,11 @@ class Interpreter {
           fmt::format("macro '{}' takes not more than {} argument(s)", m.name, m.params.size()));
     }
     auto frame = std::make_shared<Frame>();
-    frame->parent = c.closure;
+    frame->parent = c.closure.lock();
+    if (!frame->parent) {
+      throw TemplateError(fmt::format(
+          "macro '{}' was called after the block that defined it ended", m.name));
+    }
     std::vector<const Value*> given(m.params.size(), nullptr);
     for (size_t i = 0; i < args.positional.size(); ++i) given[i] = &args.positional[i];
     for (const auto& [k, v] : args.keywords) {
@@ -625,6 +636,11 @@ class Interpreter {
       }
       for (const auto& [k, v] : args.keywords) d.set(k, v);
       if (name == "dict") return Value::dict(std::move(d));
+      for (const auto& [k, v] : d.entries()) {
+        if (holds_namespace(v)) {
+          throw TemplateError("a namespace attribute cannot hold a namespace or loop object");
+        }
+      }
       auto ns = std::make_shared<Namespace>();
       ns->attrs = std::move(d);
       return Value(std::move(ns));

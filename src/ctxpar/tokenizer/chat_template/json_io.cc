@@ -11,7 +11,7 @@
 namespace ctxpar::chat_template {
 namespace {
 
-constexpr int kMaxJsonDepth = 512;
+constexpr int kMaxJsonDepth = 256;
 
 void dump_string(std::string& out, const std::string& s, bool ensure_ascii) {
   out.push_back('"');
@@ -71,7 +71,7 @@ struct Dumper {
   }
 
   void dump(const Value& v, int level) {
-    if (level > kMaxJsonDepth) throw TemplateError("maximum recursion depth exceeded in tojson");
+    if (level > kMaxValueDepth + 1) throw TemplateError("maximum recursion depth exceeded in tojson");
     switch (v.kind()) {
       case Value::Kind::kNone:
         out += "null";

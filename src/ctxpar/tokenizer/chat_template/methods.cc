@@ -118,7 +118,7 @@ std::string python_format(const std::string& fmt_text, const CallArgs& args, Bud
       }
       v = &args.positional[auto_index++];
     } else if (field.find_first_not_of("0123456789") == std::string::npos) {
-      const size_t idx = std::stoul(field);
+      const size_t idx = field.size() > 9 ? args.positional.size() : std::stoul(field);
       if (idx >= args.positional.size()) {
         throw TemplateError("Replacement index out of range for positional args tuple");
       }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "ctxpar/tokenizer/chat_template/python_text.h"
 #include "ctxpar/tokenizer/chat_template/template_error.h"
 
@@ -30,16 +32,70 @@ Value Value::undefined(std::string hint) {
   return v;
 }
 
-Value Value::list(std::vector<Value> items) {
-  return Value(std::make_shared<const ListData>(ListData{std::move(items), false}));
+namespace {
+
+int deepest(int depth) {
+  if (depth + 1 > kMaxValueDepth) {
+    throw TemplateError(fmt::format("values nest more than {} levels deep", kMaxValueDepth));
+  }
+  return depth + 1;
 }
 
-Value Value::tuple(std::vector<Value> items) {
-  return Value(std::make_shared<const ListData>(ListData{std::move(items), true}));
+Value make_list(std::vector<Value> items, bool tuple) {
+  int depth = 0;
+  for (const Value& v : items) depth = std::max(depth, nesting_depth(v));
+  depth = deepest(depth);
+  return Value(std::make_shared<const ListData>(ListData{std::move(items), tuple, depth}));
 }
+
+}  // namespace
+
+Value Value::list(std::vector<Value> items) { return make_list(std::move(items), false); }
+Value Value::tuple(std::vector<Value> items) { return make_list(std::move(items), true); }
 
 Value Value::dict(Dict d) {
+  int depth = 0;
+  for (const auto& [k, v] : d.entries()) depth = std::max(depth, nesting_depth(v));
+  deepest(depth);
   return Value(std::make_shared<const Dict>(std::move(d)));
+}
+
+int nesting_depth(const Value& v) {
+  auto deepest_entry = [](const Dict& d) {
+    int depth = 0;
+    for (const auto& [k, e] : d.entries()) depth = std::max(depth, nesting_depth(e));
+    return depth + 1;
+  };
+  switch (v.kind()) {
+    case Value::Kind::kList:
+      return v.list_data().depth;
+    case Value::Kind::kDict:
+      return deepest_entry(v.as_dict());
+    case Value::Kind::kNamespace:
+      return deepest_entry(v.as_namespace().attrs);
+    default:
+      return 0;
+  }
+}
+
+bool holds_namespace(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kNamespace:
+    case Value::Kind::kLoop:  // its items may hold one
+      return true;
+    case Value::Kind::kList:
+      for (const Value& e : v.items()) {
+        if (holds_namespace(e)) return true;
+      }
+      return false;
+    case Value::Kind::kDict:
+      for (const auto& [k, e] : v.as_dict().entries()) {
+        if (holds_namespace(e)) return true;
+      }
+      return false;
+    default:
+      return false;
+  }
 }
 
 int64_t Value::as_int() const {

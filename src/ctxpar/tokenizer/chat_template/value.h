@@ -36,7 +36,11 @@ class Dict {
 struct ListData {
   std::vector<Value> items;
   bool is_tuple = false;
+  int depth = 1;  // containers nested in it, itself included
 };
+
+// Containers nest at most this deep (deeper would overflow the stack when printed or freed).
+constexpr int kMaxValueDepth = 512;
 
 // jinja2's Undefined: printing gives "", truthiness False, iteration nothing; most other uses
 // raise UndefinedError with `hint` ("'foo' is undefined", "'dict object' has no attribute 'x'").
@@ -90,6 +94,7 @@ class Value {
   Value(std::shared_ptr<const Callable> c) : v_(std::move(c)) {}
 
   static Value undefined(std::string hint);
+  // Containers; throw TemplateError past kMaxValueDepth levels of nesting.
   static Value list(std::vector<Value> items);
   static Value tuple(std::vector<Value> items);
   static Value dict(Dict d);
@@ -139,8 +144,15 @@ struct Callable {
   std::string name;
   Value self;                        // kMethod: the receiver
   const MacroNode* macro = nullptr;  // kMacro: owned by the parsed template
-  std::shared_ptr<Frame> closure;    // kMacro
+  // kMacro: the frame the macro was defined in. Weak, so a frame holding its own macros is
+  // not a reference cycle; a macro called after its frame ended is an error.
+  std::weak_ptr<Frame> closure;
 };
+
+// How many containers deep `v` is (0 for scalars).
+int nesting_depth(const Value& v);
+// Whether `v` is or holds a namespace (a namespace may not hold one: no reference cycles).
+bool holds_namespace(const Value& v);
 
 // Python's type name ("str", "NoneType", "dict", ...), for error messages.
 std::string python_type_name(const Value& v);
