@@ -12,7 +12,9 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-ChatTemplate parse(const std::string& source) { return ChatTemplate::parse(source, "api.jinja"); }
+ChatTemplate parse(const std::string& source) {
+  return ChatTemplate::parse(source, "api.jinja");
+}
 
 TEST(ChatTemplateApi, ContextHoldsWhatHfPasses) {
   ChatRequest r;
@@ -22,9 +24,9 @@ TEST(ChatTemplateApi, ContextHoldsWhatHfPasses) {
   const json ctx = chat_template_context(r);
   std::vector<std::string> keys;
   for (const auto& [k, v] : ctx.items()) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{"messages", "tools", "documents",
-                                            "add_generation_prompt", "bos_token", "eos_token",
-                                            "enable_thinking"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"messages", "tools", "documents", "add_generation_prompt",
+                                      "bos_token", "eos_token", "enable_thinking"}));
   EXPECT_EQ(ctx["eos_token"], "<override>");  // kwargs win over special tokens
   // No tools: `tools` is none, not undefined (templates test `tools is not none`).
   EXPECT_EQ(apply_chat_template(parse("{{ tools is defined }} {{ tools is none }} {{ bos_token }}"
@@ -46,13 +48,13 @@ TEST(ChatTemplateApi, ContinueFinalMessage) {
       "{% for m in messages %}<{{ m.role }}>{{ m.content }}</{{ m.role }}>\n{% endfor %}"
       "{% if add_generation_prompt %}<assistant>{% endif %}");
   ChatRequest r;
-  r.messages = json::array({{{"role", "user"}, {"content", "Hi"}},
-                            {{"role", "assistant"}, {"content", "Hello, I"}}});
+  r.messages = json::array(
+      {{{"role", "user"}, {"content", "Hi"}}, {{"role", "assistant"}, {"content", "Hello, I"}}});
   r.continue_final_message = true;
   EXPECT_EQ(apply_chat_template(t, r), "<user>Hi</user>\n<assistant>Hello, I");
   // A template that trims the content: the cut is after the trimmed text.
-  const ChatTemplate trimming = parse(
-      "{% for m in messages %}[{{ m.content | trim }}]{% endfor %}");
+  const ChatTemplate trimming =
+      parse("{% for m in messages %}[{{ m.content | trim }}]{% endfor %}");
   r.messages[1]["content"] = "Hello, I  ";
   EXPECT_EQ(apply_chat_template(trimming, r), "[Hi][Hello, I");
   // List content: the last text block is continued.
@@ -74,8 +76,7 @@ TEST(ChatTemplateApi, ContinueFinalMessage) {
 
 TEST(ChatTemplateApi, StrftimeNowUsesTheInjectedClock) {
   const ChatTemplate t = parse("{{ strftime_now('%d %B %Y %H:%M:%S %a') }}");
-  EXPECT_EQ(t.render(json::object(), testing::fixed_clock_options()),
-            "26 July 2024 13:45:07 Fri");
+  EXPECT_EQ(t.render(json::object(), testing::fixed_clock_options()), "26 July 2024 13:45:07 Fri");
   // The default clock is the system's local time.
   const std::time_t now = std::time(nullptr);
   std::tm local{};
@@ -93,8 +94,8 @@ TEST(ChatTemplateApi, OneTemplateRendersFromManyThreads) {
       testing::read_fixture_text("templates/Qwen-Qwen3-0.6B.jinja"), "qwen3.jinja");
   const auto goldens = testing::load_fixture_json("goldens.json");
   ChatRequest r;
-  r.messages = goldens["conversations"]["tool_round_trip_dict_args"]["messages"];
-  r.tools = goldens["conversations"]["tool_round_trip_dict_args"]["tools"];
+  r.messages = goldens["conversations"]["tools_defined"]["messages"];
+  r.tools = goldens["conversations"]["tools_defined"]["tools"];
   r.add_generation_prompt = true;
   const std::string expected = apply_chat_template(t, r);
   std::vector<std::string> results(4);

@@ -102,10 +102,10 @@ TEST(ChatTemplateErrors, StrayEndTagsAndSyntax) {
 }
 
 TEST(ChatTemplateErrors, RaiseExceptionGivesTheTemplatesMessage) {
-  const std::string m =
-      render_error("{% if messages|length == 0 %}{{ raise_exception('No messages given!') }}"
-                   "{% endif %}",
-                   {{"messages", nlohmann::ordered_json::array()}});
+  const std::string m = render_error(
+      "{% if messages|length == 0 %}{{ raise_exception('No messages given!') }}"
+      "{% endif %}",
+      {{"messages", nlohmann::ordered_json::array()}});
   EXPECT_EQ(m, "No messages given!");
 }
 
@@ -115,7 +115,7 @@ TEST(ChatTemplateErrors, RenderErrorsNameTheExpression) {
   expect_contains(m, "'foo' is undefined");
   m = render_error("{% for x in items %}{{ x + 1 }}{% endfor %}", {{"items", {1, "a"}}});
   expect_contains(m, "my_template.jinja:1:");
-  expect_contains(m, "unsupported operand type(s) for +: 'str' and 'int'");
+  expect_contains(m, "can only concatenate str (not \"int\") to str");
   m = render_error("{{ '%s' % x }}", {{"x", 1}});
   expect_contains(m, "'%' string formatting is not supported");
   m = render_error("{{ 'abc'.zfill(5) }}");

@@ -62,12 +62,17 @@ TEST(ChatTemplateFuzz, RandomTokenSoup) {
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   std::mt19937 rng(seed);
   static const std::vector<std::string> pieces = {
-      "{{", "}}", "{%", "%}", "{#", "#}", "-", "+", " ", "\n", "if", "else", "elif", "endif",
-      "for", "in", "endfor", "set", "=", "macro", "endmacro", "(", ")", "[", "]", "{", "}", ",",
-      ":", ".", "|", "'", "\"", "\\", "x", "s", "messages", "loop", "ns", "namespace", "range",
-      "1", "0", "-1", "2.5", "not", "and", "or", "is", "defined", "none", "tojson", "length",
-      "trim", "~", "*", "/", "//", "%", "**", "==", "<", "raw", "endraw", "break", "continue",
-      "é", "\xff", "\x00", "raise_exception", "items()", "[::-1]", "recursive", "with"};
+      "{{",      "}}",       "{%",        "%}",     "{#",        "#}",    "-",
+      "+",       " ",        "\n",        "if",     "else",      "elif",  "endif",
+      "for",     "in",       "endfor",    "set",    "=",         "macro", "endmacro",
+      "(",       ")",        "[",         "]",      "{",         "}",     ",",
+      ":",       ".",        "|",         "'",      "\"",        "\\",    "x",
+      "s",       "messages", "loop",      "ns",     "namespace", "range", "1",
+      "0",       "-1",       "2.5",       "not",    "and",       "or",    "is",
+      "defined", "none",     "tojson",    "length", "trim",      "~",     "*",
+      "/",       "//",       "%",         "**",     "==",        "<",     "raw",
+      "endraw",  "break",    "continue",  "é",      "\xff",      "\x00",  "raise_exception",
+      "items()", "[::-1]",   "recursive", "with"};
   const nlohmann::ordered_json ctx = fuzz_context();
   Tally tally;
   for (int i = 0; i < 3000; ++i) {
@@ -105,8 +110,9 @@ TEST(ChatTemplateFuzz, TruncatedAndMutatedRealTemplates) {
   for (const std::string& source : real_template_sources()) {
     for (int i = 0; i < 60; ++i) {
       // Every real template cut at a random point...
-      render_or_error(source.substr(0, std::uniform_int_distribution<size_t>(0, source.size())(rng)),
-                      ctx, tally);
+      render_or_error(
+          source.substr(0, std::uniform_int_distribution<size_t>(0, source.size())(rng)), ctx,
+          tally);
       // ...and with a few random characters deleted, duplicated or replaced.
       std::string mutated = source;
       const int edits = std::uniform_int_distribution<int>(1, 4)(rng);

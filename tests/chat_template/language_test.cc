@@ -20,6 +20,10 @@ struct LanguageCase {
   std::string error;
 };
 
+void PrintTo(const LanguageCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
 const nlohmann::ordered_json& language_fixture() {
   static const nlohmann::ordered_json fixture = load_fixture_json("language.json");
   return fixture;
@@ -69,7 +73,9 @@ TEST_P(Jinja2Language, MatchesJinja2) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, Jinja2Language, ::testing::ValuesIn(language_cases()),
-                         [](const auto& param_info) { return testing::test_name(param_info.param.name); });
+                         [](const auto& param_info) {
+                           return testing::test_name(param_info.param.name);
+                         });
 
 }  // namespace
 }  // namespace ctxpar::chat_template

@@ -70,8 +70,7 @@ TEST(ChatTemplateLimits, DeepNestingIsAParseErrorNotAStackOverflow) {
   for (int i = 0; i < 5000; ++i) ifs += "{% if true %}";
   for (int i = 0; i < 5000; ++i) ifs += "{% endif %}";
   EXPECT_THROW(ChatTemplate::parse(ifs, "deep.jinja"), Error);
-  EXPECT_THROW(ChatTemplate::parse("{{ " + std::string(100000, '-') + "1 }}", "deep.jinja"),
-               Error);
+  EXPECT_THROW(ChatTemplate::parse("{{ " + std::string(100000, '-') + "1 }}", "deep.jinja"), Error);
   EXPECT_THROW(ChatTemplate::parse("{{ " + std::string(50000, '[') + " }}", "deep.jinja"), Error);
   // Nesting the renderer allows still works.
   EXPECT_EQ(ChatTemplate::parse("{{ " + std::string(50, '(') + "1" + std::string(50, ')') + " }}",

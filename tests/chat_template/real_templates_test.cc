@@ -24,8 +24,9 @@ const ChatTemplate& real_template(const std::string& file) {
   static std::map<std::string, ChatTemplate> cache;
   auto it = cache.find(file);
   if (it == cache.end()) {
-    it = cache.emplace(file, ChatTemplate::parse(testing::read_fixture_text("templates/" + file),
-                                                 file))
+    it = cache
+             .emplace(file,
+                      ChatTemplate::parse(testing::read_fixture_text("templates/" + file), file))
              .first;
   }
   return it->second;
@@ -35,6 +36,10 @@ struct GoldenCase {
   size_t index;
   std::string name;
 };
+
+void PrintTo(const GoldenCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 std::vector<GoldenCase> golden_cases() {
   std::vector<GoldenCase> out;

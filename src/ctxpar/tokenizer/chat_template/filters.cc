@@ -59,8 +59,9 @@ std::string html_escape(const std::string& s) {
   return out;
 }
 
-// jinja2's make_attrgetter: "a.b.0" looks up each part with item-first access, digits as ints.
-Value get_path(const Value& item, const std::string& path) {
+// jinja2's make_attrgetter: "a.b.0" looks up each part with item-first access, digits as ints;
+// a given default replaces an Undefined after every part.
+Value get_path(const Value& item, const std::string& path, const Value* fallback = nullptr) {
   Value v = item;
   size_t start = 0;
   while (true) {
@@ -68,12 +69,12 @@ Value get_path(const Value& item, const std::string& path) {
     const std::string part = path.substr(start, dot == std::string::npos ? dot : dot - start);
     errno = 0;
     const long long index = std::strtoll(part.c_str(), nullptr, 10);
-    if (!part.empty() && part.find_first_not_of("0123456789") == std::string::npos &&
-        errno == 0) {
+    if (!part.empty() && part.find_first_not_of("0123456789") == std::string::npos && errno == 0) {
       v = get_item(v, Value(static_cast<int64_t>(index)));
     } else {
       v = get_item(v, Value(part));
     }
+    if (fallback && v.is_undefined()) v = *fallback;
     if (dot == std::string::npos) return v;
     start = dot + 1;
   }
@@ -301,9 +302,7 @@ Value do_map(const Value& subject, const CallArgs& args, Budget& budget) {
   if (attribute) {
     if (!attribute->is_string()) throw TemplateError("map: attribute must be a str");
     for (const Value& item : iterate(subject)) {
-      Value v = get_path(item, attribute->as_string());
-      if (v.is_undefined() && fallback) v = *fallback;
-      out.push_back(std::move(v));
+      out.push_back(get_path(item, attribute->as_string(), fallback));
     }
     return Value::list(std::move(out));
   }

@@ -429,7 +429,10 @@ class Interpreter {
     const bool nums = a.is_number() && b.is_number();
     int64_t r = 0;
     if (op == "+") {
-      if (ints) return Value(checked(__builtin_add_overflow(a.as_int(), b.as_int(), &r), r));
+      if (ints) {
+        const bool overflow = __builtin_add_overflow(a.as_int(), b.as_int(), &r);
+        return Value(checked(overflow, r));
+      }
       if (nums) return Value(a.as_double() + b.as_double());
       if (a.is_string() && b.is_string()) {
         budget_.check_size(a.as_string().size() + b.as_string().size());
@@ -453,12 +456,18 @@ class Interpreter {
       type_error(op, a, b);
     }
     if (op == "-") {
-      if (ints) return Value(checked(__builtin_sub_overflow(a.as_int(), b.as_int(), &r), r));
+      if (ints) {
+        const bool overflow = __builtin_sub_overflow(a.as_int(), b.as_int(), &r);
+        return Value(checked(overflow, r));
+      }
       if (nums) return Value(a.as_double() - b.as_double());
       type_error(op, a, b);
     }
     if (op == "*") {
-      if (ints) return Value(checked(__builtin_mul_overflow(a.as_int(), b.as_int(), &r), r));
+      if (ints) {
+        const bool overflow = __builtin_mul_overflow(a.as_int(), b.as_int(), &r);
+        return Value(checked(overflow, r));
+      }
       if (nums) return Value(a.as_double() * b.as_double());
       if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool()))
         return repeat(a, b.as_int());
@@ -492,8 +501,8 @@ class Interpreter {
       if (ints && b.as_int() >= 0) {
         int64_t result = 1, base = a.as_int();
         for (int64_t e = b.as_int(); e > 0; e >>= 1) {
-          if (e & 1) result = checked(__builtin_mul_overflow(result, base, &result), result);
-          if (e > 1) base = checked(__builtin_mul_overflow(base, base, &base), base);
+          if ((e & 1) && __builtin_mul_overflow(result, base, &result)) checked(true, 0);
+          if (e > 1 && __builtin_mul_overflow(base, base, &base)) checked(true, 0);
         }
         return Value(result);
       }
@@ -534,8 +543,8 @@ class Interpreter {
     auto frame = std::make_shared<Frame>();
     frame->parent = c.closure.lock();
     if (!frame->parent) {
-      throw TemplateError(fmt::format(
-          "macro '{}' was called after the block that defined it ended", m.name));
+      throw TemplateError(
+          fmt::format("macro '{}' was called after the block that defined it ended", m.name));
     }
     std::vector<const Value*> given(m.params.size(), nullptr);
     for (size_t i = 0; i < args.positional.size(); ++i) given[i] = &args.positional[i];

@@ -71,7 +71,8 @@ struct Dumper {
   }
 
   void dump(const Value& v, int level) {
-    if (level > kMaxValueDepth + 1) throw TemplateError("maximum recursion depth exceeded in tojson");
+    if (level > kMaxValueDepth + 1)
+      throw TemplateError("maximum recursion depth exceeded in tojson");
     switch (v.kind()) {
       case Value::Kind::kNone:
         out += "null";

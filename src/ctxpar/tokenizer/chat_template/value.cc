@@ -50,8 +50,12 @@ Value make_list(std::vector<Value> items, bool tuple) {
 
 }  // namespace
 
-Value Value::list(std::vector<Value> items) { return make_list(std::move(items), false); }
-Value Value::tuple(std::vector<Value> items) { return make_list(std::move(items), true); }
+Value Value::list(std::vector<Value> items) {
+  return make_list(std::move(items), false);
+}
+Value Value::tuple(std::vector<Value> items) {
+  return make_list(std::move(items), true);
+}
 
 Value Value::dict(Dict d) {
   int depth = 0;
