@@ -67,11 +67,11 @@ TEST(ChatTemplateApi, ContinueFinalMessage) {
   EXPECT_EQ(apply_chat_template(parts, r), "Hifirst||second");
   // Errors HF raises.
   r.add_generation_prompt = true;
-  EXPECT_THROW(apply_chat_template(t, r), Error);
+  EXPECT_THROW(apply_chat_template(t, r), InputError);
   r.add_generation_prompt = false;
-  EXPECT_THROW(apply_chat_template(parse("{% for m in messages %}x{% endfor %}"), r), Error);
+  EXPECT_THROW(apply_chat_template(parse("{% for m in messages %}x{% endfor %}"), r), InputError);
   r.messages[1]["content"] = json::array({{{"type", "image"}}});
-  EXPECT_THROW(apply_chat_template(t, r), Error);
+  EXPECT_THROW(apply_chat_template(t, r), InputError);
 }
 
 TEST(ChatTemplateApi, StrftimeNowUsesTheInjectedClock) {
@@ -86,7 +86,7 @@ TEST(ChatTemplateApi, StrftimeNowUsesTheInjectedClock) {
 }
 
 TEST(ChatTemplateApi, RenderContextMustBeAnObject) {
-  EXPECT_THROW(parse("x").render(json::array()), Error);
+  EXPECT_THROW(parse("x").render(json::array()), InputError);
 }
 
 TEST(ChatTemplateApi, OneTemplateRendersFromManyThreads) {

@@ -46,7 +46,7 @@ TEST_P(DeepseekV32Encoder, MatchesReference) {
   if (c.contains("expected")) {
     EXPECT_EQ(encode_deepseek_v32(request), c["expected"].get<std::string>());
   } else {
-    EXPECT_THROW(encode_deepseek_v32(request), Error) << c["error"].get<std::string>();
+    EXPECT_THROW(encode_deepseek_v32(request), InputError) << c["error"].get<std::string>();
   }
 }
 
@@ -55,14 +55,14 @@ INSTANTIATE_TEST_SUITE_P(Reference, DeepseekV32Encoder, ::testing::ValuesIn(dsv3
 
 TEST(DeepseekV32Encoder, RejectsMalformedRequests) {
   ChatRequest request;
-  EXPECT_THROW(encode_deepseek_v32(request), Error);  // no messages
+  EXPECT_THROW(encode_deepseek_v32(request), InputError);  // no messages
   request.messages = nlohmann::ordered_json::parse(
       R"([{"role": "user", "content": "hi"},
           {"role": "assistant", "content": "", "tool_calls": [
             {"type": "function", "function": {"name": "f", "arguments": "[1, 2]"}}]}])");
-  EXPECT_THROW(encode_deepseek_v32(request), Error);  // arguments not an object
+  EXPECT_THROW(encode_deepseek_v32(request), InputError);  // arguments not an object
   request.messages[1]["tool_calls"][0]["function"]["arguments"] = "{not json";
-  EXPECT_THROW(encode_deepseek_v32(request), Error);
+  EXPECT_THROW(encode_deepseek_v32(request), InputError);
   request.messages[1]["tool_calls"][0]["function"]["arguments"] = "{\"x\": 1}";
   EXPECT_NO_THROW(encode_deepseek_v32(request));
 }

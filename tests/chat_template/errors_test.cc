@@ -13,7 +13,7 @@ namespace {
 std::string parse_error(const std::string& source) {
   try {
     ChatTemplate::parse(source, "my_template.jinja");
-  } catch (const Error& e) {
+  } catch (const InputError& e) {
     return e.what();
   }
   ADD_FAILURE() << "parsed without error: " << source;
@@ -24,7 +24,7 @@ std::string render_error(const std::string& source, const nlohmann::ordered_json
   const ChatTemplate t = ChatTemplate::parse(source, "my_template.jinja");
   try {
     t.render(context.is_null() ? nlohmann::ordered_json::object() : context);
-  } catch (const Error& e) {
+  } catch (const InputError& e) {
     return e.what();
   }
   ADD_FAILURE() << "rendered without error: " << source;

@@ -59,7 +59,7 @@ TEST_P(Jinja2Language, MatchesJinja2) {
   try {
     ChatTemplate::parse(c.source, c.name + ".jinja").render(context, fixed_clock_options());
     FAIL() << "jinja2 raised " << c.error << " but ctxpar rendered " << c.source;
-  } catch (const Error& e) {
+  } catch (const InputError& e) {
     message = e.what();
   }
   const std::string raised = "TemplateError: ";

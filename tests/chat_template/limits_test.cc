@@ -11,7 +11,7 @@ namespace {
 std::string render_error(const std::string& source, const RenderOptions& options = {}) {
   try {
     ChatTemplate::parse(source, "hostile.jinja").render(nlohmann::ordered_json::object(), options);
-  } catch (const Error& e) {
+  } catch (const InputError& e) {
     return e.what();
   }
   ADD_FAILURE() << "rendered without error: " << source;
@@ -65,13 +65,15 @@ TEST(ChatTemplateLimits, OutputSize) {
 
 TEST(ChatTemplateLimits, DeepNestingIsAParseErrorNotAStackOverflow) {
   const std::string parens = std::string(100000, '(') + "1" + std::string(100000, ')');
-  EXPECT_THROW(ChatTemplate::parse("{{ " + parens + " }}", "deep.jinja"), Error);
+  EXPECT_THROW(ChatTemplate::parse("{{ " + parens + " }}", "deep.jinja"), InputError);
   std::string ifs;
   for (int i = 0; i < 5000; ++i) ifs += "{% if true %}";
   for (int i = 0; i < 5000; ++i) ifs += "{% endif %}";
-  EXPECT_THROW(ChatTemplate::parse(ifs, "deep.jinja"), Error);
-  EXPECT_THROW(ChatTemplate::parse("{{ " + std::string(100000, '-') + "1 }}", "deep.jinja"), Error);
-  EXPECT_THROW(ChatTemplate::parse("{{ " + std::string(50000, '[') + " }}", "deep.jinja"), Error);
+  EXPECT_THROW(ChatTemplate::parse(ifs, "deep.jinja"), InputError);
+  EXPECT_THROW(ChatTemplate::parse("{{ " + std::string(100000, '-') + "1 }}", "deep.jinja"),
+               InputError);
+  EXPECT_THROW(ChatTemplate::parse("{{ " + std::string(50000, '[') + " }}", "deep.jinja"),
+               InputError);
   // Nesting the renderer allows still works.
   EXPECT_EQ(ChatTemplate::parse("{{ " + std::string(50, '(') + "1" + std::string(50, ')') + " }}",
                                 "ok.jinja")
@@ -83,7 +85,7 @@ TEST(ChatTemplateLimits, DeepContextIsRefused) {
   nlohmann::ordered_json deep = 1;
   for (int i = 0; i < 2000; ++i) deep = nlohmann::ordered_json::array({deep});
   const ChatTemplate t = ChatTemplate::parse("{{ x|length }}", "ctx.jinja");
-  EXPECT_THROW(t.render({{"x", deep}}), Error);
+  EXPECT_THROW(t.render({{"x", deep}}), InputError);
 }
 
 }  // namespace

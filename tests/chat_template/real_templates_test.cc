@@ -73,7 +73,7 @@ TEST_P(RealTemplates, MatchesJinja2) {
     EXPECT_EQ(apply_chat_template(t, request, fixed_clock_options()),
               c["expected"].get<std::string>());
   } else {
-    EXPECT_THROW(apply_chat_template(t, request, fixed_clock_options()), Error)
+    EXPECT_THROW(apply_chat_template(t, request, fixed_clock_options()), InputError)
         << "jinja2: " << c["error"].get<std::string>();
   }
 }
@@ -101,7 +101,7 @@ TEST(RealTemplates, RaiseExceptionMessagesAreTheTemplates) {
       apply_chat_template(real_template(c["template"].get<std::string>()), request,
                           fixed_clock_options());
       ADD_FAILURE() << "no error for " << c["template"] << " " << c["conversation"];
-    } catch (const Error& e) {
+    } catch (const InputError& e) {
       EXPECT_EQ(std::string(e.what()), c["error"].get<std::string>().substr(15));
       ++checked;
     }

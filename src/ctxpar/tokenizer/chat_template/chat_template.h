@@ -31,13 +31,13 @@ struct RenderOptions {
 class ChatTemplate {
  public:
   // Parses `source`. `origin` names the template in every error ("tokenizer_config.json",
-  // "chat_template.jinja", "--chat-template"). Throws ctxpar::Error "chat template
+  // "chat_template.jinja", "--chat-template"). Throws ctxpar::InputError "chat template
   // <origin>:<line>:<column>: ..." for a syntax error or an unsupported tag, filter or test.
   static ChatTemplate parse(std::string_view source, std::string origin);
 
   // Renders with the keys of `context` (a JSON object) as template variables. ordered_json
   // keeps key order, which tojson prints (nlohmann::json would sort keys). Throws
-  // ctxpar::Error: for a render error "chat template <origin>:<line>:<column>: <message>";
+  // ctxpar::InputError: for a render error "chat template <origin>:<line>:<column>: <message>";
   // for raise_exception(message) in the template, exactly that message; past a limit of
   // options.limits, a message naming the limit. The template is not changed by rendering and
   // may be rendered from several threads at once.
@@ -73,7 +73,7 @@ nlohmann::ordered_json chat_template_context(const ChatRequest& request);
 
 // transformers' apply_chat_template(..., tokenize=False). With continue_final_message the
 // text ends right after the final message's content (HF marks the content, renders, and
-// cuts at the mark). Throws ctxpar::Error for continue_final_message together with
+// cuts at the mark). Throws ctxpar::InputError for continue_final_message together with
 // add_generation_prompt, a final message without text, a template that drops the final
 // message, and what render() throws.
 std::string apply_chat_template(const ChatTemplate& chat_template, const ChatRequest& request,

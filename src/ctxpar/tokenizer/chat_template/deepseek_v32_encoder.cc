@@ -51,8 +51,8 @@ Here are the functions available in JSONSchema format:
 // msg.get(key): null when absent.
 const json& get(const json& msg, const char* key) {
   static const json kNull = nullptr;
-  CTXPAR_CHECK(msg.is_object(), "DeepSeek-V3.2 encoder: a message must be a JSON object, got {}",
-               msg.dump());
+  CTXPAR_CHECK_INPUT(msg.is_object(),
+                     "DeepSeek-V3.2 encoder: a message must be a JSON object, got {}", msg.dump());
   const auto it = msg.find(key);
   return it == msg.end() ? kNull : *it;
 }
@@ -82,10 +82,11 @@ std::string to_json(const json& v) {
 std::string render_tools(const json& tools) {
   std::string schemas;
   for (const json& tool : tools) {
-    CTXPAR_CHECK(tool.is_object() && tool.contains("function"),
-                 "DeepSeek-V3.2 encoder: a tool must be {{\"type\": \"function\", \"function\": "
-                 "{{...}}}}, got {}",
-                 tool.dump());
+    CTXPAR_CHECK_INPUT(
+        tool.is_object() && tool.contains("function"),
+        "DeepSeek-V3.2 encoder: a tool must be {{\"type\": \"function\", \"function\": "
+        "{{...}}}}, got {}",
+        tool.dump());
     if (!schemas.empty()) schemas += "\n";
     schemas += to_json(tool["function"]);
   }
@@ -104,13 +105,13 @@ std::string encode_arguments(const json& function) {
     try {
       arguments = json::parse(raw.get<std::string>());
     } catch (const json::exception& e) {
-      CTXPAR_FAIL("DeepSeek-V3.2 encoder: tool call arguments are not valid JSON ({}): {}",
-                  e.what(), raw.get<std::string>());
+      CTXPAR_INPUT_FAIL("DeepSeek-V3.2 encoder: tool call arguments are not valid JSON ({}): {}",
+                        e.what(), raw.get<std::string>());
     }
   }
-  CTXPAR_CHECK(arguments.is_object(),
-               "DeepSeek-V3.2 encoder: tool call arguments must be a JSON object, got {}",
-               arguments.dump());
+  CTXPAR_CHECK_INPUT(arguments.is_object(),
+                     "DeepSeek-V3.2 encoder: tool call arguments must be a JSON object, got {}",
+                     arguments.dump());
   std::string out;
   for (const auto& [key, value] : arguments.items()) {
     if (!out.empty()) out += "\n";
@@ -150,11 +151,12 @@ std::vector<json> drop_thinking_messages(const std::vector<json>& messages) {
 
 std::string render_message(size_t index, const std::vector<json>& messages, bool thinking,
                            int last_user) {
-  CTXPAR_CHECK(index < messages.size(),
-               "DeepSeek-V3.2 encoder: Index {} out of range for messages list of length {} "
-               "(in thinking mode, messages other than user, system, tool and assistant before "
-               "the last user message are dropped)",
-               index, messages.size());
+  CTXPAR_CHECK_INPUT(
+      index < messages.size(),
+      "DeepSeek-V3.2 encoder: Index {} out of range for messages list of length {} "
+      "(in thinking mode, messages other than user, system, tool and assistant before "
+      "the last user message are dropped)",
+      index, messages.size());
   const json& msg = messages[index];
   const std::string role = role_of(msg);
   const json& content = get(msg, "content");
@@ -168,8 +170,9 @@ std::string render_message(size_t index, const std::vector<json>& messages, bool
     if (py_truthy(tools)) prompt += "\n\n" + render_tools(tools);
     if (py_truthy(response_format)) prompt += response_format_section(response_format);
   } else if (role == "developer") {
-    CTXPAR_CHECK(py_truthy(content), "DeepSeek-V3.2 encoder: Invalid message for role `{}`: {}",
-                 role, msg.dump());
+    CTXPAR_CHECK_INPUT(py_truthy(content),
+                       "DeepSeek-V3.2 encoder: Invalid message for role `{}`: {}", role,
+                       msg.dump());
     std::string developer;
     if (py_truthy(tools)) developer += "\n\n" + render_tools(tools);
     if (py_truthy(response_format)) developer += response_format_section(response_format);
@@ -187,14 +190,16 @@ std::string render_message(size_t index, const std::vector<json>& messages, bool
     auto at = [&](int k) -> const json& { return messages[static_cast<size_t>((k % n + n) % n)]; };
     while (prev >= 0 && role_of(at(prev)) == "tool") --prev;
     const json& assistant = at(prev);
-    CTXPAR_CHECK(i == 0 || (prev >= 0 && role_of(assistant) == "assistant"),
-                 "DeepSeek-V3.2 encoder: Invalid messages at {}: a tool result must follow an "
-                 "assistant message with tool calls, got {}",
-                 i, assistant.dump());
+    CTXPAR_CHECK_INPUT(
+        i == 0 || (prev >= 0 && role_of(assistant) == "assistant"),
+        "DeepSeek-V3.2 encoder: Invalid messages at {}: a tool result must follow an "
+        "assistant message with tool calls, got {}",
+        i, assistant.dump());
     const int order = i - prev;
     const json& calls = get(assistant, "tool_calls");
-    CTXPAR_CHECK(py_truthy(calls) && calls.is_array() && static_cast<int>(calls.size()) >= order,
-                 "DeepSeek-V3.2 encoder: No tool calls but found tool output (message {})", i);
+    CTXPAR_CHECK_INPUT(
+        py_truthy(calls) && calls.is_array() && static_cast<int>(calls.size()) >= order,
+        "DeepSeek-V3.2 encoder: No tool calls but found tool output (message {})", i);
     if (order == 1) prompt += "\n\n<function_results>";
     prompt += fmt::format("\n<result>{}</result>", py_str(content));
     if (order == static_cast<int>(calls.size())) {
@@ -221,10 +226,10 @@ std::string render_message(size_t index, const std::vector<json>& messages, bool
     std::string thinking_part;
     if (thinking && i > last_user) {
       const json& reasoning = get(msg, "reasoning");
-      CTXPAR_CHECK(py_truthy(reasoning) || has_calls,
-                   "DeepSeek-V3.2 encoder: ThinkingMode: thinking, invalid message without "
-                   "reasoning/tool_calls `{}` after last user message",
-                   msg.dump());
+      CTXPAR_CHECK_INPUT(py_truthy(reasoning) || has_calls,
+                         "DeepSeek-V3.2 encoder: ThinkingMode: thinking, invalid message without "
+                         "reasoning/tool_calls `{}` after last user message",
+                         msg.dump());
       thinking_part = str_or_empty(reasoning) + std::string(kThinkEnd);
     }
     if (!has_calls && py_truthy(get(msg, "prefix"))) {
@@ -233,7 +238,7 @@ std::string render_message(size_t index, const std::vector<json>& messages, bool
       prompt += thinking_part + summary + calls_content + std::string(kEos);
     }
   } else {
-    CTXPAR_FAIL(
+    CTXPAR_INPUT_FAIL(
         "DeepSeek-V3.2 encoder: Invalid role: {} (valid: system, developer, user, "
         "assistant, tool)",
         role);
@@ -244,8 +249,8 @@ std::string render_message(size_t index, const std::vector<json>& messages, bool
 }  // namespace
 
 std::string encode_deepseek_v32(const ChatRequest& request) {
-  CTXPAR_CHECK(request.messages.is_array() && !request.messages.empty(),
-               "DeepSeek-V3.2 encoder: messages must be a non-empty array");
+  CTXPAR_CHECK_INPUT(request.messages.is_array() && !request.messages.empty(),
+                     "DeepSeek-V3.2 encoder: messages must be a non-empty array");
   const json& kwargs = request.chat_template_kwargs;
   const auto flag = [&](const char* key) { return kwargs.contains(key) && py_truthy(kwargs[key]); };
   const bool thinking = flag("thinking") || flag("enable_thinking");
@@ -267,7 +272,7 @@ std::string encode_deepseek_v32(const ChatRequest& request) {
     return prompt;
   } catch (const TemplateError& e) {
     // Values JSON cannot hold (json.dumps) or nest too deep.
-    CTXPAR_FAIL("DeepSeek-V3.2 encoder: {}", e.what());
+    CTXPAR_INPUT_FAIL("DeepSeek-V3.2 encoder: {}", e.what());
   }
 }
 

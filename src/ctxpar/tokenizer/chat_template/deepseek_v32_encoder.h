@@ -19,7 +19,7 @@
 
 namespace ctxpar::chat_template {
 
-// The prompt text, starting with <｜begin▁of▁sentence｜>. Throws ctxpar::Error where the
+// The prompt text, starting with <｜begin▁of▁sentence｜>. Throws ctxpar::InputError where the
 // reference encoder raises: an unknown role, a tool result without a matching tool call, an
 // assistant message after the last user message with neither reasoning nor tool calls in
 // thinking mode, an empty developer message, tool call arguments that are not a JSON object,

@@ -95,7 +95,7 @@ class Interpreter {
 
  private:
   [[noreturn]] void fail(size_t offset, const std::string& message) const {
-    CTXPAR_FAIL("chat template {}: {}", map_.where(offset), message);
+    CTXPAR_INPUT_FAIL("chat template {}: {}", map_.where(offset), message);
   }
 
   void append(std::string& out, std::string_view text) {
@@ -669,9 +669,9 @@ std::string render_body(const Body& body, const SourceMap& map, const Dict& cont
   try {
     return Interpreter(map, limits, now).run(body, context);
   } catch (const TemplateRaised& raised) {
-    throw Error(raised.what());
+    throw InputError(raised.what());
   } catch (const TemplateError& e) {
-    CTXPAR_FAIL("chat template {}: {}", map.origin(), e.what());
+    CTXPAR_INPUT_FAIL("chat template {}: {}", map.origin(), e.what());
   }
 }
 

@@ -31,7 +31,7 @@ struct Frame {
 // The local time strftime_now() formats (HF calls datetime.now().strftime(fmt)).
 using Clock = std::function<std::tm()>;
 
-// Renders `body` with the entries of `context` as top-level variables. Throws ctxpar::Error:
+// Renders `body` with the entries of `context` as top-level variables. Throws ctxpar::InputError:
 // for a render error, "chat template <origin>:<line>:<col>: <what jinja2 would say>"; for
 // raise_exception(msg), exactly msg; past a limit, a message naming the limit.
 std::string render_body(const Body& body, const SourceMap& map, const Dict& context,

@@ -149,9 +149,9 @@ struct Dumper {
 
 template <class Json>
 Value from_json_impl(const Json& j, int depth) {
-  CTXPAR_CHECK(depth <= kMaxJsonDepth,
-               "chat template context nests deeper than {} levels; flatten the request",
-               kMaxJsonDepth);
+  CTXPAR_CHECK_INPUT(depth <= kMaxJsonDepth,
+                     "chat template context nests deeper than {} levels; flatten the request",
+                     kMaxJsonDepth);
   switch (j.type()) {
     case nlohmann::json::value_t::null:
       return Value(None{});
@@ -161,8 +161,8 @@ Value from_json_impl(const Json& j, int depth) {
       return Value(j.template get<int64_t>());
     case nlohmann::json::value_t::number_unsigned: {
       const auto u = j.template get<uint64_t>();
-      CTXPAR_CHECK(u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
-                   "chat template context holds the integer {}, past the int64 range", u);
+      CTXPAR_CHECK_INPUT(u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
+                         "chat template context holds the integer {}, past the int64 range", u);
       return Value(static_cast<int64_t>(u));
     }
     case nlohmann::json::value_t::number_float:
@@ -183,7 +183,7 @@ Value from_json_impl(const Json& j, int depth) {
       return Value::dict(std::move(d));
     }
     default:
-      CTXPAR_FAIL(
+      CTXPAR_INPUT_FAIL(
           "chat template context holds a JSON {} value; only null, booleans, numbers, "
           "strings, arrays and objects are valid",
           j.type_name());

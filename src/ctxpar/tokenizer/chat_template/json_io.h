@@ -27,7 +27,7 @@ std::string python_json_dumps(const Value& value, const JsonDumpOptions& options
 
 // The Value of a JSON document. Objects keep the iteration order of the JSON type:
 // nlohmann::ordered_json keeps the document's key order (what Python would see),
-// nlohmann::json sorts keys. Throws ctxpar::Error for nesting deeper than 256 or an unsigned
+// nlohmann::json sorts keys. Throws ctxpar::InputError for nesting deeper than 256 or an unsigned
 // integer past int64.
 Value value_from_json(const nlohmann::ordered_json& json);
 Value value_from_json(const nlohmann::json& json);

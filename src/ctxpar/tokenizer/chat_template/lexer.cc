@@ -62,7 +62,7 @@ class Lexer {
 
  private:
   [[noreturn]] void fail(size_t offset, const std::string& message) const {
-    CTXPAR_FAIL("chat template {}: {}", map_.where(offset), message);
+    CTXPAR_INPUT_FAIL("chat template {}: {}", map_.where(offset), message);
   }
 
   size_t find_tag_start(size_t from) const {

@@ -43,7 +43,7 @@ struct Token {
 // jinja2's "\n".join(source.splitlines()).
 std::string normalize_template_source(std::string_view source);
 
-// Tokens of a normalized source, ending with kEnd. Throws ctxpar::Error naming map.where() for
+// Tokens of a normalized source, ending with kEnd. Throws ctxpar::InputError naming map.where() for
 // an unterminated tag, comment, string or raw block, an unexpected character, or unbalanced
 // brackets.
 std::vector<Token> tokenize_template(std::string_view normalized, const SourceMap& map);

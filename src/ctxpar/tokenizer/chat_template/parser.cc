@@ -88,7 +88,7 @@ class Parser {
   }
 
   [[noreturn]] void fail(size_t offset, const std::string& message) const {
-    CTXPAR_FAIL("chat template {}: {}", map_.where(offset), message);
+    CTXPAR_INPUT_FAIL("chat template {}: {}", map_.where(offset), message);
   }
   [[noreturn]] void fail_expected(std::string_view what) const {
     fail(cur().offset, fmt::format("expected {}, got {}", what, describe(cur())));

@@ -13,7 +13,7 @@
 
 namespace ctxpar::chat_template {
 
-// The statements of a whole template. Throws ctxpar::Error naming map.where() of the offending
+// The statements of a whole template. Throws ctxpar::InputError naming map.where() of the offending
 // token and what was expected or what is supported.
 Body parse_template(const std::vector<Token>& tokens, const SourceMap& map);
 

@@ -1,5 +1,5 @@
 // Errors raised while a template renders, before the interpreter knows where they happened.
-// The interpreter catches them at the node being evaluated and rethrows a ctxpar::Error that
+// The interpreter catches them at the node being evaluated and rethrows a ctxpar::InputError that
 // names the template, line and column; no caller outside this folder sees these types.
 #pragma once
 
