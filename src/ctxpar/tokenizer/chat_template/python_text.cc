@@ -282,12 +282,9 @@ std::string python_float_repr(double value) {
   // Shortest round-trip digits in scientific form: "-d.ddde+XX".
   char buf[64];
   const auto res = std::to_chars(buf, buf + sizeof(buf), value, std::chars_format::scientific);
-  std::string sci(buf, res.ptr);
-  std::string sign;
-  if (sci[0] == '-') {
-    sign = "-";
-    sci.erase(0, 1);
-  }
+  const bool negative = buf[0] == '-';
+  const std::string sign = negative ? "-" : "";
+  const std::string sci(buf + (negative ? 1 : 0), res.ptr);
   const size_t e_pos = sci.find('e');
   std::string digits = sci.substr(0, e_pos);
   const int exponent = std::atoi(sci.c_str() + e_pos + 1);
