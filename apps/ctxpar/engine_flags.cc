@@ -9,6 +9,7 @@
 #include "ctxpar/comm/mpi_communicator.h"
 #include "ctxpar/comm/mpi_session.h"
 #include "ctxpar/core/error.h"
+#include "ctxpar/engine/chat_prompt.h"
 #include "ctxpar/engine/tokenizer_loader.h"
 #include "ctxpar/model/model_config.h"
 
@@ -93,7 +94,12 @@ void add_prompt_flags(CLI::App* cmd, PromptFlags& f) {
   cmd->add_option("--prompt", f.prompts, "a text prompt (repeatable; built-in models)");
   cmd->add_option("--prompt-token-ids", f.prompt_token_ids, "comma-separated ids (repeatable)");
   cmd->add_option("--prompts-file", f.prompts_file,
-                  "JSONL: {\"prompt\": \"...\"} or {\"prompt_token_ids\": [...]} per line");
+                  "JSONL: {\"prompt\": \"...\"}, {\"prompt_token_ids\": [...]} or "
+                  "{\"messages\": [{\"role\": ..., \"content\": ...}, ...]} per line");
+  cmd->add_flag("--apply-chat-template", f.apply_chat_template,
+                "render each text prompt as a user message with the model's chat template");
+  cmd->add_option("--chat-template", f.chat_template,
+                  "a chat template file (or its Jinja text) instead of the model's");
   cmd->add_option("--max-tokens", f.max_tokens, "output tokens per request")->capture_default_str();
   cmd->add_option("--temperature", f.temperature, "0: greedy")->capture_default_str();
   cmd->add_option("--top-k", f.top_k, "0: off")->capture_default_str();
@@ -133,8 +139,28 @@ std::vector<engine::GenerationRequest> build_requests(const PromptFlags& f,
     CTXPAR_CHECK_INPUT(!ids.empty(), "prompt '{}' encodes to no tokens", text);
     return ids;
   };
+  std::optional<engine::ChatPrompt> chat;
+  auto encode_chat = [&](const nlohmann::ordered_json& messages) {
+    if (!chat) {
+      chat.emplace(tokenizer.get(), model::resolve_model_config(config.model), f.chat_template);
+    }
+    chat_template::ChatRequest request;
+    request.messages = messages;
+    request.add_generation_prompt = true;
+    const std::string text = chat->render(std::move(request));
+    auto ids = tokenizer.get().tokenizer->encode(text, chat->tokenize_with_special_tokens());
+    CTXPAR_CHECK_INPUT(!ids.empty(), "the chat prompt encodes to no tokens");
+    return ids;
+  };
+  auto encode_text = [&](const std::string& text) {
+    if (!f.apply_chat_template) return encode(text);
+    return encode_chat(nlohmann::ordered_json::array({{{"role", "user"}, {"content", text}}}));
+  };
+  CTXPAR_CHECK_INPUT(f.chat_template.empty() || f.apply_chat_template || !f.prompts_file.empty(),
+                     "--chat-template is used with --apply-chat-template or prompts-file "
+                     "\"messages\"; add --apply-chat-template");
   std::vector<std::vector<int32_t>> prompts;
-  for (const std::string& p : f.prompts) prompts.push_back(encode(p));
+  for (const std::string& p : f.prompts) prompts.push_back(encode_text(p));
   for (const std::string& p : f.prompt_token_ids) prompts.push_back(parse_ids(p));
   if (!f.prompts_file.empty()) {
     std::ifstream in(f.prompts_file);
@@ -142,9 +168,9 @@ std::vector<engine::GenerationRequest> build_requests(const PromptFlags& f,
     std::string line;
     for (int n = 1; std::getline(in, line); ++n) {
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      nlohmann::json j;
+      nlohmann::ordered_json j;  // ordered: a chat template's tojson prints keys as given
       try {
-        j = nlohmann::json::parse(line);
+        j = nlohmann::ordered_json::parse(line);
       } catch (const nlohmann::json::exception& e) {
         CTXPAR_INPUT_FAIL("{} line {}: not JSON ({})", f.prompts_file, n, e.what());
       }
@@ -163,10 +189,18 @@ std::vector<engine::GenerationRequest> build_requests(const PromptFlags& f,
         }
         prompts.push_back(std::move(ids));
       } else if (j.contains("prompt") && j["prompt"].is_string()) {
-        prompts.push_back(encode(j["prompt"].get<std::string>()));
+        prompts.push_back(encode_text(j["prompt"].get<std::string>()));
+      } else if (j.contains("messages")) {
+        CTXPAR_CHECK_INPUT(j["messages"].is_array() && !j["messages"].empty(),
+                           "{} line {}: messages must be a non-empty array of "
+                           "{{\"role\", \"content\"}} objects",
+                           f.prompts_file, n);
+        prompts.push_back(encode_chat(j["messages"]));
       } else {
-        CTXPAR_INPUT_FAIL("{} line {}: needs \"prompt\" (string) or \"prompt_token_ids\" (array)",
-                          f.prompts_file, n);
+        CTXPAR_INPUT_FAIL(
+            "{} line {}: needs \"prompt\" (string), \"prompt_token_ids\" (array) or "
+            "\"messages\" (array)",
+            f.prompts_file, n);
       }
     }
   }

@@ -32,6 +32,10 @@ struct PromptFlags {
   std::vector<uint64_t> seeds;  // one per request or one for all; empty: none
   bool ignore_eos = false;
   std::vector<int32_t> stop_token_ids;
+  // --apply-chat-template: each text prompt is one user message rendered with the model's
+  // chat template (engine::ChatPrompt); --chat-template overrides the template.
+  bool apply_chat_template = false;
+  std::string chat_template;
 };
 
 void add_prompt_flags(CLI::App* cmd, PromptFlags& flags);
@@ -52,7 +56,9 @@ class LazyTokenizer {
 
 // The requests named by the flags; text prompts are encoded with the model's tokenizer
 // (add_special_tokens, as vLLM's LLM.generate), whose EOS ids (tokenizer_config,
-// generation_config, config.json) then end generation. Throws ctxpar::Error when there is no
+// generation_config, config.json) then end generation. Conversations (prompts-file
+// "messages", or text prompts with --apply-chat-template) are rendered with the model's chat
+// template and encoded as vLLM's chat endpoint does. Throws ctxpar::Error when there is no
 // prompt, a prompt cannot be read, or a text prompt meets a model without a tokenizer.
 std::vector<engine::GenerationRequest> build_requests(const PromptFlags& flags,
                                                       const engine::EngineConfig& config,

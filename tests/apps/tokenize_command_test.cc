@@ -173,5 +173,79 @@ TEST(GenerateWithTokenizer, ModelDirectoryTokenizer) {
   fs::remove_all(dir);
 }
 
+// --apply-chat-template renders a text prompt as one user message with the model directory's
+// chat template (here Qwen2.5's real one) and encodes it without special tokens, as vLLM's chat
+// endpoint does: the prompt ids are the tokenization of jinja2's render of that conversation.
+// A prompts-file "messages" line is the same conversation; --chat-template overrides the
+// template; a model without one is refused naming --chat-template.
+TEST(GenerateWithTokenizer, ChatTemplatePrompts) {
+  const fs::path dir = fs::temp_directory_path() /
+                       ("ctxpar-generate-chat-" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  for (const auto& e : fs::directory_iterator(kTokenizers + "/qwen2")) {
+    fs::copy_file(e.path(), dir / e.path().filename());
+  }
+  const std::string templates = std::string(CTXPAR_FIXTURES_DIR) + "/chat_templates";
+  fs::copy_file(templates + "/templates/Qwen-Qwen2.5-7B-Instruct.jinja",
+                dir / "chat_template.jinja");
+  nlohmann::json config =
+      read_json(std::string(CTXPAR_FIXTURES_DIR) + "/tiny-llama-fixture/config.json");
+  config["vocab_size"] = read_json(kTokenizers + "/qwen2/golden.json")["vocab_size"];
+  std::ofstream(dir / "config.json") << config.dump();
+  std::string expected;
+  const nlohmann::json goldens = read_json(templates + "/goldens.json");
+  for (const auto& c : goldens["cases"]) {
+    if (c["template"] == "Qwen-Qwen2.5-7B-Instruct.jinja" && c["conversation"] == "single_user" &&
+        c["add_generation_prompt"] == true && c["chat_template_kwargs"].empty())
+      expected = c["expected"];
+  }
+  ASSERT_FALSE(expected.empty());
+  const std::vector<std::string> common = {
+      "--model",         dir.string(), "--load-format",     "dummy", "--max-tokens", "2",
+      "--max-model-len", "256",        "--kv-cache-memory", "8MiB",  "--json"};
+  auto prompt_ids = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), "generate");
+    args.insert(args.end(), common.begin(), common.end());
+    const CommandResult r = run_command(CTXPAR_BINARY, args);
+    EXPECT_EQ(r.exit_status, 0) << r.err;
+    return r.exit_status == 0 ? nlohmann::json::parse(r.out)["requests"][0]["prompt_token_ids"]
+                              : nlohmann::json();
+  };
+  const CommandResult want =
+      run_command(CTXPAR_BINARY,
+                  {"tokenize", "--model", dir.string(), "--no-special-tokens", "--json", expected});
+  ASSERT_EQ(want.exit_status, 0) << want.err;
+  const nlohmann::json want_ids = nlohmann::json::parse(want.out)["tokens"];
+  EXPECT_EQ(prompt_ids({"--apply-chat-template", "--prompt", "Hello!"}), want_ids);
+
+  const fs::path file = dir / "prompts.jsonl";
+  std::ofstream(file) << R"({"messages": [{"role": "user", "content": "Hello!"}]})"
+                      << "\n";
+  EXPECT_EQ(prompt_ids({"--prompts-file", file.string()}), want_ids);
+
+  // --chat-template (a file) replaces the model's template.
+  const fs::path other = dir / "other.jinja";
+  std::ofstream(other) << "{% for m in messages %}[{{ m.role }}] {{ m.content }}{% endfor %}";
+  const CommandResult plain = run_command(
+      CTXPAR_BINARY,
+      {"tokenize", "--model", dir.string(), "--no-special-tokens", "--json", "[user] Hello!"});
+  ASSERT_EQ(plain.exit_status, 0) << plain.err;
+  EXPECT_EQ(prompt_ids(
+                {"--apply-chat-template", "--chat-template", other.string(), "--prompt", "Hello!"}),
+            nlohmann::json::parse(plain.out)["tokens"]);
+
+  // No template at all: refused, naming the flag that would give one.
+  fs::remove(dir / "chat_template.jinja");
+  nlohmann::json tc = read_json(dir / "tokenizer_config.json");
+  tc.erase("chat_template");
+  std::ofstream(dir / "tokenizer_config.json") << tc.dump();
+  std::vector<std::string> args = {"generate", "--apply-chat-template", "--prompt", "Hello!"};
+  args.insert(args.end(), common.begin(), common.end());
+  const CommandResult refused = run_command(CTXPAR_BINARY, args);
+  EXPECT_EQ(refused.exit_status, 2);
+  EXPECT_NE(refused.err.find("--chat-template"), std::string::npos) << refused.err;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace ctxpar::app

@@ -1,0 +1,45 @@
+// The chat prompt of an engine's model, chosen the way vLLM chooses it: --chat-template (a
+// file or the template text itself) first; else the tokenizer's own template ("tool_use"
+// when the request has tools and the tokenizer names one, else "default"); else, for
+// DeepseekV32ForCausalLM, DeepSeek-V3.2's encoder (the model ships no Jinja template); else,
+// for the built-in models, a plain role-tagged template. Any other model is an InputError
+// that names --chat-template.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "ctxpar/model/model_config.h"
+#include "ctxpar/tokenizer/chat_template/chat_template.h"
+#include "ctxpar/tokenizer/tokenizer_files.h"
+
+namespace ctxpar::engine {
+
+class ChatPrompt {
+ public:
+  // chat_template_flag: --chat-template ("" for none): a path to a file, or Jinja text.
+  // Parses every template it may use now, so a template ctxpar cannot render fails at
+  // start-up (InputError naming its origin, line and column), not at the first request.
+  ChatPrompt(const tokenizer::LoadedTokenizer& tokenizer, const model::ModelConfig& model,
+             const std::string& chat_template_flag);
+
+  // The prompt text for `request`; its special_tokens default to the tokenizer's (bos_token,
+  // eos_token, pad_token, unk_token). Throws InputError when the model has no chat template
+  // (naming --chat-template) or the template refuses the conversation (its message).
+  std::string render(chat_template::ChatRequest request) const;
+
+  // Whether to tokenize a rendered prompt with add_special_tokens. A model's own template
+  // writes BOS itself, so vLLM tokenizes chat prompts without; the built-in models' plain
+  // template does not, so their BOS is added.
+  bool tokenize_with_special_tokens() const { return builtin_; }
+
+ private:
+  std::optional<chat_template::ChatTemplate> default_template_, tool_template_;
+  bool deepseek_v32_encoder_ = false;
+  bool builtin_ = false;
+  std::string missing_reason_;  // why there is none, when there is none
+  nlohmann::ordered_json special_tokens_ = nlohmann::ordered_json::object();
+};
+
+}  // namespace ctxpar::engine
