@@ -1,5 +1,6 @@
 // Decode attention against ceilings measured in the same run (DESIGN.md §7):
-// - read bandwidth: a sum over a 1 GiB array, 1 and 2 threads;
+// - read bandwidth: bench/support/read_bandwidth.h (pinned vector read loop over >= 1 GiB of
+//   huge pages, best of 8 passes), 1 and 2 threads;
 // - GEMM rate: oneDNN matmul 2048³ (bf16 in, f32 out; and f32 for reference), 1 and 2 threads.
 // GQA decode (1 token, 32 q heads over 8 KV heads, d 128, 32768 keys, bf16 cache, B 16,
 // shuffled block table) is memory bound: reported as GB/s of KV read and the fraction of the
@@ -32,6 +33,7 @@
 #include "ctxpar/core/tensor.h"
 #include "ctxpar/core/thread_pool.h"
 #include "ctxpar/kernels/attention.h"
+#include "read_bandwidth.h"
 
 namespace ctxpar::kernels {
 namespace {
@@ -72,73 +74,23 @@ struct Rates {
 };
 
 // ---------------------------------------------------------------------------------------
-// Read bandwidth.
-
-constexpr int64_t kReadBytes = int64_t{1} << 30;
-
-const std::vector<uint64_t>& read_buffer() {
-  static const std::vector<uint64_t> buf = [] {
-    std::vector<uint64_t> b(kReadBytes / sizeof(uint64_t));
-    std::iota(b.begin(), b.end(), uint64_t{0});  // touch every page
-    return b;
-  }();
-  return buf;
-}
-
-// One pass: each thread sums a contiguous slice (integer adds vectorize without fast-math).
-Timing read_pass(ThreadPool& pool) {
-  const std::vector<uint64_t>& buf = read_buffer();
-  const int threads = pool.num_threads();
-  std::vector<uint64_t> sums(threads * 8);  // one cache line apart
-  const int64_t n = static_cast<int64_t>(buf.size());
-  const Timing t = timed([&] {
-    pool.run(threads, [&](int64_t task, int) {
-      const int64_t b = n * task / threads, e = n * (task + 1) / threads;
-      uint64_t s = 0;
-      for (int64_t i = b; i < e; ++i) s += buf[i];
-      sums[task * 8] = s;
-    });
-  });
-  benchmark::DoNotOptimize(sums.data());
-  return t;
-}
-
-std::map<int, Rates>& read_ceiling_cache() {
-  static std::map<int, Rates> m;
-  return m;
-}
-
-// Best of a few passes, in GB/s; what the memory-bound kernel is compared with.
-Rates read_ceiling(int threads) {
-  auto& cache = read_ceiling_cache();
-  if (!cache.count(threads)) {
-    ThreadPool pool(threads);
-    Rates r;
-    for (int i = 0; i < 3; ++i) r.add(kReadBytes / 1e9, read_pass(pool));
-    cache[threads] = r;
-  }
-  return cache[threads];
-}
+// Read bandwidth: the shared ceiling (bench/support/read_bandwidth.h), measured once per
+// thread count and reused by the attention benchmarks below.
 
 void BM_ReadBandwidth(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
-  ThreadPool pool(threads);
-  read_buffer();
-  Rates r;
-  for (auto _ : state) r.add(kReadBytes / 1e9, read_pass(pool));
-  auto& cache = read_ceiling_cache();
-  Rates& best = cache[threads];
-  best.wall = std::max(best.wall, r.wall);
-  best.cpu = std::max(best.cpu, r.cpu);
-  state.counters["GB/s"] = r.wall;
-  if (threads == 1) state.counters["GB/s_cpu"] = r.cpu;
+  bench::ReadCeiling c;
+  for (auto _ : state) c = bench::read_ceiling(threads);
+  state.counters["GB/s"] = c.gb_per_s;
+  state.counters["worst_GB/s"] = c.worst_gb_per_s;
+  state.SetLabel(bench::describe(c));
 }
 BENCHMARK(BM_ReadBandwidth)
     ->ArgName("threads")
     ->Arg(1)
     ->Arg(2)
     ->Unit(benchmark::kMillisecond)
-    ->Iterations(5);
+    ->Iterations(1);
 
 // ---------------------------------------------------------------------------------------
 // oneDNN matmul rate.
@@ -283,7 +235,7 @@ void BM_GqaDecode(benchmark::State& state) {
     x.lse = Tensor::empty({1, kHq}, DType::kF32);
     return x;
   }();
-  const Rates ceiling = read_ceiling(threads);
+  const double ceiling = bench::read_ceiling(threads).gb_per_s;
   ThreadPool pool(threads);
   const PagedKvView kv{p.k_cache, p.v_cache};
   const double gigabytes = 2.0 * kKeys * kHkv * kD * 2 / 1e9;  // K and V, bf16
@@ -295,12 +247,9 @@ void BM_GqaDecode(benchmark::State& state) {
           }));
   }
   state.counters["KV_GB/s"] = r.wall;
-  state.counters["read_GB/s"] = ceiling.wall;
-  state.counters["frac_of_read_bw"] = r.wall / ceiling.wall;
-  if (threads == 1) {
-    state.counters["KV_GB/s_cpu"] = r.cpu;
-    state.counters["frac_cpu"] = r.cpu / ceiling.cpu;
-  }
+  state.counters["read_GB/s"] = ceiling;
+  state.counters["frac_of_read_bw"] = r.wall / ceiling;
+  if (threads == 1) state.counters["KV_GB/s_cpu"] = r.cpu;
   state.SetLabel(std::string("isa ") + std::string(isa_name(active_isa())));
 }
 BENCHMARK(BM_GqaDecode)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);

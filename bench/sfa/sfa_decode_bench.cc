@@ -32,6 +32,7 @@
 #include "ctxpar/comm/inprocess_communicator.h"
 #include "ctxpar/comm/parallel_groups.h"
 #include "ctxpar/kernels/linear.h"
+#include "read_bandwidth.h"
 
 namespace ctxpar {
 namespace {
@@ -61,7 +62,8 @@ Tensor random_tensor(const Shape& shape, uint32_t seed) {
   return t;
 }
 
-// Ceilings of this machine, measured once per run with every core.
+// Ceilings of this machine, measured once per run with every core (the read ceiling is the
+// shared one, bench/support/read_bandwidth.h).
 struct Ceilings {
   double read_bytes_per_s = 0;
   double gemm_flops_per_s = 0;
@@ -70,22 +72,8 @@ struct Ceilings {
 const Ceilings& ceilings() {
   static const Ceilings c = [] {
     Ceilings out;
+    out.read_bytes_per_s = bench::read_ceiling(machine_threads()).gb_per_s * 1e9;
     ThreadPool pool(machine_threads());
-    const int64_t n = int64_t{1} << 27;  // 512 MiB of f32
-    std::vector<float> buf(static_cast<size_t>(n), 1.0f);
-    std::vector<double> sums(static_cast<size_t>(pool.num_threads()), 0.0);
-    for (int rep = 0; rep < 3; ++rep) {
-      const auto t0 = Clock::now();
-      pool.parallel_for(n, 1 << 20, [&](int64_t b, int64_t e, int thread) {
-        float acc[8] = {};
-        for (int64_t i = b; i + 8 <= e; i += 8)
-          for (int j = 0; j < 8; ++j) acc[j] += buf[static_cast<size_t>(i + j)];
-        for (float a : acc) sums[static_cast<size_t>(thread)] += a;
-      });
-      out.read_bytes_per_s =
-          std::max(out.read_bytes_per_s, 4.0 * static_cast<double>(n) / seconds(t0, Clock::now()));
-    }
-    benchmark::DoNotOptimize(sums.data());
     const int64_t m = 512, k = 2048, o = 2048;
     const kernels::Linear linear(random_tensor({o, k}, 1));
     const Tensor x = random_tensor({m, k}, 2);

@@ -1,5 +1,7 @@
 #include "ctxpar/core/tensor.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -12,6 +14,24 @@ namespace {
 std::atomic<int64_t> g_live_bytes{0};
 std::atomic<int64_t> g_peak_bytes{0};
 std::atomic<int64_t> g_allocations{0};
+
+// Storage of at least this many bytes is aligned to a 2 MiB huge page and asks for
+// transparent huge pages: weights and KV caches are streamed from DRAM every decode step, and
+// with THP in "madvise" mode (Debian's default) 4 KiB pages read ~15% slower (TLB misses, the
+// prefetchers stopping at every page). Smaller tensors keep the 64-byte alignment.
+constexpr size_t kHugePageBytes = size_t{2} << 20;
+
+void* allocate_storage(size_t bytes) {
+  if (bytes < kHugePageBytes) {
+    const size_t rounded =
+        (bytes + Tensor::kAlignment - 1) / Tensor::kAlignment * Tensor::kAlignment;
+    return std::aligned_alloc(Tensor::kAlignment, rounded == 0 ? Tensor::kAlignment : rounded);
+  }
+  const size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  void* p = std::aligned_alloc(kHugePageBytes, rounded);
+  if (p != nullptr) madvise(p, rounded, MADV_HUGEPAGE);  // advisory: refused is fine
+  return p;
+}
 
 std::vector<int64_t> contiguous_strides(const Shape& shape) {
   std::vector<int64_t> strides(shape.size());
@@ -132,8 +152,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   t.dtype_ = dtype;
   t.defined_ = true;
   const size_t bytes = t.nbytes();
-  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  void* p = allocate_storage(bytes);
   CTXPAR_CHECK(p != nullptr, "out of memory allocating {} bytes for {}", bytes, t.describe());
   const auto charged = static_cast<int64_t>(bytes);
   const int64_t live = g_live_bytes.fetch_add(charged) + charged;

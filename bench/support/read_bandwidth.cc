@@ -1,0 +1,182 @@
+#include "read_bandwidth.h"
+
+#include <fmt/format.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <barrier>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "ctxpar/core/cpu_features.h"
+#include "ctxpar/core/error.h"
+#include "read_loop.h"
+
+namespace ctxpar::bench {
+namespace detail {
+
+uint64_t read_sum_scalar(const char* p, int64_t bytes) {
+  // Four chains, so even the portable loop is not bound by one add's latency.
+  const auto* q = reinterpret_cast<const uint64_t*>(p);
+  uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  for (int64_t i = 0; i < bytes / 8; i += 4) {
+    a0 += q[i];
+    a1 += q[i + 1];
+    a2 += q[i + 2];
+    a3 += q[i + 3];
+  }
+  return a0 + a1 + a2 + a3;
+}
+
+}  // namespace detail
+
+namespace {
+
+constexpr int64_t kHugePage = int64_t{2} << 20;
+constexpr int64_t kMinBuffer = int64_t{1} << 30;
+
+int64_t buffer_bytes(int threads) {
+  const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  const int64_t want = std::max<int64_t>(kMinBuffer, 4 * static_cast<int64_t>(std::max(0L, llc)));
+  const int64_t unit = kHugePage * threads;  // every thread's part starts on a huge page
+  return (want + unit - 1) / unit * unit;
+}
+
+// Anonymous memory aligned to a huge page, with THP requested; unmapped on destruction.
+class HugeBuffer {
+ public:
+  explicit HugeBuffer(int64_t bytes) : bytes_(bytes), mapped_(bytes + kHugePage) {
+    void* p = mmap(nullptr, static_cast<size_t>(mapped_), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CTXPAR_CHECK(p != MAP_FAILED, "read ceiling: cannot map {} bytes", mapped_);
+    base_ = static_cast<char*>(p);
+    const auto addr = reinterpret_cast<uintptr_t>(base_);
+    data_ = base_ + (kHugePage - static_cast<int64_t>(addr % kHugePage)) % kHugePage;
+    madvise(data_, static_cast<size_t>(bytes_), MADV_HUGEPAGE);  // advisory: fine if refused
+  }
+  ~HugeBuffer() { munmap(base_, static_cast<size_t>(mapped_)); }
+  HugeBuffer(const HugeBuffer&) = delete;
+  HugeBuffer& operator=(const HugeBuffer&) = delete;
+  char* data() const { return data_; }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  int64_t bytes_, mapped_;
+  char* base_ = nullptr;
+  char* data_ = nullptr;
+};
+
+// The CPUs this process may run on, in order.
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    }
+  }
+  return cpus;
+}
+
+bool pin_to(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
+
+using ReadFn = uint64_t (*)(const char*, int64_t);
+
+ReadFn read_fn(std::string& name) {
+  switch (active_isa()) {
+    case Isa::kAvx512:
+      name = "avx512";
+      return detail::read_sum_avx512;
+    case Isa::kAvx2:
+      name = "avx2";
+      return detail::read_sum_avx2;
+    case Isa::kScalar:
+      break;
+  }
+  name = "scalar";
+  return detail::read_sum_scalar;
+}
+
+}  // namespace
+
+ReadCeiling measure_read_ceiling(int threads, int passes) {
+  CTXPAR_CHECK(threads >= 1 && passes >= 1, "read ceiling: threads {} and passes {} must be >= 1",
+               threads, passes);
+  ReadCeiling c;
+  c.threads = threads;
+  c.passes = passes;
+  const ReadFn fn = read_fn(c.loop_isa);
+  const HugeBuffer buf(buffer_bytes(threads));
+  c.buffer_bytes = buf.bytes();
+  const int64_t part = buf.bytes() / threads;
+  const std::vector<int> cpus = allowed_cpus();
+  const bool pin = static_cast<int>(cpus.size()) >= threads;
+
+  // Workers: pin, first-touch their own part, then one read of it per pass between barriers.
+  std::barrier sync(threads + 1);
+  std::vector<uint64_t> sums(static_cast<size_t>(threads) * 8);  // a cache line apart
+  std::vector<char> pinned(static_cast<size_t>(threads), 0);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      pinned[static_cast<size_t>(t)] = pin && pin_to(cpus[static_cast<size_t>(t)]);
+      char* mine = buf.data() + t * part;
+      std::memset(mine, t + 1, static_cast<size_t>(part));
+      sync.arrive_and_wait();  // touched
+      for (int p = 0; p < passes; ++p) {
+        sync.arrive_and_wait();  // start
+        sums[static_cast<size_t>(t) * 8] += fn(mine, part);
+        sync.arrive_and_wait();  // done
+      }
+    });
+  }
+  sync.arrive_and_wait();
+  c.worst_gb_per_s = 1e300;
+  for (int p = 0; p < passes; ++p) {
+    const auto t0 = std::chrono::steady_clock::now();
+    sync.arrive_and_wait();
+    sync.arrive_and_wait();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double gbps = static_cast<double>(buf.bytes()) / s / 1e9;
+    c.gb_per_s = std::max(c.gb_per_s, gbps);
+    c.worst_gb_per_s = std::min(c.worst_gb_per_s, gbps);
+  }
+  for (auto& w : workers) w.join();
+  c.pinned = std::all_of(pinned.begin(), pinned.end(), [](char x) { return x != 0; });
+  // The sums are data-dependent results the loops must produce; keep them observable.
+  volatile uint64_t sink = 0;
+  for (uint64_t s : sums) sink = sink + s;
+  return c;
+}
+
+const ReadCeiling& read_ceiling(int threads) {
+  static std::mutex mu;
+  static std::map<int, ReadCeiling> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(threads);
+  if (it == cache.end()) it = cache.emplace(threads, measure_read_ceiling(threads)).first;
+  return it->second;
+}
+
+std::string describe(const ReadCeiling& c) {
+  return fmt::format(
+      "read {:.1f} GB/s ({} thread{}{}, {}, best of {} passes over {:.1f} GiB; "
+      "worst {:.1f})",
+      c.gb_per_s, c.threads, c.threads == 1 ? "" : "s", c.pinned ? " pinned" : " unpinned",
+      c.loop_isa, c.passes, static_cast<double>(c.buffer_bytes) / (1 << 30), c.worst_gb_per_s);
+}
+
+}  // namespace ctxpar::bench

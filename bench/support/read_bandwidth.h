@@ -1,0 +1,44 @@
+// The read-bandwidth ceiling every benchmark that reports "fraction of bandwidth" divides by
+// (DESIGN.md §7: ratios to a ceiling measured in the same run).
+//
+// What it measures: a plain vectorized read loop (AVX-512 or AVX2 where the CPU has it, four
+// independent accumulators so the loop is never latency-bound) over a buffer much larger than
+// the last-level cache (at least 1 GiB and 4× the LLC), `threads` threads each pinned to its
+// own CPU and each reading the part of the buffer it first touched itself. The buffer asks for
+// transparent huge pages (MADV_HUGEPAGE), like the tensors the kernels read (core/tensor.h).
+// The result is the best of several full passes.
+//
+// Why each of those matters (each was seen to halve the figure on the 2-core VMs):
+// - a scalar or SSE2 loop with one accumulator is bound by the add chain, not by DRAM;
+// - with THP in "madvise" mode a plain std::vector gets 4 KiB pages: ~15% less on 1 thread,
+//   and the figure then depends on how fragmented memory is at the time;
+// - two unpinned threads are sometimes put on one core by the scheduler while the machine is
+//   shared, which reads as half the 2-thread bandwidth;
+// - one or three passes taken while another process runs give whatever that process left.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ctxpar::bench {
+
+struct ReadCeiling {
+  double gb_per_s = 0;        // best pass, 1e9 bytes per second over all threads
+  double worst_gb_per_s = 0;  // slowest pass: how much the machine moved during the run
+  int threads = 0;
+  int passes = 0;
+  int64_t buffer_bytes = 0;
+  bool pinned = false;   // every thread on its own CPU
+  std::string loop_isa;  // "avx512", "avx2" or "scalar"
+};
+
+// Measures the ceiling now (about passes × buffer / bandwidth seconds, plus first touch).
+ReadCeiling measure_read_ceiling(int threads, int passes = 8);
+
+// Measured once per thread count per process, then reused: what a benchmark compares with.
+const ReadCeiling& read_ceiling(int threads);
+
+// "read 32.1 GB/s (2 threads pinned, avx512, best of 8 passes over 1.0 GiB; worst 30.2)"
+std::string describe(const ReadCeiling& c);
+
+}  // namespace ctxpar::bench
