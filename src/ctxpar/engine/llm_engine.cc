@@ -126,8 +126,8 @@ void drive(const ResolvedEngineConfig& cfg, Communicator& world, ModelRunner& ru
       stats.prefill_seconds += seconds;
     } else {
       stats.decode_seconds += seconds;
+      stats.decode_tokens += static_cast<int64_t>(sampled_rows.size());
     }
-    stats.decode_tokens += static_cast<int64_t>(sampled_rows.size());
     generated += static_cast<int64_t>(sampled_rows.size());
     ++stats.steps;
     collect_finished();

@@ -40,8 +40,8 @@ struct EngineStats {
   int64_t kv_bytes_per_token_per_rank = 0;
   int64_t prefill_tokens = 0;
   double prefill_seconds = 0;  // steps that carried prompt tokens
-  int64_t decode_tokens = 0;
-  double decode_seconds = 0;  // decode-only steps
+  int64_t decode_tokens = 0;   // tokens sampled by decode-only steps (not the prefill's token)
+  double decode_seconds = 0;   // decode-only steps
   int64_t steps = 0;
   int64_t preemptions = 0;
   double load_seconds = 0;
