@@ -7,6 +7,7 @@
 #include "ctxpar/core/error.h"
 #include "ctxpar/kernels/linear_bf16_direct.h"
 #include "ctxpar/kernels/linear_direct_split.h"
+#include "ctxpar/kernels/linear_gemv.h"
 #include "ctxpar/kernels/linear_matmul_cache.h"
 
 namespace ctxpar::kernels {
@@ -39,6 +40,7 @@ struct Linear::Impl {
   void forward(const Tensor& x, Tensor& y, ThreadPool* pool) const;
   void forward_bf16_onednn(const Tensor& x, Tensor& y) const;
   void forward_bf16_direct(const Tensor& x, Tensor& y, ThreadPool* pool) const;
+  void forward_gemv(const Tensor& x, Tensor& y, ThreadPool* pool) const;
   detail::MatmulShape shape(int64_t m, int64_t lda, int64_t ldc, DType a_type) const {
     detail::MatmulShape s;
     s.m = m;
@@ -108,6 +110,14 @@ Tensor Linear::forward(const Tensor& x) const {
   return y;
 }
 
+Tensor Linear::forward(const Tensor& x, ThreadPool& pool) const {
+  CTXPAR_CHECK(x.defined() && x.ndim() == 2, "Linear input must be 2-D [tokens, {}], got {}",
+               impl_->in, x.defined() ? x.describe() : "an undefined tensor");
+  Tensor y = Tensor::empty({x.size(0), impl_->out}, DType::kF32);
+  forward(x, y, pool);
+  return y;
+}
+
 void Linear::forward(const Tensor& x, Tensor& y) const {
   impl_->forward(x, y, nullptr);
 }
@@ -134,6 +144,10 @@ void Linear::Impl::forward(const Tensor& x, Tensor& y, ThreadPool* pool) const {
                "[{}, {}]",
                y.describe(), im.out, y.stride(0), y.stride(1));
   if (x.size(0) == 0) return;
+  if (x.size(0) <= detail::kGemvMaxTokens) {
+    im.forward_gemv(x, y, pool);
+    return;
+  }
 
   switch (im.path) {
     case Path::kF32:
@@ -148,6 +162,32 @@ void Linear::Impl::forward(const Tensor& x, Tensor& y, ThreadPool* pool) const {
       im.forward_bf16_direct(x, y, pool);
       break;
   }
+}
+
+void Linear::Impl::forward_gemv(const Tensor& x, Tensor& y, ThreadPool* pool) const {
+  const int64_t m = x.size(0), ldw = row_stride(weight), ldy = row_stride(y);
+  const Isa isa = active_isa();
+  // [m, in] prepared x, read by every pool thread through the plain pointer.
+  thread_local std::vector<float> x_prepared;
+  x_prepared.resize(static_cast<size_t>(m * in));
+  const float* xp = x_prepared.data();
+  detail::gemv_prepare_x(isa, weight.dtype(), x.data<float>(), row_stride(x), m, in,
+                         x_prepared.data());
+  const float* bp = bias ? bias->data<float>() : nullptr;
+  float* yp = y.data<float>();
+  const auto rows = [&](int64_t r0, int64_t r1) {
+    detail::gemv(isa, weight.dtype(), xp, m, in, weight.raw(), ldw, r0, r1, bp, yp, ldy);
+  };
+  if (pool == nullptr || pool->num_threads() == 1 || out <= detail::kGemvRowGrain) {
+    rows(0, out);
+    return;
+  }
+  // Tasks of whole 4-row blocks, each a contiguous run of weight rows.
+  constexpr int64_t kBlock = 4;
+  const int64_t blocks = (out + kBlock - 1) / kBlock;
+  pool->parallel_for(blocks, detail::kGemvRowGrain / kBlock, [&](int64_t b, int64_t e, int) {
+    rows(b * kBlock, std::min(out, e * kBlock));
+  });
 }
 
 void Linear::Impl::forward_bf16_onednn(const Tensor& x, Tensor& y) const {

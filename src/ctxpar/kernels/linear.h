@@ -6,16 +6,19 @@
 // Linear built over a reusable buffer sees whatever was written there last (the DSA-CP o_proj
 // path relies on this).
 //
+// Decode (tokens <= 8) runs ctxpar's GEMV (linear_gemv.h) for both dtypes: one pass over the
+// weight rows, which is what bounds a decode step.
+//
 // Numerics:
-//   f32 W:  f32 products, f32 accumulation (oneDNN sgemm).
+//   f32 W:  f32 products, f32 accumulation (oneDNN sgemm, or the GEMV).
 //   bf16 W: x is rounded to bf16 first, products of the bf16 values are accumulated in f32.
 //           CPUs with native bf16 matmul in oneDNN (AVX-512) run oneDNN's bf16 matmul; others
 //           run ctxpar's own AVX2 kernel on the same math, reading W in its stored bf16 form.
 //
 // Threads: oneDNN runs each call on the OpenMP team of the calling thread (its
 // omp_get_max_threads(); a process running several ranks as threads should size it per rank).
-// ctxpar's own bf16 kernels run on the ThreadPool passed to forward, or on the calling thread
-// when none is.
+// ctxpar's own kernels (GEMV, bf16 direct) run on the ThreadPool passed to forward, or on the
+// calling thread when none is.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +53,7 @@ class Linear {
   void forward(const Tensor& x, Tensor& y, ThreadPool& pool) const;
   // Same, returning a new contiguous y [tokens, out] f32.
   Tensor forward(const Tensor& x) const;
+  Tensor forward(const Tensor& x, ThreadPool& pool) const;
 
   int64_t in_features() const;
   int64_t out_features() const;

@@ -2,12 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
 #include <vector>
 
 #include "ctxpar/core/cpu_features.h"
 #include "ctxpar/core/error.h"
 #include "ctxpar/kernels/linear_bf16_direct.h"
+#include "ctxpar/kernels/linear_gemv.h"
 #include "kernels/ops/ops_test_util.h"
 
 namespace ctxpar::kernels {
@@ -238,6 +240,53 @@ TEST_F(LinearTest, MalformedShapesThrow) {
   Tensor x_storage = random({6, 3});
   const Tensor x_cols = Tensor::wrap(x_storage.raw(), {3, 6}, DType::kF32, {1, 3});
   EXPECT_THROW(linear.forward(x_cols, y), Error);
+}
+
+// Every ISA variant of the decode GEMV the CPU can run, on random shapes: input dims that are
+// a multiple of every pair step, that leave a tail, and below one step; every token count it
+// takes; a row range that cuts register blocks; strided weight rows; with and without bias.
+TEST_F(LinearTest, GemvVariantsMatchReferenceOnEveryIsa) {
+  std::vector<Isa> isas = {Isa::kScalar};
+  if (active_isa() >= Isa::kAvx2) isas.push_back(Isa::kAvx2);
+  if (active_isa() >= Isa::kAvx512) isas.push_back(Isa::kAvx512);
+  for (Isa isa : isas) {
+    for (DType dtype : {DType::kF32, DType::kBF16}) {
+      for (int64_t in :
+           {int64_t{32} * uniform_int(1, 8), 2 * uniform_int(20, 100) + 1, uniform_int(1, 15)}) {
+        for (int64_t tokens = 1; tokens <= detail::kGemvMaxTokens; ++tokens) {
+          const bool with_bias = tokens % 2 == 1;
+          SCOPED_TRACE(testing::Message() << isa_name(isa) << " " << dtype_name(dtype) << " in "
+                                          << in << " tokens " << tokens << " bias " << with_bias);
+          const int64_t out = uniform_int(1, 40), pad = uniform_int(0, 9);
+          const Tensor w = random({out, in + pad}, dtype).slice(1, 0, in);
+          const Tensor x = random({tokens, in});
+          std::optional<Tensor> bias;
+          if (with_bias) bias = random({out});
+          // Rows [r0, r1) only; the others must stay as poisoned.
+          const int64_t r0 = uniform_int(0, out / 2), r1 = uniform_int(r0, out);
+          std::vector<float> xp(static_cast<size_t>(tokens * in));
+          detail::gemv_prepare_x(isa, dtype, x.data<float>(), in, tokens, in, xp.data());
+          Tensor y = Tensor::empty({tokens, out}, DType::kF32);
+          y.fill_bytes(0xff);
+          detail::gemv(isa, dtype, xp.data(), tokens, in, w.raw(), w.stride(0), r0, r1,
+                       bias ? bias->data<float>() : nullptr, y.data<float>(), out);
+          const Tensor expected = reference(dtype == DType::kBF16 ? bf16_rounded(x) : x, w, bias);
+          if (r1 > r0) {
+            const Tensor got = y.slice(1, r0, r1).contiguous();
+            EXPECT_TRUE(ops_test::all_finite(got));
+            EXPECT_LE(ops_test::relative_error(got, expected.slice(1, r0, r1).contiguous()), 1e-5);
+          }
+          const Tensor before = y.slice(1, 0, r0).contiguous();
+          const Tensor after = y.slice(1, r1, out).contiguous();
+          for (const Tensor* untouched : {&before, &after}) {
+            for (int64_t i = 0; i < untouched->numel(); ++i) {
+              EXPECT_TRUE(std::isnan(untouched->data<float>()[i])) << "a row outside the range";
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -243,12 +243,12 @@ MlaAttentionLayer::Projections MlaAttentionLayer::project(const attention::Atten
   const int64_t tokens = x.size(0), h = dims_.num_heads, nope = dims_.qk_nope_head_dim,
                 rope = dims_.qk_rope_head_dim, lora = dims_.kv_lora_rank;
   Projections p;
-  p.q_lora = q_a_ ? rms_normed(q_a_->forward(x), q_a_norm_, kLatentNormEps) : x;
+  p.q_lora = q_a_ ? rms_normed(q_a_->forward(x, ctx_.pool), q_a_norm_, kLatentNormEps) : x;
   p.q = q_->forward(p.q_lora).view({tokens, h, nope + rope});
   Tensor q_pe = p.q.slice(2, nope, nope + rope);
   rope_->apply(q_pe, md.common.positions, kernels::RopeStyle::kInterleaved);
 
-  const Tensor kv_a = kv_a_.forward(x);  // [tokens, kv_lora + rope]
+  const Tensor kv_a = kv_a_.forward(x, ctx_.pool);  // [tokens, kv_lora + rope]
   p.kv_c = rms_normed(kv_a.slice(1, 0, lora), kv_a_norm_, kLatentNormEps);
   Tensor k_pe = kv_a.slice(1, lora, lora + rope).contiguous().view({tokens, 1, rope});
   rope_->apply(k_pe, md.common.positions, kernels::RopeStyle::kInterleaved);

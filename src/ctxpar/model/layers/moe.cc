@@ -114,7 +114,7 @@ Tensor MoeLayer::forward(const Tensor& x) const {
 
 Tensor MoeLayer::forward_partial(const Tensor& x) const {
   const int64_t tokens = x.size(0), hidden = x.size(1), k = moe_.num_experts_per_tok;
-  const Routing routing = route_tokens(gate_.forward(x), moe_, correction_bias_);
+  const Routing routing = route_tokens(gate_.forward(x, ctx_.pool), moe_, correction_bias_);
   Tensor out = shared_ ? shared_->forward_partial(x) : Tensor::zeros({tokens, hidden}, DType::kF32);
   // Group tokens by expert so each expert runs one GEMM over its tokens.
   std::vector<std::vector<std::pair<int64_t, float>>> assigned(experts_.size());

@@ -64,7 +64,7 @@ RowParallelLinear::RowParallelLinear(const ModelContext& ctx, const std::string&
       }()) {}
 
 Tensor RowParallelLinear::forward_partial(const Tensor& x) const {
-  return linear_.forward(x);
+  return linear_.forward(x, ctx_.pool);
 }
 
 void RowParallelLinear::reduce(Tensor& partial) const {

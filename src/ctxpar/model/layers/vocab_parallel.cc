@@ -46,7 +46,7 @@ ParallelLmHead::ParallelLmHead(const ModelContext& ctx, const VocabParallelEmbed
     : ctx_(ctx), linear_(tied.weight()), vocab_(vocab) {}
 
 Tensor ParallelLmHead::forward(const Tensor& hidden) const {
-  Tensor local = linear_.forward(hidden);  // [n, V_pad / T]
+  Tensor local = linear_.forward(hidden, ctx_.pool);  // [n, V_pad / T]
   if (ctx_.tp_size() == 1) return local.slice(1, 0, vocab_).contiguous();
   const Tensor all = ctx_.groups.tp().all_gather(local, 1);  // [n, V_pad]
   return all.slice(1, 0, vocab_).contiguous();

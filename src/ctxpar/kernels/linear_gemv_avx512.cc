@@ -1,0 +1,15 @@
+// AVX-512 variant of the decode GEMV: the shared template over simd::Vec16.
+#include "ctxpar/kernels/linear_gemv_impl.h"
+#include "ctxpar/kernels/simd_avx512.h"
+
+namespace ctxpar::kernels::detail {
+
+void gemv_bf16_avx512(const GemvArgs& a) {
+  gemv_rows<simd::Vec16, uint16_t>(a);
+}
+
+void gemv_f32_avx512(const GemvArgs& a) {
+  gemv_rows<simd::Vec16, float>(a);
+}
+
+}  // namespace ctxpar::kernels::detail

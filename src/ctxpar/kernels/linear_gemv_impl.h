@@ -1,0 +1,132 @@
+// Internal: the decode GEMV (linear_gemv.h) as a template over a simd vector type V (simd.h)
+// and the weight element type (float, or uint16_t holding bf16 bits). Included only by
+// linear_gemv_{scalar,avx2,avx512}.cc; internal linkage keeps the per-ISA copies apart.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "ctxpar/core/half.h"
+#include "ctxpar/kernels/linear_gemv.h"
+
+namespace ctxpar::kernels::detail {
+namespace {
+
+constexpr int kGemvRows = 4;  // weight rows per register block
+// Prefetch distance in each weight row: far enough ahead to cover DRAM latency for the four
+// streams of a block, near enough to stay within what the L1/L2 can hold until used.
+constexpr int64_t kGemvPrefetchBytes = 1024;
+
+inline float gemv_load_one(const float* p) {
+  return *p;
+}
+inline float gemv_load_one(const uint16_t* p) {
+  return bf16::to_f32(*p);
+}
+
+template <class V>
+inline void gemv_load_pair(const float* p, V& a, V& b) {
+  a = V::load(p);
+  b = V::load(p + V::kWidth);
+}
+template <class V>
+inline void gemv_load_pair(const uint16_t* p, V& a, V& b) {
+  V::load_bf16_pair(p, a, b);
+}
+
+// y[t·ldy + r] = Σ_i x[t·k + i]·w[r·ldw + i] (+ bias[r]) for R rows and T tokens.
+template <class V, class WT, int R, int T>
+inline void gemv_block(const float* x, int64_t k, const WT* w, int64_t ldw, const float* bias,
+                       float* y, int64_t ldy) {
+  constexpr int kW = V::kWidth;
+  constexpr int kP = 2 * kW;
+  constexpr int64_t kAhead = kGemvPrefetchBytes / static_cast<int64_t>(sizeof(WT));
+  V acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = V::zero();
+  }
+  const int64_t steps = k / kP;
+  for (int64_t p = 0; p < steps; ++p) {
+    const int64_t i = p * kP;
+    V xa[T], xb[T];
+    for (int t = 0; t < T; ++t) {
+      xa[t] = V::load(x + t * k + i);
+      xb[t] = V::load(x + t * k + i + kW);
+    }
+    for (int r = 0; r < R; ++r) {
+      const WT* row = w + r * ldw + i;
+      // One request per cache line: a pair step of bf16 (or half of one of f32) is 64 bytes
+      // for 16-lane vectors; narrower vectors request a line twice, which is harmless.
+      __builtin_prefetch(row + kAhead, 0, 3);
+      V wa, wb;
+      gemv_load_pair(row, wa, wb);
+      for (int t = 0; t < T; ++t) {
+        acc[r][t] = mul_add(wa, xa[t], acc[r][t]);
+        acc[r][t] = mul_add(wb, xb[t], acc[r][t]);
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    float sums[R];
+    if constexpr (R == 4) {
+      reduce_add4(acc[0][t], acc[1][t], acc[2][t], acc[3][t], sums);
+    } else {
+      for (int r = 0; r < R; ++r) sums[r] = reduce_add(acc[r][t]);
+    }
+    for (int r = 0; r < R; ++r) {
+      // Past the last full pair step x and w are both in natural order.
+      for (int64_t i = steps * kP; i < k; ++i)
+        sums[r] += x[t * k + i] * gemv_load_one(w + r * ldw + i);
+      y[t * ldy + r] = bias != nullptr ? sums[r] + bias[r] : sums[r];
+    }
+  }
+}
+
+// Token blocks of up to kMaxT tokens: 16-lane vectors have registers for 4 rows × 4 tokens of
+// accumulators, 8-lane ones (16 registers) for 4 × 2.
+template <class V>
+constexpr int gemv_max_tokens() {
+  return V::kWidth >= 16 ? 4 : 2;
+}
+
+template <class V, class WT, int R>
+inline void gemv_row_block(const float* x, int64_t tokens, int64_t k, const WT* w, int64_t ldw,
+                           const float* bias, float* y, int64_t ldy) {
+  constexpr int kMaxT = gemv_max_tokens<V>();
+  for (int64_t t0 = 0; t0 < tokens; t0 += kMaxT) {
+    const float* xt = x + t0 * k;
+    float* yt = y + t0 * ldy;
+    switch (std::min<int64_t>(kMaxT, tokens - t0)) {
+      case 4:
+        if constexpr (kMaxT >= 4) gemv_block<V, WT, R, 4>(xt, k, w, ldw, bias, yt, ldy);
+        break;
+      case 3:
+        if constexpr (kMaxT >= 3) gemv_block<V, WT, R, 3>(xt, k, w, ldw, bias, yt, ldy);
+        break;
+      case 2:
+        gemv_block<V, WT, R, 2>(xt, k, w, ldw, bias, yt, ldy);
+        break;
+      default:
+        gemv_block<V, WT, R, 1>(xt, k, w, ldw, bias, yt, ldy);
+        break;
+    }
+  }
+}
+
+template <class V, class WT>
+void gemv_rows(const GemvArgs& a) {
+  const WT* w = static_cast<const WT*>(a.w);
+  int64_t o = 0;
+  // Rows outermost: a block's weights come from DRAM once, and from L1/L2 for later tokens.
+  for (; o + kGemvRows <= a.n; o += kGemvRows) {
+    gemv_row_block<V, WT, kGemvRows>(a.xp, a.tokens, a.k, w + o * a.ldw, a.ldw,
+                                     a.bias ? a.bias + o : nullptr, a.y + o, a.ldy);
+  }
+  for (; o < a.n; ++o) {
+    gemv_row_block<V, WT, 1>(a.xp, a.tokens, a.k, w + o * a.ldw, a.ldw,
+                             a.bias ? a.bias + o : nullptr, a.y + o, a.ldy);
+  }
+}
+
+}  // namespace
+}  // namespace ctxpar::kernels::detail
