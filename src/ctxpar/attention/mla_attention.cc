@@ -93,7 +93,7 @@ void MlaAttention::forward_decode(const AttentionMetadata& md, const Tensor& q, 
   // q_abs = [q_nope · W_UK ‖ q_pe]: [n, H_l, kv_lora + rope].
   Tensor q_abs = Tensor::empty({n, h, dims_.latent_dim()}, DType::kF32);
   Tensor q_lat = q_abs.slice(2, 0, lora).transpose(0, 1);  // [H_l, n, kv_lora]
-  kernels::batched_matmul(q.slice(2, 0, nope).transpose(0, 1), w.slice(1, 0, nope), q_lat);
+  kernels::batched_matmul(q.slice(2, 0, nope).transpose(0, 1), w.slice(1, 0, nope), q_lat, pool_);
   q_abs.slice(2, lora, dims_.latent_dim()).copy_from(q.slice(2, nope, dims_.qk_head_dim()));
 
   Tensor o_lat = Tensor::empty({n, h, lora}, DType::kF32);
@@ -102,7 +102,8 @@ void MlaAttention::forward_decode(const AttentionMetadata& md, const Tensor& q, 
 
   // out_h = o_lat_h · W_UV_hᵀ: [H_l, n, kv_lora] · [H_l, kv_lora, v].
   Tensor out_t = out.transpose(0, 1);
-  kernels::batched_matmul(o_lat.transpose(0, 1), w.slice(1, nope, nope + v).transpose(1, 2), out_t);
+  kernels::batched_matmul(o_lat.transpose(0, 1), w.slice(1, nope, nope + v).transpose(1, 2), out_t,
+                          pool_);
 }
 
 void MlaAttention::attend_decode(const AttentionMetadata& md, const Tensor& q_abs, Tensor& o_lat,
@@ -124,7 +125,8 @@ void MlaAttention::expand(const Tensor& latent_c, const Tensor& k_pe, Tensor& k,
   const int64_t nope = dims_.qk_nope_head_dim, v = dims_.v_head_dim;
   // kv = c · kv_b_projᵀ: [1, rows, kv_lora] · [1, kv_lora, H_l·(nope + v)].
   Tensor kv_flat = kv.view({1, rows, h * (nope + v)});
-  kernels::batched_matmul(latent_c.unsqueeze(0), kv_b_proj_.transpose(0, 1).unsqueeze(0), kv_flat);
+  kernels::batched_matmul(latent_c.unsqueeze(0), kv_b_proj_.transpose(0, 1).unsqueeze(0), kv_flat,
+                          pool_);
   k.slice(2, 0, nope).copy_from(kv.slice(2, 0, nope));
   // k_pe is shared by all heads.
   for (int64_t head = 0; head < h; ++head) {

@@ -60,7 +60,7 @@ void SfaAttention::forward_cached(const AttentionMetadata& md, const Tensor& q,
   Tensor q_abs = Tensor::empty({tokens, h, dims_.latent_dim()}, DType::kF32);
   if (tokens > 0) {
     Tensor q_lat = q_abs.slice(2, 0, lora).transpose(0, 1);  // [H_l, tokens, kv_lora]
-    kernels::batched_matmul(q.slice(2, 0, nope).transpose(0, 1), w.slice(1, 0, nope), q_lat);
+    kernels::batched_matmul(q.slice(2, 0, nope).transpose(0, 1), w.slice(1, 0, nope), q_lat, pool_);
     q_abs.slice(2, lora, dims_.latent_dim()).copy_from(q.slice(2, nope, dims_.qk_head_dim()));
   }
 
@@ -72,7 +72,8 @@ void SfaAttention::forward_cached(const AttentionMetadata& md, const Tensor& q,
 
   // out_h = o_lat_h · W_UV_hᵀ: [H_l, tokens, kv_lora] · [H_l, kv_lora, v].
   Tensor out_t = out.transpose(0, 1);
-  kernels::batched_matmul(o_lat.transpose(0, 1), w.slice(1, nope, nope + v).transpose(1, 2), out_t);
+  kernels::batched_matmul(o_lat.transpose(0, 1), w.slice(1, nope, nope + v).transpose(1, 2), out_t,
+                          pool_);
 }
 
 void SfaAttention::attend(const AttentionMetadata& md, const Tensor& q_abs, const Tensor& selected,

@@ -58,22 +58,18 @@ Context& context() {
   return ctx;
 }
 
-}  // namespace
+// a and w as oneDNN runs them: with bf16 w, a rounded to bf16; where the CPU has no bf16 dot
+// products (detail::onednn_native_bf16) the same math in f32 — products of bf16 values are
+// exact in f32, and the sums accumulate in f32 either way.
+std::pair<Tensor, Tensor> operands(const Tensor& a, const Tensor& w) {
+  if (w.dtype() != DType::kBF16) return {a, w};
+  Tensor a_in = a.to(DType::kBF16);  // oneDNN wants matching src/weights
+  if (detail::onednn_native_bf16()) return {a_in, w};
+  return {a_in.to(DType::kF32), w.to(DType::kF32)};
+}
 
-void batched_matmul(const Tensor& a, const Tensor& w, Tensor& c) {
-  check_shapes(a, w, c);
-  if (c.numel() == 0) return;
-  Tensor a_in = a;
-  Tensor w_in = w;
-  if (w.dtype() == DType::kBF16) {
-    a_in = a.to(DType::kBF16);  // oneDNN wants matching src/weights
-    if (!detail::onednn_matmul_supported(DType::kBF16, DType::kBF16)) {
-      // No bf16 matmul in oneDNN on this CPU (it needs AVX-512): the same math in f32 —
-      // products of bf16 values are exact in f32, and the sums accumulate in f32 either way.
-      a_in = a_in.to(DType::kF32);
-      w_in = w.to(DType::kF32);
-    }
-  }
+// One oneDNN matmul on the calling thread (operands already converted).
+void run_matmul(const Tensor& a_in, const Tensor& w_in, Tensor& c) {
   Context& ctx = context();
   const Key key = make_key(a_in, w_in, c);
   auto it = ctx.primitives.find(key);
@@ -93,6 +89,40 @@ void batched_matmul(const Tensor& a, const Tensor& w, Tensor& c) {
   it->second.execute(ctx.stream,
                      {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, c_mem}});
   ctx.stream.wait();
+}
+
+}  // namespace
+
+void batched_matmul(const Tensor& a, const Tensor& w, Tensor& c) {
+  check_shapes(a, w, c);
+  if (c.numel() == 0) return;
+  const auto [a_in, w_in] = operands(a, w);
+  const detail::SingleThreadedOneDnn single;
+  run_matmul(a_in, w_in, c);
+}
+
+void batched_matmul(const Tensor& a, const Tensor& w, Tensor& c, ThreadPool& pool) {
+  check_shapes(a, w, c);
+  if (c.numel() == 0) return;
+  const auto [a_in, w_in] = operands(a, w);
+  const int threads = pool.num_threads();
+  const int64_t batch = c.size(0), n = c.size(2);
+  if (threads == 1 || (batch == 1 && n < 128)) {
+    const detail::SingleThreadedOneDnn single;
+    run_matmul(a_in, w_in, c);
+    return;
+  }
+  // Batches split evenly, or the N columns of a small batch (MLA's kv_b expansion is one).
+  const bool by_batch = batch >= threads;
+  const int64_t extent = by_batch ? batch : n;
+  const int64_t tasks = std::min<int64_t>(threads, extent);
+  pool.run(tasks, [&](int64_t task, int) {
+    const int64_t b = extent * task / tasks, e = extent * (task + 1) / tasks;
+    const detail::SingleThreadedOneDnn single;
+    Tensor c_part = by_batch ? c.slice(0, b, e) : c.slice(2, b, e);
+    run_matmul(by_batch ? a_in.slice(0, b, e) : a_in,
+               by_batch ? w_in.slice(0, b, e) : w_in.slice(2, b, e), c_part);
+  });
 }
 
 void batched_matmul_reference(const Tensor& a, const Tensor& w, Tensor& c) {

@@ -4,13 +4,17 @@
 #pragma once
 
 #include "ctxpar/core/tensor.h"
+#include "ctxpar/core/thread_pool.h"
 
 namespace ctxpar::kernels {
 
 // a: [batch, M, K] f32, w: [batch, K, N] f32 or bf16, c: [batch, M, N] f32. Any strides
 // (views of larger tensors are the point); c must not alias a or w. With bf16 w, a is
 // rounded to bf16 and products accumulate in f32 (as the bf16 Linear does).
+// Runs single-threaded on the calling thread; the overload with a pool splits the batch (or,
+// for a batch smaller than the pool, the N columns) over its threads.
 void batched_matmul(const Tensor& a, const Tensor& w, Tensor& c);
+void batched_matmul(const Tensor& a, const Tensor& w, Tensor& c, ThreadPool& pool);
 
 // Double-precision reference of the same product (w read as stored; a rounded to bf16
 // first when w is bf16).

@@ -5,7 +5,6 @@
 
 #include "ctxpar/core/cpu_features.h"
 #include "ctxpar/core/error.h"
-#include "ctxpar/kernels/linear_bf16_direct.h"
 #include "ctxpar/kernels/linear_direct_split.h"
 #include "ctxpar/kernels/linear_gemv.h"
 #include "ctxpar/kernels/linear_matmul_cache.h"
@@ -13,14 +12,24 @@
 namespace ctxpar::kernels {
 namespace {
 
-enum class Path { kF32, kBf16OneDnn, kBf16Direct };
+// The GEMM (prefill) paths; decode goes to the GEMV whatever the path.
+enum class Path {
+  kF32,         // oneDNN sgemm
+  kBf16Native,  // oneDNN bf16 matmul on x rounded to bf16 (AVX-512 BF16 / AMX hardware)
+  // Weight tiles converted to f32, then oneDNN sgemm on x rounded to bf16: the same math. On
+  // CPUs without bf16 dot products oneDNN's bf16 matmul emulates them at ~1/4 of the sgemm
+  // rate (measured on AVX-512 without BF16), and AVX2 has none.
+  kBf16ViaF32,
+};
 
 Path choose_path(DType weight_dtype) {
   if (weight_dtype == DType::kF32) return Path::kF32;
-  static const bool native_bf16 =
-      active_isa() >= Isa::kAvx512 && detail::onednn_matmul_supported(DType::kBF16, DType::kBF16);
-  return native_bf16 ? Path::kBf16OneDnn : Path::kBf16Direct;
+  return detail::onednn_native_bf16() ? Path::kBf16Native : Path::kBf16ViaF32;
 }
+
+// Weight rows converted to f32 at a time on the kBf16ViaF32 path: N of one sgemm, large
+// enough for oneDNN's blocking, small enough that a tile (128 × in f32) stays near L2.
+constexpr int64_t kTileRows = 128;
 
 // Row stride as oneDNN wants it: a single row's stride is meaningless, so use the row length.
 int64_t row_stride(const Tensor& t) {
@@ -38,8 +47,8 @@ struct Linear::Impl {
   detail::MatmulCache cache;
 
   void forward(const Tensor& x, Tensor& y, ThreadPool* pool) const;
-  void forward_bf16_onednn(const Tensor& x, Tensor& y) const;
-  void forward_bf16_direct(const Tensor& x, Tensor& y, ThreadPool* pool) const;
+  void forward_f32(const Tensor& x, Tensor& y, ThreadPool* pool) const;
+  void forward_bf16(const Tensor& x, Tensor& y, ThreadPool* pool) const;
   void forward_gemv(const Tensor& x, Tensor& y, ThreadPool* pool) const;
   detail::MatmulShape shape(int64_t m, int64_t lda, int64_t ldc, DType a_type) const {
     detail::MatmulShape s;
@@ -149,18 +158,10 @@ void Linear::Impl::forward(const Tensor& x, Tensor& y, ThreadPool* pool) const {
     return;
   }
 
-  switch (im.path) {
-    case Path::kF32:
-      im.cache.run(im.shape(x.size(0), row_stride(x), row_stride(y), DType::kF32), x.raw(),
-                   im.weight.raw(), im.bias ? im.bias->data<float>() : nullptr, nullptr,
-                   y.data<float>());
-      break;
-    case Path::kBf16OneDnn:
-      im.forward_bf16_onednn(x, y);
-      break;
-    case Path::kBf16Direct:
-      im.forward_bf16_direct(x, y, pool);
-      break;
+  if (im.path == Path::kF32) {
+    im.forward_f32(x, y, pool);
+  } else {
+    im.forward_bf16(x, y, pool);
   }
 }
 
@@ -190,55 +191,76 @@ void Linear::Impl::forward_gemv(const Tensor& x, Tensor& y, ThreadPool* pool) co
   });
 }
 
-void Linear::Impl::forward_bf16_onednn(const Tensor& x, Tensor& y) const {
-  const int64_t m = x.size(0), ldx = x.stride(0), ldy = row_stride(y);
+void Linear::Impl::forward_f32(const Tensor& x, Tensor& y, ThreadPool* pool) const {
+  const int64_t m = x.size(0), ldx = row_stride(x), ldy = row_stride(y), ldw = row_stride(weight);
   const float* xp = x.data<float>();
+  const float* wp = weight.data<float>();
+  const float* bp = bias ? bias->data<float>() : nullptr;
   float* yp = y.data<float>();
-  thread_local std::vector<bf16> x_chunk;  // [<= kOneDnnTokenChunk, in]
-  x_chunk.resize(static_cast<size_t>(std::min(m, detail::kOneDnnTokenChunk) * in));
-  bf16* xc = x_chunk.data();
+  // All tokens at once (nothing to convert), output columns split over the pool.
   detail::for_token_chunks(
-      nullptr, m, out, detail::kOneDnnTokenChunk,
-      [&](int64_t t0, int64_t nt) {
-        for (int64_t t = 0; t < nt; ++t) {
-          for (int64_t i = 0; i < in; ++i) xc[t * in + i] = bf16(xp[(t0 + t) * ldx + i]);
-        }
-      },
-      [&](int64_t t0, int64_t nt, int64_t, int64_t) {
-        cache.run(shape(nt, in, ldy, DType::kBF16), xc, weight.raw(),
-                  bias ? bias->data<float>() : nullptr, nullptr, yp + t0 * ldy);
+      pool, m, out, m, [](int64_t, int64_t) {},
+      [&](int64_t, int64_t, int64_t o0, int64_t no) {
+        detail::MatmulShape s = shape(m, ldx, ldy, DType::kF32);
+        s.n = no;
+        cache.run(s, xp, wp + o0 * ldw, bp ? bp + o0 : nullptr, nullptr, yp + o0);
       });
 }
 
-void Linear::Impl::forward_bf16_direct(const Tensor& x, Tensor& y, ThreadPool* pool) const {
-  const int64_t m = x.size(0), ldx = x.stride(0), ldy = row_stride(y);
-  const int64_t ldw = row_stride(weight);
+void Linear::Impl::forward_bf16(const Tensor& x, Tensor& y, ThreadPool* pool) const {
+  const int64_t m = x.size(0), ldx = row_stride(x), ldy = row_stride(y), ldw = row_stride(weight);
+  const bool native = path == Path::kBf16Native;
   const float* xp = x.data<float>();
-  float* yp = y.data<float>();
   const bf16* wp = weight.data<bf16>();
   const float* bp = bias ? bias->data<float>() : nullptr;
-  // x rounded to bf16 but kept as f32: products of bf16 values are exact in f32, so this is
-  // the same math as a native bf16 matmul with f32 accumulation.
-  // Used through a plain pointer: inside the pool's lambdas the thread_local name would be
-  // the pool thread's own instance.
-  thread_local std::vector<float> x_chunk;  // [<= kDirectTokenChunk, in]
-  x_chunk.resize(static_cast<size_t>(std::min(m, detail::kDirectTokenChunk) * in));
-  float* xr = x_chunk.data();
+  float* yp = y.data<float>();
+  // One chunk of x rounded to bf16: as bf16 for the native matmul, as f32 for the sgemm (the
+  // products of bf16 values are exact in f32 either way). Written on the calling thread and
+  // read by the pool's through the plain pointers.
+  thread_local std::vector<bf16> x_bf16;  // [<= kOneDnnTokenChunk, in]
+  thread_local std::vector<float> x_f32;  // [<= kOneDnnTokenChunk, in]
+  const size_t chunk_floats = static_cast<size_t>(std::min(m, detail::kOneDnnTokenChunk) * in);
+  if (native) {
+    x_bf16.resize(chunk_floats);
+  } else {
+    x_f32.resize(chunk_floats);
+  }
+  bf16* xb = x_bf16.data();
+  float* xf = x_f32.data();
   detail::for_token_chunks(
-      pool, m, out, detail::kDirectTokenChunk,
+      pool, m, out, detail::kOneDnnTokenChunk,
       [&](int64_t t0, int64_t nt) {
         for (int64_t t = 0; t < nt; ++t) {
-          for (int64_t i = 0; i < in; ++i) {
-            xr[t * in + i] = bf16::to_f32(bf16::from_f32(xp[(t0 + t) * ldx + i]));
+          const float* src = xp + (t0 + t) * ldx;
+          if (native) {
+            for (int64_t i = 0; i < in; ++i) xb[t * in + i] = bf16(src[i]);
+          } else {
+            for (int64_t i = 0; i < in; ++i) xf[t * in + i] = bf16::to_f32(bf16::from_f32(src[i]));
           }
         }
       },
       [&](int64_t t0, int64_t nt, int64_t o0, int64_t no) {
-        float* yb = yp + t0 * ldy + o0;
-        detail::bf16_weight_matmul(xr, in, nt, wp + o0 * ldw, ldw, in, no, yb, ldy);
-        if (bp == nullptr) return;
-        for (int64_t t = 0; t < nt; ++t) {
-          for (int64_t o = 0; o < no; ++o) yb[t * ldy + o] += bp[o0 + o];
+        float* yb = yp + t0 * ldy;
+        if (native) {
+          detail::MatmulShape s = shape(nt, in, ldy, DType::kBF16);
+          s.n = no;
+          cache.run(s, xb, wp + o0 * ldw, bp ? bp + o0 : nullptr, nullptr, yb + o0);
+          return;
+        }
+        thread_local std::vector<float> tile;  // this pool thread's [kTileRows, in]
+        tile.resize(static_cast<size_t>(kTileRows * in));
+        for (int64_t r0 = o0; r0 < o0 + no; r0 += kTileRows) {
+          const int64_t nr = std::min(kTileRows, o0 + no - r0);
+          for (int64_t r = 0; r < nr; ++r) {
+            const bf16* src = wp + (r0 + r) * ldw;
+            float* dst = tile.data() + r * in;
+            for (int64_t i = 0; i < in; ++i) dst[i] = bf16::to_f32(src[i].bits);
+          }
+          detail::MatmulShape s = shape(nt, in, ldy, DType::kF32);
+          s.n = nr;
+          s.ldw = in;
+          s.w_type = DType::kF32;
+          cache.run(s, xf, tile.data(), bp ? bp + r0 : nullptr, nullptr, yb + r0);
         }
       });
 }

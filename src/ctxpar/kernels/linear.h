@@ -12,13 +12,13 @@
 // Numerics:
 //   f32 W:  f32 products, f32 accumulation (oneDNN sgemm, or the GEMV).
 //   bf16 W: x is rounded to bf16 first, products of the bf16 values are accumulated in f32.
-//           CPUs with native bf16 matmul in oneDNN (AVX-512) run oneDNN's bf16 matmul; others
-//           run ctxpar's own AVX2 kernel on the same math, reading W in its stored bf16 form.
+//           Prefill: CPUs with bf16 dot products (AVX-512 BF16) run oneDNN's bf16 matmul;
+//           others convert 128-row weight tiles to f32 and run oneDNN's sgemm (the same math;
+//           oneDNN's emulated bf16 matmul is ~4× slower than its sgemm there).
 //
-// Threads: oneDNN runs each call on the OpenMP team of the calling thread (its
-// omp_get_max_threads(); a process running several ranks as threads should size it per rank).
-// ctxpar's own kernels (GEMV, bf16 direct) run on the ThreadPool passed to forward, or on the
-// calling thread when none is.
+// Threads: one runtime, the ThreadPool passed to forward (or the calling thread when none
+// is). Output columns are split over the pool; oneDNN runs single-threaded inside each task
+// and never starts an OpenMP team.
 #pragma once
 
 #include <cstdint>

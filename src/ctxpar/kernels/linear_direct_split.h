@@ -1,7 +1,8 @@
-// Internal to the linear kernels: how a forward call walks its tokens and output rows when x
-// must first be converted (rounded to bf16, quantized to int8). Tokens go in chunks, so the
-// per-thread conversion buffer stays bounded however long a prefill is; within a chunk, output
-// rows are spread over the rank's pool for ctxpar's own kernels.
+// Internal to the linear kernels: how a forward call walks its tokens and output rows. Tokens
+// go in chunks (x may first be converted per chunk: rounded to bf16, quantized to int8, so the
+// conversion buffer stays bounded however long a prefill is); within a chunk, output rows are
+// split over the rank's pool. oneDNN runs single-threaded inside each task
+// (linear_matmul_cache.h), so the pool is the rank's one thread runtime.
 #pragma once
 
 #include <algorithm>
@@ -12,13 +13,24 @@
 
 namespace ctxpar::kernels::detail {
 
-// Tokens per chunk for ctxpar's own kernels: x is re-read per 4 weight rows, and 32 f32 rows
-// of a 4096-wide x (512 KiB) stay in L2 while the weight rows stream past once per chunk.
+// Tokens per chunk for ctxpar's own int8 kernel: x is re-read per 4 weight rows, and 32 rows
+// of a 4096-wide x stay in L2 while the weight rows stream past once per chunk.
 constexpr int64_t kDirectTokenChunk = 32;
-// Tokens per chunk for oneDNN on converted x: large GEMMs, a bounded conversion buffer.
-constexpr int64_t kOneDnnTokenChunk = 256;
-// Output rows per pool task: a multiple of the kernels' 4-row register blocks.
+// Tokens per chunk for oneDNN on converted x (or converted weight tiles): large GEMMs, a
+// bounded conversion buffer, a weight tile converted once per 512 tokens.
+constexpr int64_t kOneDnnTokenChunk = 512;
+// Output rows per pool task at least: whole register blocks of the own kernels and whole
+// vector blocks of oneDNN's.
 constexpr int64_t kDirectRowGrain = 64;
+
+// Rows per task for `rows` output rows on `threads` threads: two contiguous ranges per thread
+// (a GEMM wants few large N blocks; two let a thread that another process slowed hand work
+// over), a multiple of kDirectRowGrain.
+inline int64_t rows_per_task(int64_t rows, int threads) {
+  const int64_t per = (rows + 2 * threads - 1) / (2 * threads);
+  return std::max<int64_t>(kDirectRowGrain,
+                           (per + kDirectRowGrain - 1) / kDirectRowGrain * kDirectRowGrain);
+}
 
 // For each chunk of up to `chunk` tokens, in order: prepare(t0, nt) on the calling thread, then
 // block(t0, nt, r0, nr) over row ranges covering [0, rows) — on the pool's threads when pool
@@ -28,12 +40,14 @@ inline void for_token_chunks(
     const std::function<void(int64_t t0, int64_t nt)>& prepare,
     const std::function<void(int64_t t0, int64_t nt, int64_t r0, int64_t nr)>& block) {
   const bool split = pool != nullptr && pool->num_threads() > 1 && rows > kDirectRowGrain;
+  const int64_t per = split ? rows_per_task(rows, pool->num_threads()) : rows;
   for (int64_t t0 = 0; t0 < tokens; t0 += chunk) {
     const int64_t nt = std::min(chunk, tokens - t0);
     prepare(t0, nt);
     if (split) {
-      pool->parallel_for(rows, kDirectRowGrain, [&](int64_t begin, int64_t end, int) {
-        block(t0, nt, begin, end - begin);
+      pool->run((rows + per - 1) / per, [&](int64_t task, int) {
+        const int64_t r0 = task * per;
+        block(t0, nt, r0, std::min(rows, r0 + per) - r0);
       });
     } else {
       block(t0, nt, 0, rows);

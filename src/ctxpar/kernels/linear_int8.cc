@@ -259,7 +259,7 @@ void Int8Linear::Impl::forward(const Tensor& x, Tensor& y, ThreadPool* pool,
   float* sp = token_scale.data();
 
   detail::for_token_chunks(
-      onednn ? nullptr : pool, m, im.out, chunk,
+      pool, m, im.out, chunk,
       [&](int64_t t0, int64_t nt) {
         Tensor q = Tensor::wrap(qp, {nt, im.in}, DType::kI8);
         Tensor scale = Tensor::wrap(sp + t0, {nt}, DType::kF32);

@@ -1,5 +1,6 @@
 #include "ctxpar/kernels/linear_matmul_cache.h"
 
+#include <omp.h>
 #include <dnnl.hpp>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ctxpar/core/cpu_features.h"
 #include "ctxpar/core/error.h"
 
 namespace ctxpar::kernels::detail {
@@ -66,7 +68,15 @@ std::string shape_text(const MatmulShape& s) {
 
 }  // namespace
 
+SingleThreadedOneDnn::SingleThreadedOneDnn() : saved_(omp_get_max_threads()) {
+  omp_set_num_threads(1);
+}
+SingleThreadedOneDnn::~SingleThreadedOneDnn() {
+  omp_set_num_threads(saved_);
+}
+
 bool onednn_matmul_supported(DType a_type, DType w_type) {
+  const SingleThreadedOneDnn single;
   MatmulShape probe;
   probe.m = 4;
   probe.k = 64;
@@ -83,6 +93,12 @@ bool onednn_matmul_supported(DType a_type, DType w_type) {
   } catch (const dnnl::error&) {
     return false;
   }
+}
+
+bool onednn_native_bf16() {
+  static const bool native = cpu_features().avx512_bf16 && active_isa() >= Isa::kAvx512 &&
+                             onednn_matmul_supported(DType::kBF16, DType::kBF16);
+  return native;
 }
 
 bool onednn_int8_matmul_exact() {
@@ -139,6 +155,7 @@ void MatmulCache::run(const MatmulShape& shape, const void* a, const void* w, co
                    !(shape.has_bias && shape.has_column_scales),
                "matmul {}: bias/scales pointers do not match the shape's flags, or both are set",
                shape_text(shape));
+  const SingleThreadedOneDnn single;
   std::shared_ptr<const dnnl::matmul> primitive;
   size_t scratchpad_bytes = 0;
   {

@@ -22,9 +22,29 @@ struct MatmulShape {
   bool operator==(const MatmulShape&) const = default;
 };
 
+// oneDNN here runs on the OpenMP runtime and sizes its team from the calling thread's
+// omp_get_max_threads(), both when a primitive is built and when it runs. Every oneDNN call
+// of the kernels runs inside one of these, so oneDNN works single-threaded in whatever pool
+// task called it and no OpenMP team competes with the rank's pool for its cores.
+class SingleThreadedOneDnn {
+ public:
+  SingleThreadedOneDnn();
+  ~SingleThreadedOneDnn();
+  SingleThreadedOneDnn(const SingleThreadedOneDnn&) = delete;
+  SingleThreadedOneDnn& operator=(const SingleThreadedOneDnn&) = delete;
+
+ private:
+  int saved_;
+};
+
 // Whether oneDNN can build an A-type × W-type matmul on this CPU with an optimized (non-
 // reference) implementation. bf16 needs AVX-512 in oneDNN 2.x.
 bool onednn_matmul_supported(DType a_type, DType w_type);
+
+// Whether bf16 matmuls should run as oneDNN bf16 matmuls: the CPU has bf16 dot products
+// (AVX-512 BF16; CTXPAR_ISA allows AVX-512) and oneDNN builds one. Without them oneDNN 2.x
+// emulates bf16 on AVX-512 at ~1/4 of its sgemm rate, so callers convert to f32 instead.
+bool onednn_native_bf16();
 
 // Whether oneDNN's s8 × s8 matmul is exact on this CPU for full-range operands. Without VNNI
 // it multiplies with vpmaddubsw, whose 16-bit pair sums saturate (checked once by running a
@@ -32,7 +52,8 @@ bool onednn_matmul_supported(DType a_type, DType w_type);
 bool onednn_int8_matmul_exact();
 
 // A small LRU cache of primitives keyed by MatmulShape. Thread-safe: lookups hold a mutex;
-// execution runs outside it with per-thread scratchpad and stream.
+// execution runs outside it with per-thread scratchpad and stream. Every primitive is built
+// and run single-threaded on the calling thread (callers split work over their pool).
 class MatmulCache {
  public:
   explicit MatmulCache(int capacity = 32);
