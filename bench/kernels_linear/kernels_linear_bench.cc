@@ -12,7 +12,6 @@
 //
 // Run: build/bench/kernels_linear/kernels_linear_bench [--benchmark_filter=Decode]
 #include <benchmark/benchmark.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -115,7 +114,6 @@ Seconds run_stack(const LayerStack& s, ThreadPool& pool, std::vector<Tensor>& xs
 void run_bench(benchmark::State& state, DType dtype, int64_t tokens, int threads) {
   const bench::ReadCeiling ceiling = bench::read_ceiling(threads);
   LayerStack& s = stack(dtype);
-  omp_set_num_threads(threads);
   ThreadPool pool(threads);
   std::vector<Tensor> xs = {random_x(tokens, kHidden), random_x(tokens, kFfn)};
   std::vector<Tensor> ys;
