@@ -3,9 +3,10 @@
 //   huge pages, best of 8 passes), 1 and 2 threads;
 // - GEMM rate: oneDNN matmul 2048³ (bf16 in, f32 out; and f32 for reference), 1 and 2 threads.
 // GQA decode (1 token, 32 q heads over 8 KV heads, d 128, 32768 keys, bf16 cache, B 16,
-// shuffled block table) is memory bound: reported as GB/s of KV read and the fraction of the
-// read bandwidth. MLA decode (1 token, 16 heads, 576/512, 32768 keys, bf16 cache) is compute
-// bound: reported as GFLOP/s (2·H·keys·(576 + 512)) and the fraction of the GEMM rate.
+// shuffled block table; calls walk enough layers' caches to exceed the LLC) is memory bound:
+// reported as GB/s of KV read and the fraction of the read bandwidth. MLA decode (1 token, 16
+// heads, 576/512, 32768 keys, bf16 cache) is compute bound: reported as GFLOP/s (2·H·keys·(576 +
+// 512)) and the fraction of the GEMM rate.
 //
 // Every rate is reported from wall time, and for one thread also from the thread's CPU time
 // (suffix _cpu): on a shared machine the CPU-time figures show what the code does while it
@@ -16,6 +17,7 @@
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -184,16 +186,28 @@ BENCHMARK(BM_OnednnMatmul2048)
 // ---------------------------------------------------------------------------------------
 // Decode attention.
 
-// A bf16 paged cache of one request holding `keys` keys, block ids shuffled.
+// bf16 paged caches of one request holding `keys` keys, as `layers` layers share one block
+// pool: layer l's block table names its own shuffled blocks. Successive calls walk the layers,
+// so the KV bytes they read add up to much more than the last-level cache (as in a model,
+// where 16 or more layers' caches are read per step) and come from DRAM.
 struct PagedDecode {
-  Tensor k_cache, v_cache, latent, block_tables, token_req, key_lens, q, out, lse;
+  Tensor k_cache, v_cache, latent, token_req, key_lens, q, out, lse;
+  std::vector<Tensor> block_tables;  // one [1, blocks] per layer
 };
 
+// Uniform values in [-2, 2) from a xorshift generator: caches of a GiB and more fill in a
+// second (the values only have to be ordinary finite numbers).
 Tensor random_bf16(const Shape& shape, std::mt19937& rng) {
   Tensor t = Tensor::empty(shape, DType::kBF16);
-  std::normal_distribution<float> d;
+  uint64_t x = rng() | 1;
   auto* p = static_cast<uint16_t*>(t.raw());
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = bf16::from_f32(d(rng));
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    p[i] = bf16::from_f32(static_cast<float>(x >> 40) * (4.0f / 16777216.0f) - 2.0f);
+  }
   return t;
 }
 
@@ -204,14 +218,23 @@ Tensor random_f32(const Shape& shape, std::mt19937& rng) {
   return t;
 }
 
-void fill_table(PagedDecode& p, int64_t keys, int64_t block, int64_t num_blocks,
-                std::mt19937& rng) {
-  std::vector<int32_t> ids(num_blocks);
+// Layers whose caches of `layer_bytes` each add up to at least 1 GiB and 4× the LLC.
+int64_t layers_beyond_llc(int64_t layer_bytes) {
+  const int64_t llc = std::max<int64_t>(0, sysconf(_SC_LEVEL3_CACHE_SIZE));
+  const int64_t want = std::max<int64_t>(int64_t{1} << 30, 4 * llc);
+  return (want + layer_bytes - 1) / layer_bytes;
+}
+
+void fill_tables(PagedDecode& p, int64_t keys, int64_t block, int64_t layers, std::mt19937& rng) {
+  const int64_t used = (keys + block - 1) / block;
+  std::vector<int32_t> ids(static_cast<size_t>(used * layers));
   std::iota(ids.begin(), ids.end(), 0);
   std::shuffle(ids.begin(), ids.end(), rng);
-  const int64_t used = (keys + block - 1) / block;
-  p.block_tables = Tensor::empty({1, used}, DType::kI32);
-  std::copy(ids.begin(), ids.begin() + used, p.block_tables.data<int32_t>());
+  for (int64_t l = 0; l < layers; ++l) {
+    Tensor t = Tensor::empty({1, used}, DType::kI32);
+    std::copy(ids.begin() + l * used, ids.begin() + (l + 1) * used, t.data<int32_t>());
+    p.block_tables.push_back(std::move(t));
+  }
   p.token_req = Tensor::zeros({1}, DType::kI32);
   p.key_lens = Tensor::empty({1}, DType::kI32);
   p.key_lens.data<int32_t>()[0] = static_cast<int32_t>(keys);
@@ -223,13 +246,15 @@ constexpr int64_t kKeys = 32768;
 void BM_GqaDecode(benchmark::State& state) {
   constexpr int64_t kBlock = 16, kHkv = 8, kHq = 32, kD = 128;
   const int threads = static_cast<int>(state.range(0));
-  static PagedDecode p = [] {
+  const double layer_bytes = 2.0 * kKeys * kHkv * kD * 2;  // K and V, bf16
+  static PagedDecode p = [&] {
     std::mt19937 rng(7);
     PagedDecode x;
-    const int64_t blocks = kKeys / kBlock + 64;
+    const int64_t layers = layers_beyond_llc(static_cast<int64_t>(layer_bytes));
+    const int64_t blocks = kKeys / kBlock * layers;
     x.k_cache = random_bf16({blocks, kBlock, kHkv, kD}, rng);
     x.v_cache = random_bf16({blocks, kBlock, kHkv, kD}, rng);
-    fill_table(x, kKeys, kBlock, blocks, rng);
+    fill_tables(x, kKeys, kBlock, layers, rng);
     x.q = random_f32({1, kHq, kD}, rng);
     x.out = Tensor::empty({1, kHq, kD}, DType::kF32);
     x.lse = Tensor::empty({1, kHq}, DType::kF32);
@@ -238,49 +263,63 @@ void BM_GqaDecode(benchmark::State& state) {
   const double ceiling = bench::read_ceiling(threads).gb_per_s;
   ThreadPool pool(threads);
   const PagedKvView kv{p.k_cache, p.v_cache};
-  const double gigabytes = 2.0 * kKeys * kHkv * kD * 2 / 1e9;  // K and V, bf16
   Rates r;
+  size_t layer = 0;
   for (auto _ : state) {
-    r.add(gigabytes, timed([&] {
-            paged_attention(p.q, kv, p.block_tables, p.token_req, p.key_lens, 0.088f, p.out, p.lse,
-                            pool);
+    const Tensor& table = p.block_tables[layer++ % p.block_tables.size()];
+    r.add(layer_bytes / 1e9, timed([&] {
+            paged_attention(p.q, kv, table, p.token_req, p.key_lens, 0.088f, p.out, p.lse, pool);
           }));
   }
   state.counters["KV_GB/s"] = r.wall;
   state.counters["read_GB/s"] = ceiling;
   state.counters["frac_of_read_bw"] = r.wall / ceiling;
-  if (threads == 1) state.counters["KV_GB/s_cpu"] = r.cpu;
+  if (threads == 1) {
+    state.counters["KV_GB/s_cpu"] = r.cpu;
+    state.counters["frac_cpu"] = r.cpu / ceiling;
+  }
   state.SetLabel(std::string("isa ") + std::string(isa_name(active_isa())));
 }
 BENCHMARK(BM_GqaDecode)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 
 // MLA: 16 heads, rows of 576 (512 latent + 64 rope), values = the 512 latent dims, B = 64.
+// At 2·16·(576 + 512) FLOP per 1152-byte row (30 FLOP per byte) this is compute bound on a
+// CPU core: reported as GFLOP/s against the GEMM rate, and as KV GB/s against the read
+// ceiling.
 void BM_MlaDecode(benchmark::State& state) {
   constexpr int64_t kBlock = 64, kHeads = 16, kLora = 512, kWidth = 576;
   const int threads = static_cast<int>(state.range(0));
-  static PagedDecode p = [] {
+  const double layer_bytes = 2.0 * kKeys * kWidth;
+  static PagedDecode p = [&] {
     std::mt19937 rng(11);
     PagedDecode x;
-    const int64_t blocks = kKeys / kBlock + 16;
-    x.latent = random_bf16({blocks, kBlock, kWidth}, rng);
-    fill_table(x, kKeys, kBlock, blocks, rng);
+    const int64_t layers = layers_beyond_llc(static_cast<int64_t>(layer_bytes));
+    x.latent = random_bf16({kKeys / kBlock * layers, kBlock, kWidth}, rng);
+    fill_tables(x, kKeys, kBlock, layers, rng);
     x.q = random_f32({1, kHeads, kWidth}, rng);
     x.out = Tensor::empty({1, kHeads, kLora}, DType::kF32);
     x.lse = Tensor::empty({1, kHeads}, DType::kF32);
     return x;
   }();
+  const double ceiling = bench::read_ceiling(threads).gb_per_s;
   const MatmulResult bf16_gemm = matmul_ceiling(dnnl::memory::data_type::bf16, threads);
   const MatmulResult f32_gemm = matmul_ceiling(dnnl::memory::data_type::f32, threads);
   ThreadPool pool(threads);
   const double gigaflops = 2.0 * kHeads * kKeys * (kWidth + kLora) / 1e9;
   Rates r;
+  size_t layer = 0;
   for (auto _ : state) {
+    const Tensor& table = p.block_tables[layer++ % p.block_tables.size()];
     r.add(gigaflops, timed([&] {
-            paged_mla_attention(p.q, p.latent, kLora, p.block_tables, p.token_req, p.key_lens,
-                                0.072f, p.out, p.lse, pool);
+            paged_mla_attention(p.q, p.latent, kLora, table, p.token_req, p.key_lens, 0.072f, p.out,
+                                p.lse, pool);
           }));
   }
+  const double gbps = r.wall / gigaflops * layer_bytes / 1e9;
   state.counters["GFLOP/s"] = r.wall;
+  state.counters["KV_GB/s"] = gbps;
+  state.counters["read_GB/s"] = ceiling;
+  state.counters["frac_of_read_bw"] = gbps / ceiling;
   // Where oneDNN has no bf16 matmul (AVX2 CPUs) the f32 GEMM rate is the ceiling: bf16 math
   // there runs as f32 FMAs after conversion anyway.
   if (bf16_gemm.gflops.wall > 0) {

@@ -9,7 +9,9 @@
 //   natural log at the end) and put in pair lane order when the cache is bf16, so a K row
 //   converts with one shift and one mask per vector;
 //   for each tile of kKeyTile keys:
-//     S[rows, tile] = Q · Kᵀ   dot products in 2-row × 4-key register blocks; key blocks run
+//     S[rows, tile] = Q · Kᵀ   dot products in 2- (AVX2) or 4-row (AVX-512) × 4-key register
+//                               blocks, or key by key when a head has at most that many rows
+//                               (GQA decode: K is then read in address order); key blocks run
 //                               outermost and the KV heads of the job inside, so the K rows
 //                               of all heads of a key (adjacent in a paged cache) are read
 //                               together and prefetched kPrefetchKeys ahead;
@@ -40,8 +42,15 @@ constexpr float kLn2 = 0.693147180559945309f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // Rows above which a bf16 tile is converted to f32 once instead of once per row block.
 constexpr int kDirectBf16Rows = 4;
-constexpr int kQkRows = 2;  // register block of the score micro-kernel: rows ×
-constexpr int kQkKeys = 4;  // keys (8 accumulators + 4 q + 2 k registers of 16)
+// Register block of the score micro-kernel: rows × kQkKeys keys. 16 ymm registers hold 2 × 4
+// accumulators + 4 q + 2 k; 32 zmm hold 4 × 4 + 8 q + 2 k, and with 4 rows a GQA group of 4
+// query heads converts each bf16 K vector once.
+template <class V>
+constexpr int qk_block_rows() {
+  return V::kWidth >= 16 ? 4 : 2;
+}
+constexpr int kQkKeys = 4;
+
 constexpr int kPvRows = 4;  // register block of the P·V micro-kernel: rows × 2 vectors
 // How many keys ahead rows are prefetched: far enough to cover DRAM latency, near enough that
 // the lines are still in L1/L2 when used.
@@ -148,6 +157,16 @@ inline void qk_block(const float* q, int64_t qs, const RowT* const* k, int64_t d
       }
     }
   }
+  if constexpr (KB == 1 && RB == 4) {
+    // One key, four rows: the four sums in one reduction.
+    float sums[4];
+    reduce_add4(acc[0][0], acc[1][0], acc[2][0], acc[3][0], sums);
+    for (int rb = 0; rb < RB; ++rb) {
+      for (int64_t i = steps * kP; i < d; ++i) sums[rb] += q[rb * qs + i] * load_one(k[0] + i);
+      s[rb * ss] = sums[rb];
+    }
+    return;
+  }
   for (int rb = 0; rb < RB; ++rb) {
     float sums[KB];
     if constexpr (KB == 4) {
@@ -222,10 +241,10 @@ inline void rescale_row(float* o, int64_t d, float s) {
   for (; i < d; ++i) o[i] *= s;
 }
 
-// qk_block for a run-time row count 1..kQkRows.
+// qk_block for a run-time row count 1..qk_block_rows<V>().
 template <class V, int KB, class RowT>
 inline void qk_rows(int rb, const float* q, int64_t qs, const RowT* const* k, int64_t d, float* s) {
-  static_assert(kQkRows <= 4);
+  static_assert(qk_block_rows<V>() <= 4);
   switch (rb) {
     case 4:
       qk_block<V, 4, KB>(q, qs, k, d, s, kKeyTile);
@@ -284,14 +303,30 @@ template <class V, class RowT, class KvT>
 inline void tile_scores(const float* q, int64_t qs, int heads, int head_rows, const RowT* const* k,
                         int64_t head_stride, int n, int64_t dk, float* s,
                         const RowPrefetcher<KvT>* prefetch) {
+  if (head_rows <= qk_block_rows<V>() && heads > 1) {
+    // Key by key, every head: the K rows are read in address order (a key's heads are
+    // adjacent), which the hardware prefetchers follow; each K vector feeds all of its head's
+    // rows.
+    for (int j = 0; j < n; ++j) {
+      if (prefetch != nullptr) prefetch->ahead_of(j, j + 1);
+      for (int h = 0; h < heads; ++h) {
+        const RowT* kh =
+            reinterpret_cast<const RowT*>(reinterpret_cast<const char*>(k[j]) + h * head_stride);
+        const int r = h * head_rows;
+        qk_rows<V, 1>(head_rows, q + r * qs, qs, &kh, dk,
+                      s + static_cast<int64_t>(r) * kKeyTile + j);
+      }
+    }
+    return;
+  }
   for (int j = 0; j < n; j += kQkKeys) {
     const int kb = std::min(kQkKeys, n - j);
     if (prefetch != nullptr) prefetch->ahead_of(j, j + kb);
     for (int h = 0; h < heads; ++h) {
       const RowT* kh[kQkKeys];
       shift_rows(k + j, kb, h * head_stride, kh);
-      for (int r = h * head_rows; r < (h + 1) * head_rows; r += kQkRows) {
-        const int rb = std::min(kQkRows, (h + 1) * head_rows - r);
+      for (int r = h * head_rows; r < (h + 1) * head_rows; r += qk_block_rows<V>()) {
+        const int rb = std::min(qk_block_rows<V>(), (h + 1) * head_rows - r);
         const float* qr = q + r * qs;
         float* sr = s + static_cast<int64_t>(r) * kKeyTile + j;
         if (kb == kQkKeys) {
