@@ -1,19 +1,56 @@
-// Prints the read-bandwidth ceiling (read_bandwidth.h) for 1 thread and for every core, e.g.
-// to check a machine before a benchmark run: build/bench/support/read_ceiling [passes]
+// Prints the read-bandwidth ceiling (read_bandwidth.h), e.g. to check a machine before a
+// benchmark run or to measure it beside another engine's run (bench/compare):
+//   build/bench/support/read_ceiling [--passes P] [--json] [THREADS ...]
+// Without THREADS: 1 thread and every core. --json prints one JSON object per line.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "read_bandwidth.h"
 
 int main(int argc, char** argv) {
-  const int passes = argc > 1 ? std::atoi(argv[1]) : 8;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  for (int t : {1, cores}) {
-    if (t == cores && cores == 1) break;
+  int passes = 8;
+  bool json = false;
+  std::vector<int> threads;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--passes" && i + 1 < argc) {
+      passes = std::atoi(argv[++i]);
+    } else if (a == "--json") {
+      json = true;
+    } else if (!a.empty() && a.find_first_not_of("0123456789") == std::string::npos) {
+      threads.push_back(std::atoi(a.c_str()));
+    } else {
+      std::fprintf(stderr, "usage: %s [--passes P] [--json] [THREADS ...]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (threads.empty()) {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    threads.push_back(1);
+    if (cores > 1) threads.push_back(cores);
+  }
+  for (int t : threads) {
+    if (t < 1 || passes < 1) {
+      std::fprintf(stderr, "threads and passes must be >= 1\n");
+      return 2;
+    }
     const auto c = ctxpar::bench::measure_read_ceiling(t, passes);
-    std::printf("%s\n", ctxpar::bench::describe(c).c_str());
+    if (json) {
+      std::printf("%s\n", fmt::format(R"({{"threads": {}, "gb_per_s": {:.3f}, "worst_gb_per_s": )"
+                                      R"({:.3f}, "pinned": {}, "isa": "{}", "buffer_bytes": {}}})",
+                                      c.threads, c.gb_per_s, c.worst_gb_per_s,
+                                      c.pinned ? "true" : "false", c.loop_isa, c.buffer_bytes)
+                              .c_str());
+    } else {
+      std::printf("%s\n", ctxpar::bench::describe(c).c_str());
+    }
+    std::fflush(stdout);
   }
   return 0;
 }
