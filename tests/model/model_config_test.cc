@@ -280,7 +280,8 @@ TEST(ModelConfig, DeepseekV3RopeParametersCarryThetaAndYarn) {
   EXPECT_DOUBLE_EQ(c.moe.routed_scaling_factor, 2.5);
   EXPECT_TRUE(c.moe.norm_topk_prob);
   EXPECT_EQ(c.dtype, DType::kBF16);
-  EXPECT_EQ(c.quantization_method, "fp8");
+  EXPECT_TRUE(c.quantization.is_fp8());
+  EXPECT_EQ(c.quantization.block_rows, 128);
   EXPECT_FALSE(c.is_moe_layer(2));
   EXPECT_TRUE(c.is_moe_layer(3));
 

@@ -1,7 +1,8 @@
-// The four transformers fixtures (tools/make_model_fixtures.py): every position's logits of
-// three prompts must match transformers' to 1e-4 relative for T in {1, 2, 4} and DCP sizes
-// N > 1 where the model allows them, whether the prompt is prefilled at once, in chunks, or
-// fed token by token through the decode path.
+// The transformers fixtures (tools/make_model_fixtures.py): every position's logits of three
+// prompts must match transformers' to 1e-4 relative for T in {1, 2, 4} and DCP sizes N > 1
+// where the model allows them, whether the prompt is prefilled at once, in chunks, or fed token
+// by token through the decode path. Sparse models (DeepSeek-V3.2, GLM-5) run through the mode
+// resolver's metadata builder, so N = T runs SFA-DCP.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -20,6 +21,7 @@
 #include "ctxpar/model/dummy_weights.h"
 #include "ctxpar/model/kv_cache_plan.h"
 #include "ctxpar/model/parallel_validation.h"
+#include "ctxpar/model/sfa_mode.h"
 
 namespace ctxpar::model {
 namespace {
@@ -79,9 +81,8 @@ std::vector<std::vector<std::vector<float>>> run_prompts(const std::string& dir,
     const int32_t num_blocks = 64;
     lm.allocate_kv_cache(num_blocks);
     const kv::DcpLayout layout(c.dcp, options.block_size, options.interleave);
-    std::unique_ptr<attention::AttentionMetadataBuilder> builder =
-        c.dcp > 1 ? std::make_unique<attention::DcpMetadataBuilder>(layout, groups.dcp_rank())
-                  : std::make_unique<attention::AttentionMetadataBuilder>(options.block_size);
+    const std::unique_ptr<attention::AttentionMetadataBuilder> builder =
+        make_metadata_builder(config, ctx);
     kv::BlockPool blocks(num_blocks);
     for (size_t p = 0; p < golden.prompts.size(); ++p) {
       kv::BlockTable table(blocks, layout);
@@ -140,8 +141,10 @@ TEST_P(FixtureLogits, EveryPositionMatchesTransformers) {
 
 std::vector<Case> cases() {
   std::vector<Case> out;
-  const std::string fixtures[] = {"tiny-llama-fixture", "tiny-qwen2-fixture",
-                                  "tiny-deepseek-v2-fixture", "tiny-deepseek-v3-fixture"};
+  const std::string fixtures[] = {
+      "tiny-llama-fixture",        "tiny-qwen2-fixture",        "tiny-qwen3-fixture",
+      "tiny-qwen3-moe-fixture",    "tiny-deepseek-v2-fixture",  "tiny-deepseek-v3-fixture",
+      "tiny-deepseek-v32-fixture", "tiny-glm5-fixture"};
   for (const std::string& f : fixtures) {
     const ModelConfig config =
         load_model_config(std::string(CTXPAR_FIXTURES_DIR) + "/" + f + "/config.json");

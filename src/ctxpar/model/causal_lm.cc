@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include "ctxpar/core/error.h"
 #include "ctxpar/kernels/norm.h"
 #include "ctxpar/model/layers/sfa_attention_layer.h"
@@ -85,8 +87,22 @@ CausalLM::CausalLM(const ModelConfig& config, const ModelContext& ctx)
       embed_(ctx_, "model.embed_tokens.weight", config.vocab_size, config.hidden_size),
       final_norm_(load_norm(ctx_, "model.norm.weight", config.hidden_size)) {
   const auto rope = make_rope_cache(config);
+  if (config.num_nextn_predict_layers > 0 && ctx.groups.world().rank() == 0) {
+    fmt::print(stderr,
+               "info: {}: skipping {} multi-token-prediction layer(s) (model.layers.{}.*): "
+               "ctxpar decodes without speculative MTP\n",
+               config.source, config.num_nextn_predict_layers, config.num_hidden_layers);
+  }
+  const SfaAttentionLayer* last_full = nullptr;  // GLM-5: where shared layers take their top-k
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
     layers_.push_back(std::make_unique<DecoderLayer>(ctx_, config, l, rope));
+    if (auto* sfa = dynamic_cast<SfaAttentionLayer*>(&layers_.back()->attention())) {
+      if (sfa->has_indexer()) {
+        last_full = sfa;
+      } else {
+        sfa->set_topk_source(last_full);
+      }
+    }
   }
   if (config.tie_word_embeddings) {
     lm_head_ = std::make_unique<ParallelLmHead>(ctx_, embed_, config.vocab_size);
