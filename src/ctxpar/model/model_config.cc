@@ -203,8 +203,9 @@ RopeConfig parse_rope(const json& root, const Fields& top, int64_t max_position,
       rope.attention_factor = f.optional_double("attention_factor", rope.attention_factor);
       CTXPAR_CHECK_INPUT(rope.attention_factor >= 0, "{}: {} = {} must be > 0 (or absent)", source,
                          f.name("attention_factor"), rope.attention_factor);
-      CTXPAR_CHECK_INPUT(rope.beta_fast > rope.beta_slow,
-                         "{}: yarn rope needs beta_fast ({}) > beta_slow ({})", source,
+      // Equal betas are valid (Kimi-K2 uses 1 and 1): the ramp then spans one dim.
+      CTXPAR_CHECK_INPUT(rope.beta_fast >= rope.beta_slow,
+                         "{}: yarn rope needs beta_fast ({}) >= beta_slow ({})", source,
                          rope.beta_fast, rope.beta_slow);
       break;
   }
@@ -702,7 +703,11 @@ ModelConfig resolve_model_config(const std::string& model) {
   if (is_builtin_model(model)) {
     const std::string name = model.substr(8);
     for (const BuiltinConfig& b : builtin_configs()) {
-      if (b.name == name) return parse_model_config(b.json, model);
+      if (b.name == name) {
+        ModelConfig c = parse_model_config(b.json, model);
+        c.config_only = b.config_only;
+        return c;
+      }
     }
     std::string list;
     for (const BuiltinConfig& b : builtin_configs()) {

@@ -127,8 +127,9 @@ struct QuantizationConfig {
 
 struct ModelConfig {
   ModelArch arch = ModelArch::kLlama;
-  std::string source;      // where it came from: a file path or "builtin:NAME", for messages
-  std::string model_type;  // config "model_type", informational
+  std::string source;        // where it came from: a file path or "builtin:NAME", for messages
+  std::string model_type;    // config "model_type", informational
+  bool config_only = false;  // a builtin:config/... entry: for planning, never loaded
 
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
