@@ -141,10 +141,10 @@ TEST_P(FixtureLogits, EveryPositionMatchesTransformers) {
 
 std::vector<Case> cases() {
   std::vector<Case> out;
-  const std::string fixtures[] = {
-      "tiny-llama-fixture",        "tiny-qwen2-fixture",        "tiny-qwen3-fixture",
-      "tiny-qwen3-moe-fixture",    "tiny-deepseek-v2-fixture",  "tiny-deepseek-v3-fixture",
-      "tiny-deepseek-v32-fixture", "tiny-glm5-fixture"};
+  const std::string fixtures[] = {"tiny-llama-fixture",        "tiny-qwen2-fixture",
+                                  "tiny-qwen3-fixture",        "tiny-qwen3-moe-fixture",
+                                  "tiny-deepseek-v2-fixture",  "tiny-deepseek-v3-fixture",
+                                  "tiny-deepseek-v32-fixture", "tiny-glm5-fixture"};
   for (const std::string& f : fixtures) {
     const ModelConfig config =
         load_model_config(std::string(CTXPAR_FIXTURES_DIR) + "/" + f + "/config.json");
@@ -195,7 +195,9 @@ TEST(KvCachePlan, ConfigOnlySpecsEqualTheLoadedModels) {
                                        {"builtin:tiny-deepseek-v3", 2, 2, replicated},
                                        {"builtin:tiny-deepseek-v32", 2, 2, replicated},
                                        {"builtin:tiny-deepseek-v32", 2, 2, sharded},
-                                       {"builtin:tiny-deepseek-v32", 1, 1, sharded}};
+                                       {"builtin:tiny-deepseek-v32", 1, 1, sharded},
+                                       {"builtin:tiny-glm5", 2, 2, replicated},
+                                       {"builtin:tiny-glm5", 2, 2, sharded}};
   for (const PlanCase& c : cases) {
     SCOPED_TRACE(fmt::format("{} T={} N={} {}", c.model, c.tp, c.dcp,
                              attention::sfa_indexer_mode_name(c.mode)));
