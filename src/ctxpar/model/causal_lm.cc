@@ -87,7 +87,8 @@ void DecoderLayer::forward_sharded(const attention::AttentionMetadata& md, const
 CausalLM::CausalLM(const ModelConfig& config, const ModelContext& ctx)
     : config_(validated(config, ctx)),
       full_weights_(std::make_unique<FullWeightWorkspace>()),
-      ctx_{ctx.weights, ctx.groups, ctx.options, ctx.pool, full_weights_.get()},
+      ctx_{ctx.weights, ctx.groups,          ctx.options,
+           ctx.pool,    full_weights_.get(), &config_.quantization},
       embed_(ctx_, "model.embed_tokens.weight", config.vocab_size, config.hidden_size),
       final_norm_(load_norm(ctx_, "model.norm.weight", config.hidden_size)) {
   const auto rope = make_rope_cache(config);

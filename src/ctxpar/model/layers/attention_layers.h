@@ -110,10 +110,10 @@ class MlaAttentionLayer : public AttentionLayer {
   ModelContext ctx_;
   MlaConfig mla_;
   attention::MlaDims dims_;  // per rank
-  std::optional<kernels::Linear> q_a_;
+  std::optional<ModelLinear> q_a_;
   Tensor q_a_norm_;
   std::optional<ColumnParallelLinear> q_;  // q_proj, or q_b_proj after the q LoRA
-  kernels::Linear kv_a_;                   // [kv_lora + rope, hidden], replicated
+  ModelLinear kv_a_;                       // [kv_lora + rope, hidden], replicated
   Tensor kv_a_norm_;
   Tensor kv_b_;  // [H_l·(nope + v), kv_lora] (H_l = H under Heads::kAll)
   OutputProjection o_proj_;
