@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include <string>
 
 #include "ctxpar/core/error.h"
+#include "ctxpar/kernels/rope.h"
+#include "ctxpar/model/layers/attention_layers.h"
 #include "model/test_util.h"
 
 namespace ctxpar::model {
@@ -694,6 +697,49 @@ TEST(ModelConfig, Qwen3AndQwen3Moe) {
   const ModelConfig dense = parse_glm(j);
   EXPECT_TRUE(dense.qk_norm);
   EXPECT_FALSE(dense.is_moe());
+}
+
+}  // namespace
+}  // namespace ctxpar::model
+
+namespace ctxpar::model {
+namespace {
+
+// Loading details: YaRN's attention_factor reaches the RoPE table, V3-family routing defaults
+// to transformers' (sigmoid + noaux_tc) when the keys are missing, MTP layers are counted.
+TEST(ModelConfig, YarnAttentionFactorReachesTheRopeMagnitude) {
+  nlohmann::json j = nlohmann::json::parse(R"({
+    "architectures": ["DeepseekV3ForCausalLM"], "vocab_size": 100, "hidden_size": 64,
+    "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "v_head_dim": 8,
+    "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16,
+    "max_position_embeddings": 128, "num_nextn_predict_layers": 1,
+    "rope_parameters": {"rope_type": "yarn", "rope_theta": 10000, "factor": 4,
+                        "original_max_position_embeddings": 32, "attention_factor": 1.25}})");
+  const ModelConfig c = parse_model_config(j.dump(), "yarn.json");
+  EXPECT_DOUBLE_EQ(c.rope.attention_factor, 1.25);
+  EXPECT_DOUBLE_EQ(make_rope_cache(c)->magnitude_scale(), 1.25);
+  EXPECT_EQ(c.num_nextn_predict_layers, 1);
+  EXPECT_EQ(c.moe.scoring_func, ScoringFunc::kSigmoid);
+  EXPECT_EQ(c.moe.topk_method, TopkMethod::kNoauxTc);
+  // Without it: mscale(factor, 1) = 0.1·ln 4 + 1, whatever mscale alone says.
+  j["rope_parameters"].erase("attention_factor");
+  j["rope_parameters"]["mscale"] = 0.5;
+  EXPECT_NEAR(make_rope_cache(parse_model_config(j.dump(), "yarn.json"))->magnitude_scale(),
+              0.1 * std::log(4.0) + 1, 1e-12);
+  j["rope_parameters"]["attention_factor"] = -1;
+  try {
+    parse_model_config(j.dump(), "yarn.json");
+    ADD_FAILURE() << "a negative attention_factor was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("attention_factor"), std::string::npos) << e.what();
+  }
+  // DeepSeek-V2 keeps softmax / greedy as its default.
+  j["architectures"] = {"DeepseekV2ForCausalLM"};
+  j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000}};
+  const ModelConfig v2 = parse_model_config(j.dump(), "v2.json");
+  EXPECT_EQ(v2.moe.scoring_func, ScoringFunc::kSoftmax);
+  EXPECT_EQ(v2.moe.topk_method, TopkMethod::kGreedy);
 }
 
 }  // namespace
