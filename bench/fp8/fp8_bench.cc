@@ -225,15 +225,20 @@ constexpr const char* kDeepseekShaped = R"json({
   "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}
 })json";
 
-// Seconds per decode step (batch 1) after a 16-token prefill, averaged over `steps`.
-double decode_seconds(bool fp8, int threads, int steps) {
+// Seconds per decode step (batch 1) after a 16-token prefill, averaged over `steps`: wall
+// time, and the calling thread's CPU time (all of the work when threads == 1).
+struct StepTime {
+  double wall = 0;
+  double cpu = 0;
+};
+StepTime decode_seconds(bool fp8, int threads, int steps) {
   const model::ModelConfig config = model::parse_model_config(kDeepseekShaped, "deepseek-shaped");
   model::ModelOptions options;
   options.weight_dtype = DType::kBF16;  // bf16 activations (vLLM --dtype bfloat16) in both runs
   options.kv_cache_dtype = DType::kBF16;
   options.quantize_fp8 = fp8;
   const model::DummyWeights weights(11);
-  double per_step = 0;
+  StepTime per_step;
   run_inprocess_ranks(1, [&](Communicator& world) {
     omp_set_num_threads(threads);
     ParallelGroups groups(world, 1, 1);
@@ -264,22 +269,24 @@ double decode_seconds(bool fp8, int threads, int steps) {
     step(16);
     step(1);  // warm up the decode path
     const auto t0 = Clock::now();
+    const double c0 = thread_cpu_seconds();
     for (int s = 0; s < steps; ++s) step(1);
-    per_step = seconds_since(t0) / steps;
+    per_step = {seconds_since(t0) / steps, (thread_cpu_seconds() - c0) / steps};
   });
   return per_step;
 }
 
 void BM_DecodeFp8VsBf16(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
-  double fp8 = 0, bf16 = 0;
+  StepTime fp8, bf16;
   for (auto _ : state) {
     fp8 = decode_seconds(true, threads, 8);
     bf16 = decode_seconds(false, threads, 8);
   }
-  state.counters["fp8_tok/s"] = 1.0 / fp8;
-  state.counters["bf16_tok/s"] = 1.0 / bf16;
-  state.counters["fp8_over_bf16"] = bf16 / fp8;
+  state.counters["fp8_tok/s"] = 1.0 / fp8.wall;
+  state.counters["bf16_tok/s"] = 1.0 / bf16.wall;
+  state.counters["fp8_over_bf16"] = bf16.wall / fp8.wall;
+  if (threads == 1) state.counters["fp8_over_bf16_cpu"] = bf16.cpu / fp8.cpu;
   state.SetLabel(std::string("isa=") + std::string(isa_name(active_isa())));
 }
 BENCHMARK(BM_DecodeFp8VsBf16)

@@ -171,8 +171,9 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& c) {
 
   // FP8 (vLLM's --quantization fp8, or an FP8 checkpoint's quantization_config): weights stored
   // FP8 stay so; dummy weights, and a checkpoint that is not FP8, are quantized at load.
-  CTXPAR_CHECK(c.quantization.empty() || c.quantization == "fp8",
-               "--quantization '{}' is not supported; use fp8 (or leave it out)", c.quantization);
+  CTXPAR_CHECK_INPUT(c.quantization.empty() || c.quantization == "fp8",
+                     "--quantization '{}' is not supported; use fp8 (or leave it out)",
+                     c.quantization);
   const bool stored_fp8 = r.model.quantization.is_fp8() && !r.use_dummy_weights;
   if (c.quantization == "fp8" && !r.model.quantization.is_fp8())
     r.model.quantization.method = "fp8";

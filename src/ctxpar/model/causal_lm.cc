@@ -17,10 +17,11 @@ Tensor load_norm(const ModelContext& ctx, const std::string& name, int64_t dim) 
 }
 
 const ModelConfig& validated(const ModelConfig& config, const ModelContext& ctx) {
-  CTXPAR_CHECK(!config.config_only,
-               "{} is a config-only entry (a real deployment's sizes, for `ctxpar plan`); it is "
-               "never loaded. Run a tiny built-in (e.g. builtin:tiny-glm5) or a checkpoint",
-               config.source);
+  CTXPAR_CHECK_INPUT(
+      !config.config_only,
+      "{} is a config-only entry (a real deployment's sizes, for `ctxpar plan`); it is "
+      "never loaded. Run a tiny built-in (e.g. builtin:tiny-glm5) or a checkpoint",
+      config.source);
   validate_model_options(config, ctx.tp_size(), ctx.dcp_size(), ctx.options);
   // Sparse attention (N == T under DCP is validate_for_parallel's rule): the indexer's
   // queries come from the q LoRA activation.

@@ -142,19 +142,21 @@ bool Checkpoint::is_fp8(const std::string& name) const {
 Tensor Checkpoint::read_scale(const std::string& name, const Shape& full_shape,
                               const Slice& slice) const {
   const std::string scale_name = name + "_scale_inv";
-  CTXPAR_CHECK(has(scale_name),
-               "tensor '{}' is stored as F8_E4M3 but checkpoint '{}' has no '{}' (block-scaled "
-               "FP8 needs a [ceil(out/128), ceil(in/128)] scale beside each weight)",
-               name, path_, scale_name);
+  CTXPAR_CHECK_INPUT(
+      has(scale_name),
+      "tensor '{}' is stored as F8_E4M3 but checkpoint '{}' has no '{}' (block-scaled "
+      "FP8 needs a [ceil(out/128), ceil(in/128)] scale beside each weight)",
+      name, path_, scale_name);
   const SafetensorsTensorInfo& si = info(scale_name);
   const Shape want = kernels::fp8_scale_shape(full_shape.at(0), full_shape.at(1));
-  CTXPAR_CHECK(si.dtype == DType::kF32 || si.dtype == DType::kBF16,
-               "'{}' has dtype {}; FP8 scales must be F32 or BF16", scale_name,
-               safetensors_dtype_name(si.dtype));
-  CTXPAR_CHECK(si.shape == want,
-               "'{}' has shape {} but weight '{}' {} needs {} (128×128 blocks, the block size the "
-               "FP8 kernels run)",
-               scale_name, shape_str(si.shape), name, shape_str(full_shape), shape_str(want));
+  CTXPAR_CHECK_INPUT(si.dtype == DType::kF32 || si.dtype == DType::kBF16,
+                     "'{}' has dtype {}; FP8 scales must be F32 or BF16", scale_name,
+                     safetensors_dtype_name(si.dtype));
+  CTXPAR_CHECK_INPUT(
+      si.shape == want,
+      "'{}' has shape {} but weight '{}' {} needs {} (128×128 blocks, the block size the "
+      "FP8 kernels run)",
+      scale_name, shape_str(si.shape), name, shape_str(full_shape), shape_str(want));
   Slice block_slice = slice;
   if (slice.kind == Slice::Kind::kPart && slice.size > 1) {
     block_slice = Slice::part(slice.dim, slice.rank, slice.size);  // blocks split like rows
@@ -181,9 +183,9 @@ Tensor Checkpoint::get(const std::string& name, const Shape& full_shape, DType w
   }
   // Dequantize the slice: element (r, c) of the slice is (row0 + r, col0 + c) of the full
   // tensor, whose block scale is scale[(row0 + r) / 128][(col0 + c) / 128].
-  CTXPAR_CHECK(full_shape.size() == 2 && slice.kind != Slice::Kind::kPaddedPart,
-               "FP8 tensor '{}' {} can be read only as a 2-D weight, whole or in equal parts", name,
-               shape_str(full_shape));
+  CTXPAR_CHECK_INPUT(full_shape.size() == 2 && slice.kind != Slice::Kind::kPaddedPart,
+                     "FP8 tensor '{}' {} can be read only as a 2-D weight, whole or in equal parts",
+                     name, shape_str(full_shape));
   const Tensor bytes = loc.file->read(name, full_shape, DType::kF8E4M3, slice);
   const Tensor scale = read_scale(name, full_shape, Slice::full());
   const SliceExtent e = slice_extent(full_shape, slice, name);

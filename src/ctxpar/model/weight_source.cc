@@ -12,12 +12,12 @@ kernels::Fp8Weight WeightSource::get_fp8(const std::string& name, const Shape& /
 }
 
 void check_fp8_slice(const std::string& name, const Shape& full_shape, const Slice& slice) {
-  CTXPAR_CHECK(full_shape.size() == 2, "FP8 tensor '{}' must be 2-D [out, in], got {}", name,
-               shape_str(full_shape));
+  CTXPAR_CHECK_INPUT(full_shape.size() == 2, "FP8 tensor '{}' must be 2-D [out, in], got {}", name,
+                     shape_str(full_shape));
   if (slice.kind == Slice::Kind::kFull || slice.size == 1) return;
-  CTXPAR_CHECK(slice.kind == Slice::Kind::kPart && (slice.dim == 0 || slice.dim == 1),
-               "FP8 tensor '{}' can be split only into equal parts along dim 0 or 1, not {}", name,
-               slice.describe());
+  CTXPAR_CHECK_INPUT(slice.kind == Slice::Kind::kPart && (slice.dim == 0 || slice.dim == 1),
+                     "FP8 tensor '{}' can be split only into equal parts along dim 0 or 1, not {}",
+                     name, slice.describe());
   const int64_t n = full_shape[static_cast<size_t>(slice.dim)];
   const int64_t b = kernels::kFp8BlockSize;
   if (n % slice.size == 0 && (n / slice.size) % b == 0) return;
@@ -27,7 +27,7 @@ void check_fp8_slice(const std::string& name, const Shape& full_shape, const Sli
       valid += (valid.empty() ? "" : ", ") + std::to_string(parts);
     }
   }
-  CTXPAR_FAIL(
+  CTXPAR_INPUT_FAIL(
       "FP8 tensor '{}' {}: splitting dimension {} ({}) into {} parts (tensor parallelism) gives "
       "{} {} per part, which is not a multiple of the 128 of an FP8 scale block; part counts "
       "that cut on blocks: {}",
