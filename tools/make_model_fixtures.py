@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Build tiny random Hugging Face checkpoints and golden logits for ctxpar's model tests.
 
-This is the transformers "oracle" for the model layer. It writes, for each of four
-architectures, a directory under tests/fixtures/:
+This is the transformers "oracle" for the model layer. It writes, for each architecture, a
+directory under tests/fixtures/:
 
     <name>/config.json        Hugging Face config, as saved by save_pretrained
-    <name>/model.safetensors  single file, float32, safe serialization
+    <name>/model.safetensors  single file, float32, safe serialization (the FP8 fixture: two
+                              shards and model.safetensors.index.json, see below)
     <name>/golden.json        prompts, stored positions, logits, greedy continuations
 
 The C++ tests only read those files; CI never needs torch or transformers.
@@ -15,6 +16,13 @@ Fixtures
     tiny-qwen2-fixture        Qwen2ForCausalLM, q/k/v biases, GQA 4/2, tied embeddings
     tiny-deepseek-v2-fixture  DeepseekV2ForCausalLM, MLA without q LoRA, softmax/greedy MoE
     tiny-deepseek-v3-fixture  DeepseekV3ForCausalLM, MLA with q LoRA, YaRN, sigmoid/noaux_tc MoE
+    tiny-deepseek-v32-fixture DeepseekV32ForCausalLM, V3 + Lightning Indexer (rotate-half rope)
+    tiny-glm5-fixture         GlmMoeDsaForCausalLM, indexer with pair rope, shared-indexer layers
+    tiny-qwen3-fixture        Qwen3ForCausalLM, per-head q/k RMSNorm, tied embeddings
+    tiny-qwen3-moe-fixture    Qwen3MoeForCausalLM, softmax top-k renormalised, no shared expert
+    tiny-glm5-fp8-fixture     GlmMoeDsaForCausalLM stored FP8 block-scaled (e4m3, 128x128
+                              weight_scale_inv, F32 and BF16 scales, scales in another shard);
+                              goldens from the transformers model on the dequantized weights
 
 golden.json schema
     prompts    [[token id, ...], ...]      3 prompts of lengths 1, 7 and 23
@@ -36,19 +44,20 @@ Self-check
     the no-cache argmax continuation, and every MoE layer stores per-expert tensors.
 
 Versions (pinned in tools/requirements-fixtures.txt)
-    Python 3.11, torch 2.9.1 (PyPI wheel, run on CPU), transformers 4.57.6,
-    safetensors 0.8.0, numpy 2.4.6.
-    transformers 4.57.6 has all four model classes natively (no trust_remote_code) and
-    keeps MoE experts as a ModuleList, so the checkpoint holds per-expert tensors
-    model.layers.L.mlp.experts.E.{gate,up,down}_proj.weight exactly like the real
-    DeepSeek checkpoints; no conversion is needed before saving.
+    Python 3.11, torch 2.9.1 (PyPI wheel, run on CPU), transformers 5.23.0,
+    safetensors 0.8.0, numpy 2.4.6. One version for every fixture: the four older ones were
+    regenerated with 5.23 (their weights are unchanged, their goldens moved by float32
+    rounding only) so one environment reproduces everything.
+    transformers 5 keeps MoE experts fused in memory (gate_up_proj [E, 2I, H], down_proj
+    [E, H, I]) but save_pretrained writes them back in the official per-expert layout
+    model.layers.L.mlp.experts.E.{gate,up,down}_proj.weight; check_names verifies it.
     The PyPI torch wheel for Linux x86_64 is the CUDA build: its shared libraries link
     against the nvidia-* wheels, so `pip install --no-deps torch` does not import. The full
     dependency set (about 3 GB download, 7 GB installed) is needed even though only the
     CPU is used.
 
 How to run (never install into the repository)
-    python3.11 -m venv /tmp/fixtures-venv
+    python3.11 -m venv /tmp/fixtures-venv   # never inside the repository
     /tmp/fixtures-venv/bin/pip install -r tools/requirements-fixtures.txt
     /tmp/fixtures-venv/bin/python tools/make_model_fixtures.py            # all fixtures
     /tmp/fixtures-venv/bin/python tools/make_model_fixtures.py --only tiny-qwen2-fixture
@@ -77,7 +86,8 @@ PROMPT_SEED = 20240611
 GREEDY_TOKENS = 8
 VOCAB = 256
 REF_TOLERANCE = 2e-4
-PINNED = {"torch": "2.9.1", "transformers": "4.57.6"}
+PINNED = {"torch": "2.9.1", "transformers": "5.23.0"}
+FP8_BLOCK = 128
 
 # ----------------------------------------------------------------------------
 # fixture specifications
@@ -108,8 +118,7 @@ SPECS = {
             head_dim=16,
             max_position_embeddings=256,
             rms_norm_eps=1e-5,
-            rope_theta=500000.0,
-            rope_scaling=None,
+            rope_parameters=dict(rope_type="default", rope_theta=500000.0),
             attention_bias=False,
             mlp_bias=False,
             tie_word_embeddings=False,
@@ -129,8 +138,7 @@ SPECS = {
             num_key_value_heads=2,
             max_position_embeddings=256,
             rms_norm_eps=1e-6,
-            rope_theta=1000000.0,
-            rope_scaling=None,
+            rope_parameters=dict(rope_type="default", rope_theta=1000000.0),
             use_sliding_window=False,
             tie_word_embeddings=True,
             initializer_range=0.08,
@@ -166,8 +174,7 @@ SPECS = {
             routed_scaling_factor=1.5,
             max_position_embeddings=256,
             rms_norm_eps=1e-6,
-            rope_theta=10000.0,
-            rope_scaling=None,
+            rope_parameters=dict(rope_type="default", rope_theta=10000.0),
             attention_bias=False,
             tie_word_embeddings=False,
             initializer_range=0.08,
@@ -203,9 +210,9 @@ SPECS = {
             routed_scaling_factor=2.5,
             max_position_embeddings=256,
             rms_norm_eps=1e-6,
-            rope_theta=10000.0,
-            rope_scaling=dict(
-                type="yarn",
+            rope_parameters=dict(
+                rope_type="yarn",
+                rope_theta=10000.0,
                 factor=4.0,
                 original_max_position_embeddings=64,
                 beta_fast=32,
@@ -213,10 +220,183 @@ SPECS = {
                 mscale=1.0,
                 mscale_all_dim=1.0,
             ),
-            rope_interleave=True,
             attention_bias=False,
             tie_word_embeddings=False,
             initializer_range=0.08,
+        ),
+    ),
+    # DeepSeek-V3.2: V3 plus a Lightning Indexer per layer (rotate-half rope on its rope part).
+    # index_topk 6 < the 7- and 23-token prompts, so selection is really sparse; 8 indexer heads
+    # keep ReLU-zero ties out of the top-k (the script checks the smallest deciding gap).
+    "tiny-deepseek-v32-fixture": dict(
+        cls="DeepseekV32ForCausalLM",
+        cfg="DeepseekV32Config",
+        seed=1025,
+        config=dict(
+            COMMON,
+            hidden_size=64,
+            intermediate_size=128,
+            moe_intermediate_size=32,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            num_key_value_heads=4,
+            q_lora_rank=48,
+            kv_lora_rank=32,
+            qk_nope_head_dim=16,
+            qk_rope_head_dim=8,
+            v_head_dim=16,
+            n_routed_experts=8,
+            n_shared_experts=1,
+            num_experts_per_tok=2,
+            first_k_dense_replace=1,
+            n_group=2,
+            topk_group=1,
+            norm_topk_prob=True,
+            routed_scaling_factor=2.5,
+            index_n_heads=8,
+            index_head_dim=16,
+            index_topk=6,
+            max_position_embeddings=256,
+            rms_norm_eps=1e-6,
+            rope_parameters=dict(rope_type="default", rope_theta=10000.0),
+            attention_bias=False,
+            tie_word_embeddings=False,
+            initializer_range=0.08,
+        ),
+    ),
+    # GLM-5: V3.2's layout with interleaved (pair) rope in the indexer and shared-indexer layers
+    # (index_topk_freq 2, offset 1: full, shared, full); n_group 1; v_head_dim != nope.
+    "tiny-glm5-fixture": dict(
+        cls="GlmMoeDsaForCausalLM",
+        cfg="GlmMoeDsaConfig",
+        seed=1006,
+        config=dict(
+            COMMON,
+            hidden_size=64,
+            intermediate_size=96,
+            moe_intermediate_size=32,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            num_key_value_heads=4,
+            q_lora_rank=48,
+            kv_lora_rank=32,
+            qk_nope_head_dim=16,
+            qk_rope_head_dim=8,
+            v_head_dim=24,
+            n_routed_experts=4,
+            n_shared_experts=1,
+            num_experts_per_tok=2,
+            first_k_dense_replace=1,
+            n_group=1,
+            topk_group=1,
+            norm_topk_prob=True,
+            routed_scaling_factor=2.5,
+            index_n_heads=8,
+            index_head_dim=16,
+            index_topk=6,
+            index_topk_freq=2,
+            index_skip_topk_offset=1,
+            max_position_embeddings=256,
+            rms_norm_eps=1e-5,
+            rope_parameters=dict(rope_type="default", rope_theta=10000.0),
+            attention_bias=False,
+            tie_word_embeddings=False,
+            initializer_range=0.08,
+        ),
+    ),
+    # Qwen3: per-head q/k RMSNorm before rope, head_dim (24) given apart from hidden / heads.
+    "tiny-qwen3-fixture": dict(
+        cls="Qwen3ForCausalLM",
+        cfg="Qwen3Config",
+        seed=1007,
+        config=dict(
+            COMMON,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=24,
+            max_position_embeddings=256,
+            rms_norm_eps=1e-6,
+            rope_parameters=dict(rope_type="default", rope_theta=1000000.0),
+            attention_bias=False,
+            use_sliding_window=False,
+            tie_word_embeddings=True,
+            initializer_range=0.08,
+        ),
+    ),
+    # Qwen3-MoE: softmax top-2 of 6 experts renormalised, no shared expert; layer 0 dense
+    # (mlp_only_layers).
+    "tiny-qwen3-moe-fixture": dict(
+        cls="Qwen3MoeForCausalLM",
+        cfg="Qwen3MoeConfig",
+        seed=1008,
+        config=dict(
+            COMMON,
+            hidden_size=64,
+            intermediate_size=128,
+            moe_intermediate_size=32,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+            num_experts=6,
+            num_experts_per_tok=2,
+            norm_topk_prob=True,
+            decoder_sparse_step=1,
+            mlp_only_layers=[0],
+            max_position_embeddings=256,
+            rms_norm_eps=1e-6,
+            rope_parameters=dict(rope_type="default", rope_theta=1000000.0),
+            attention_bias=False,
+            use_sliding_window=False,
+            tie_word_embeddings=False,
+            initializer_range=0.08,
+        ),
+    ),
+    # GLM-5 saved as an FP8 block-scaled checkpoint (e4m3, 128x128 weight_scale_inv), the layout
+    # of the official FP8 releases. Dims >= 128 where the kernels block (hidden 160 and the
+    # 144-row kv_a / 64-row indexer wk end in partial blocks); the tensor-parallel cuts (q_b rows,
+    # o_proj columns, MLP and expert intermediates: 256) fall on 128 for T = 2. Unquantized tensors
+    # (embeddings, lm_head, norms, router, indexer weights_proj) are BF16, the router bias F32.
+    # The goldens are the transformers model run on the dequantized weights (float32 compute).
+    "tiny-glm5-fp8-fixture": dict(
+        cls="GlmMoeDsaForCausalLM",
+        cfg="GlmMoeDsaConfig",
+        seed=1049,
+        fp8=dict(bf16_scale_layers=[1], shard_layers=[1]),
+        config=dict(
+            COMMON,
+            hidden_size=160,
+            intermediate_size=256,
+            moe_intermediate_size=256,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=4,
+            q_lora_rank=128,
+            kv_lora_rank=128,
+            qk_nope_head_dim=48,
+            qk_rope_head_dim=16,
+            v_head_dim=64,
+            n_routed_experts=3,
+            n_shared_experts=1,
+            num_experts_per_tok=2,
+            first_k_dense_replace=1,
+            n_group=1,
+            topk_group=1,
+            norm_topk_prob=True,
+            routed_scaling_factor=2.5,
+            index_n_heads=8,
+            index_head_dim=64,
+            index_topk=6,
+            indexer_types=["full", "shared"],
+            max_position_embeddings=256,
+            rms_norm_eps=1e-5,
+            rope_parameters=dict(rope_type="default", rope_theta=10000.0),
+            attention_bias=False,
+            tie_word_embeddings=False,
+            initializer_range=0.06,
         ),
     ),
 }
@@ -287,6 +467,90 @@ def nocache_greedy(model, torch, prompt):
     return toks, gaps
 
 
+def fp8_quantized(name, shape):
+    """Which tensors an FP8 release stores as e4m3 with block scales: the 2-D linear weights,
+    except embeddings, lm_head, norms, the MoE router and the indexer's weights_proj."""
+    keep = ("embed_tokens", "lm_head", "norm", ".mlp.gate.weight", "weights_proj")
+    return len(shape) == 2 and name.endswith(".weight") and not any(k in name for k in keep)
+
+
+FP8_NOT_CONVERTED = ["lm_head", "model.embed_tokens", "mlp.gate", "indexer.weights_proj"]
+
+
+def quantize_block_fp8(w, torch):
+    """w [out, in] float32 → (q float8_e4m3fn [out, in], scale float32 [ceil(out/128),
+    ceil(in/128)]) with w ≈ q · scale per 128x128 block; scale = block amax / 448."""
+    b = FP8_BLOCK
+    out, inn = w.shape
+    ro, ri = -(-out // b), -(-inn // b)
+    padded = torch.zeros(ro * b, ri * b, dtype=torch.float32)
+    padded[:out, :inn] = w
+    blocks = padded.view(ro, b, ri, b)
+    amax = blocks.abs().amax(dim=(1, 3))
+    scale = torch.where(amax > 0, amax / 448.0, torch.ones_like(amax))
+    q = (blocks / scale[:, None, :, None]).view(ro * b, ri * b)[:out, :inn].to(torch.float8_e4m3fn)
+    return q, scale
+
+
+def dequantize_block_fp8(q, scale, torch):
+    b = FP8_BLOCK
+    full = scale.float().repeat_interleave(b, 0).repeat_interleave(b, 1)
+    return q.float() * full[: q.shape[0], : q.shape[1]]
+
+
+def convert_to_fp8(d, opts, model_cls, torch):
+    """Rewrites the float32 checkpoint in d as an FP8 block-scaled one (two shards: the layers
+    in opts["shard_layers"] go to the second, except their weights, so those weights find their
+    weight_scale_inv in another file; scales of opts["bf16_scale_layers"] stored as BF16), and
+    returns the transformers model loaded from the dequantized weights."""
+    from safetensors.torch import load_file, save_file
+
+    state = load_file(str(d / "model.safetensors"))
+    stored, dequant = {}, {}
+    for k, w in state.items():
+        layer = int(k.split(".")[2]) if k.startswith("model.layers.") else -1
+        if fp8_quantized(k, w.shape):
+            q, scale = quantize_block_fp8(w, torch)
+            if layer in opts["bf16_scale_layers"]:
+                scale = scale.to(torch.bfloat16)
+            stored[k], stored[k + "_scale_inv"] = q, scale
+            dequant[k] = dequantize_block_fp8(q, scale, torch)
+        elif k.endswith("e_score_correction_bias"):
+            stored[k], dequant[k] = w, w
+        else:
+            stored[k] = w.to(torch.bfloat16)
+            dequant[k] = stored[k].float()
+    tmp = d.parent / (d.name + ".dequantized")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    shutil.copy(d / "config.json", tmp / "config.json")
+    save_file(dequant, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+    model = model_cls.from_pretrained(tmp, dtype=torch.float32, attn_implementation="eager").eval()
+    shutil.rmtree(tmp)
+
+    def shard_of(k):
+        layer = int(k.split(".")[2]) if k.startswith("model.layers.") else -1
+        moved = layer in opts["shard_layers"] and not (k.endswith(".weight") and k + "_scale_inv" in stored)
+        return "model-00002-of-00002.safetensors" if moved else "model-00001-of-00002.safetensors"
+
+    weight_map = {k: shard_of(k) for k in sorted(stored)}
+    (d / "model.safetensors").unlink()
+    for f in sorted(set(weight_map.values())):
+        save_file({k: stored[k].contiguous() for k in weight_map if weight_map[k] == f}, str(d / f),
+                  metadata={"format": "pt"})
+    (d / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {"total_size": sum(t.numel() * t.element_size() for t in stored.values())},
+         "weight_map": weight_map}, indent=2) + "\n")
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["dtype"] = "bfloat16"
+    cfg["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                                  "weight_block_size": [FP8_BLOCK, FP8_BLOCK],
+                                  "modules_to_not_convert": FP8_NOT_CONVERTED}
+    (d / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    return model
+
+
 def build_one(name, spec, out_dir, prompts):
     import torch
     import transformers
@@ -310,6 +574,9 @@ def build_one(name, spec, out_dir, prompts):
     files = sorted(p.name for p in d.iterdir())
     if files != ["config.json", "model.safetensors"]:
         raise SystemExit(f"{name}: unexpected files after save_pretrained: {files}")
+    if "fp8" in spec:
+        # The goldens come from the model whose weights are what the FP8 checkpoint decodes to.
+        model = convert_to_fp8(d, spec["fp8"], model_cls, torch)
 
     logits = [hf_logits(model, torch, p) for p in prompts]
     greedy = [hf_greedy(model, torch, p) for p in prompts]
@@ -322,8 +589,9 @@ def build_one(name, spec, out_dir, prompts):
             raise SystemExit(f"{name}: generate() {g} != no-cache argmax {toks}")
         margins.extend(gaps)
 
-    # the saved checkpoint reloads to the same logits
-    reloaded = model_cls.from_pretrained(d, dtype=torch.float32, attn_implementation="eager").eval()
+    # the saved checkpoint reloads to the same logits (FP8: convert_to_fp8 already reloaded)
+    reloaded = model if "fp8" in spec else model_cls.from_pretrained(
+        d, dtype=torch.float32, attn_implementation="eager").eval()
     for p, ref in zip(prompts, logits):
         again = hf_logits(reloaded, torch, p)
         if not np.array_equal(again, ref):
@@ -375,16 +643,57 @@ def write_golden(path, prompts, logits, greedy, meta):
 # ----------------------------------------------------------------------------
 
 
+def e4m3_to_float(u8):
+    """float8_e4m3fn bytes to float64, from the bit layout (no torch)."""
+    u8 = u8.astype(np.int64)
+    sign = np.where(u8 & 0x80, -1.0, 1.0)
+    e, m = (u8 >> 3) & 0xF, u8 & 0x7
+    val = np.where(e == 0, m / 8.0 * 2.0 ** -6, (1 + m / 8.0) * 2.0 ** (e - 7.0))
+    val = np.where((e == 0xF) & (m == 0x7), np.nan, val)
+    return sign * val
+
+
+def load_checkpoint_f64(d):
+    """Every tensor of a checkpoint directory (one file or an index of shards) as float64;
+    FP8 weights dequantized with their 128x128 weight_scale_inv blocks."""
+    from safetensors import safe_open
+
+    index = d / "model.safetensors.index.json"
+    files = sorted(set(json.loads(index.read_text())["weight_map"].values())) if index.exists() \
+        else ["model.safetensors"]
+    raw = {}
+    for f in files:
+        with safe_open(str(d / f), framework="pt") as h:
+            for k in h.keys():
+                t = h.get_tensor(k)
+                if str(t.dtype) == "torch.float8_e4m3fn":
+                    raw[k] = ("fp8", t.view(__import__("torch").uint8).numpy())
+                else:
+                    raw[k] = ("float", t.double().numpy())
+    out = {}
+    for k, (kind, v) in raw.items():
+        if k.endswith("_scale_inv"):
+            continue
+        if kind == "fp8":
+            w = e4m3_to_float(v)
+            scale = raw[k + "_scale_inv"][1]
+            rows = np.repeat(np.repeat(scale, 128, axis=0), 128, axis=1)[: w.shape[0], : w.shape[1]]
+            out[k] = w * rows
+        else:
+            out[k] = v
+    return out
+
+
 class Ref:
     def __init__(self, d):
-        from safetensors.numpy import load_file
-
         self.cfg = json.loads((d / "config.json").read_text())
-        self.w = {k: v.astype(np.float64) for k, v in load_file(str(d / "model.safetensors")).items()}
+        self.w = load_checkpoint_f64(d)
         self.arch = self.cfg["architectures"][0]
         self.route_gaps = []      # smallest gap deciding each top-k / group choice
         self.route_sets = set()   # distinct expert sets chosen
+        self.index_gaps = []      # indexer: gap between the k-th and (k+1)-th score per query
         self.min_choice_score = math.inf
+        self.selection = None
 
     # -- helpers --------------------------------------------------------------
     def W(self, name):
@@ -422,14 +731,22 @@ class Ref:
         p = Ref.softmax(s)
         return np.einsum("hts,shd->thd", p, v)
 
+    def rope_params(self):
+        """rope_parameters (transformers 5: theta inside) or rope_theta + rope_scaling."""
+        c = self.cfg
+        rp = dict(c.get("rope_parameters") or c.get("rope_scaling") or {})
+        rp.setdefault("rope_theta", c.get("rope_theta", 10000.0))
+        rp.setdefault("rope_type", rp.get("type", "default"))
+        return rp
+
     def inv_freq(self, dim):
         c = self.cfg
-        base = c["rope_theta"]
+        rs = self.rope_params()
+        base = rs["rope_theta"]
         exps = np.arange(0, dim, 2, dtype=np.float64) / dim
-        rs = c.get("rope_scaling")
-        if not rs:
+        if rs["rope_type"] == "default":
             return base ** -exps, 1.0
-        assert rs.get("rope_type", rs.get("type")) == "yarn"
+        assert rs["rope_type"] == "yarn", rs
         f = rs["factor"]
         orig = rs.get("original_max_position_embeddings") or c["max_position_embeddings"]
         bf, bs = rs.get("beta_fast") or 32, rs.get("beta_slow") or 1
@@ -481,6 +798,10 @@ class Ref:
         q = self.lin(x, p + ".q_proj", bias).reshape(T, H, D)
         k = self.lin(x, p + ".k_proj", bias).reshape(T, KV, D)
         v = self.lin(x, p + ".v_proj", bias).reshape(T, KV, D)
+        if self.arch.startswith("Qwen3"):
+            # per-head RMSNorm over head_dim, before rope
+            q = self.rms(q, self.W(p + ".q_norm.weight"), c["rms_norm_eps"])
+            k = self.rms(k, self.W(p + ".k_norm.weight"), c["rms_norm_eps"])
         inv, att = self.inv_freq(D)
         ang = pos[:, None] * inv[None]
         q, k = self.rope_half(q, ang) * att, self.rope_half(k, ang) * att
@@ -489,17 +810,46 @@ class Ref:
         o = self.attend(q, k, v, D ** -0.5).reshape(T, H * D)
         return self.lin(o, p + ".o_proj", c.get("attention_bias", False))
 
+    def indexer_select(self, x, q_lora, L, ang, att):
+        """Lightning Indexer: per query t the top-k keys s <= t (all of them if fewer)."""
+        c = self.cfg
+        p = f"model.layers.{L}.self_attn.indexer"
+        Hi, Di, rope, k_top = c["index_n_heads"], c["index_head_dim"], c["qk_rope_head_dim"], c["index_topk"]
+        T = x.shape[0]
+        q = self.lin(q_lora, p + ".wq_b").reshape(T, Hi, Di)
+        k = self.lin(x, p + ".wk")
+        mu, var = k.mean(-1, keepdims=True), k.var(-1, keepdims=True)
+        k = (k - mu) / np.sqrt(var + 1e-6) * self.W(p + ".k_norm.weight") + self.W(p + ".k_norm.bias")
+        # rope part first; GLM-5 rotates pairs (2i, 2i+1), DeepSeek-V3.2 rotates halves
+        rot = self.rope_pairs if self.arch == "GlmMoeDsaForCausalLM" else self.rope_half
+        q = np.concatenate([rot(q[..., :rope], ang) * att, q[..., rope:]], -1)
+        k = np.concatenate([rot(k[:, None, :rope], ang)[:, 0] * att, k[:, rope:]], -1)
+        w = self.lin(x, p + ".weights_proj") * Hi ** -0.5
+        scores = np.maximum(np.einsum("thd,sd->ths", q, k) * Di ** -0.5, 0.0)
+        index = np.einsum("th,ths->ts", w, scores)
+        sel = np.zeros((T, T), dtype=bool)
+        for t in range(T):
+            row = index[t, : t + 1]
+            if t + 1 <= k_top:
+                sel[t, : t + 1] = True
+                continue
+            order = np.argsort(-row, kind="stable")
+            sel[t, order[:k_top]] = True
+            self.index_gaps.append(float(row[order[k_top - 1]] - row[order[k_top]]))
+        return sel
+
     def mla_attention(self, x, L, pos):
         c = self.cfg
         H, nope, rope, vd = c["num_attention_heads"], c["qk_nope_head_dim"], c["qk_rope_head_dim"], c["v_head_dim"]
         r = c["kv_lora_rank"]
         p = f"model.layers.{L}.self_attn"
         T = x.shape[0]
+        q_lora = None
         if c.get("q_lora_rank") is None:
             q = self.lin(x, p + ".q_proj")
         else:
-            q = self.lin(self.rms(self.lin(x, p + ".q_a_proj"), self.W(p + ".q_a_layernorm.weight"), 1e-6),
-                         p + ".q_b_proj")
+            q_lora = self.rms(self.lin(x, p + ".q_a_proj"), self.W(p + ".q_a_layernorm.weight"), 1e-6)
+            q = self.lin(q_lora, p + ".q_b_proj")
         q = q.reshape(T, H, nope + rope)
         q_nope, q_pe = q[..., :nope], q[..., nope:]
         kv = self.lin(x, p + ".kv_a_proj_with_mqa")
@@ -514,13 +864,27 @@ class Ref:
         qf = np.concatenate([q_nope, q_pe], -1)
         kf = np.concatenate([k_nope, np.repeat(k_pe, H, axis=1)], -1)
         scale = (nope + rope) ** -0.5
-        rs = c.get("rope_scaling")
-        if self.arch == "DeepseekV3ForCausalLM" and rs and rs.get("mscale_all_dim"):
+        rs = self.rope_params()
+        if rs["rope_type"] != "default" and rs.get("mscale_all_dim"):
             f = rs["factor"]
             m = 0.1 * rs["mscale_all_dim"] * math.log(f) + 1.0 if f > 1 else 1.0
             scale *= m * m
-        o = self.attend(qf, kf, v, scale).reshape(T, H * vd)
-        return self.lin(o, p + ".o_proj")
+        if "index_n_heads" in c:
+            # sparse attention: full layers select, shared layers reuse the previous selection
+            kind = (c.get("indexer_types") or ["full"] * c["num_hidden_layers"])[L]
+            if kind == "full":
+                self.selection = self.indexer_select(x, q_lora, L, ang, att)
+            o = self.attend_masked(qf, kf, v, scale, self.selection)
+        else:
+            o = self.attend(qf, kf, v, scale)
+        return self.lin(o.reshape(T, H * vd), p + ".o_proj")
+
+    @staticmethod
+    def attend_masked(q, k, v, scale, allowed):
+        s = np.einsum("thd,shd->hts", q, k) * scale
+        s = np.where(allowed[None], s, -np.inf)
+        p = Ref.softmax(s)
+        return np.einsum("hts,shd->thd", p, v)
 
     # -- MoE ------------------------------------------------------------------
     def note_topk(self, vals, k):
@@ -531,24 +895,32 @@ class Ref:
     def moe(self, x, L):
         c = self.cfg
         p = f"model.layers.{L}.mlp"
-        E, K = c["n_routed_experts"], c["num_experts_per_tok"]
+        E = c.get("n_routed_experts") or c.get("num_experts") or c["num_local_experts"]
+        K = c["num_experts_per_tok"]
         logits = x @ self.W(p + ".gate.weight").T
         out = np.zeros_like(x)
         for t in range(x.shape[0]):
-            if self.arch == "DeepseekV2ForCausalLM":
-                assert c["topk_method"] == "greedy"
+            if self.arch in ("DeepseekV2ForCausalLM", "Qwen3MoeForCausalLM"):
                 s = self.softmax(logits[t])
                 idx = np.argsort(-s, kind="stable")[:K]
                 self.note_topk(s, K)
-                w = s[idx] * c["routed_scaling_factor"]  # HF V2 ignores norm_topk_prob
-            else:
+                w = s[idx]
+                if self.arch == "Qwen3MoeForCausalLM":
+                    if c.get("norm_topk_prob"):
+                        w = w / w.sum()
+                else:
+                    w = w * c["routed_scaling_factor"]  # HF V2 ignores norm_topk_prob
+            else:  # sigmoid + correction bias, noaux_tc groups (V3, V3.2, GLM-5)
                 s = 1.0 / (1.0 + np.exp(-logits[t]))
                 choice = s + self.W(p + ".gate.e_score_correction_bias")
                 G, TG = c["n_group"], c["topk_group"]
-                grp = np.sort(choice.reshape(G, E // G), axis=1)[:, ::-1][:, :2].sum(1)
-                self.note_topk(grp, TG)
-                groups = np.argsort(-grp, kind="stable")[:TG]
-                allowed = np.concatenate([np.arange(g * (E // G), (g + 1) * (E // G)) for g in groups])
+                if G > 1:
+                    grp = np.sort(choice.reshape(G, E // G), axis=1)[:, ::-1][:, :2].sum(1)
+                    self.note_topk(grp, TG)
+                    groups = np.argsort(-grp, kind="stable")[:TG]
+                    allowed = np.concatenate([np.arange(g * (E // G), (g + 1) * (E // G)) for g in groups])
+                else:
+                    allowed = np.arange(E)
                 self.note_topk(choice[allowed], K)
                 idx = allowed[np.argsort(-choice[allowed], kind="stable")[:K]]
                 self.min_choice_score = min(self.min_choice_score, float(choice[idx].min()))
@@ -563,22 +935,28 @@ class Ref:
             out = out + self.mlp(x, p + ".shared_experts")
         return out
 
+    def is_moe_layer(self, L):
+        c = self.cfg
+        if self.arch == "Qwen3MoeForCausalLM":
+            return L not in (c.get("mlp_only_layers") or []) and (L + 1) % c.get("decoder_sparse_step", 1) == 0
+        if "n_routed_experts" in c and c["n_routed_experts"]:
+            return L >= c["first_k_dense_replace"]
+        return False
+
     # -- model ----------------------------------------------------------------
     def forward(self, ids):
         c = self.cfg
-        deepseek = self.arch.startswith("Deepseek")
+        mla = "kv_lora_rank" in c
         x = self.W("model.embed_tokens.weight")[ids]
         pos = np.arange(len(ids), dtype=np.float64)
         eps = c["rms_norm_eps"]
+        self.selection = None
         for L in range(c["num_hidden_layers"]):
             p = f"model.layers.{L}"
             h = self.rms(x, self.W(p + ".input_layernorm.weight"), eps)
-            x = x + (self.mla_attention(h, L, pos) if deepseek else self.gqa_attention(h, L, pos))
+            x = x + (self.mla_attention(h, L, pos) if mla else self.gqa_attention(h, L, pos))
             h = self.rms(x, self.W(p + ".post_attention_layernorm.weight"), eps)
-            if deepseek and L >= c["first_k_dense_replace"]:
-                x = x + self.moe(h, L)
-            else:
-                x = x + self.mlp(h, p + ".mlp")
+            x = x + (self.moe(h, L) if self.is_moe_layer(L) else self.mlp(h, p + ".mlp"))
         x = self.rms(x, self.W("model.norm.weight"), eps)
         head = self.W("model.embed_tokens.weight") if c.get("tie_word_embeddings") else self.W("lm_head.weight")
         return x @ head.T
@@ -599,10 +977,14 @@ def check_reference(name, d, golden):
         if seq[len(prompt):] != want:
             raise SystemExit(f"{name}: numpy greedy {seq[len(prompt):]} != {want}")
     info = dict(reference_max_abs_diff=worst)
+    if ref.index_gaps:
+        info["indexer_min_topk_gap"] = min(ref.index_gaps)
+        if min(ref.index_gaps) < 2e-5:
+            raise SystemExit(f"{name}: an indexer top-k is decided by a gap of {min(ref.index_gaps):g}")
     if ref.route_gaps:
         info["moe_min_routing_gap"] = min(ref.route_gaps)
         info["moe_distinct_expert_sets"] = len(ref.route_sets)
-        if ref.arch == "DeepseekV3ForCausalLM":
+        if "e_score_correction_bias" in " ".join(ref.w):
             info["moe_min_selected_choice_score"] = ref.min_choice_score
             if ref.min_choice_score <= 0:
                 raise SystemExit(f"{name}: a selected expert has score+bias <= 0; HF masks with 0.0")
@@ -612,15 +994,28 @@ def check_reference(name, d, golden):
 def check_names(name, d, cfg):
     from safetensors import safe_open
 
-    with safe_open(str(d / "model.safetensors"), framework="numpy") as f:
-        keys = set(f.keys())
-    if cfg.get("n_routed_experts"):
-        for L in range(cfg["first_k_dense_replace"], cfg["num_hidden_layers"]):
-            for e in range(cfg["n_routed_experts"]):
-                for pr in ("gate_proj", "up_proj", "down_proj"):
-                    k = f"model.layers.{L}.mlp.experts.{e}.{pr}.weight"
-                    if k not in keys:
-                        raise SystemExit(f"{name}: missing per-expert tensor {k}")
+    index = d / "model.safetensors.index.json"
+    files = sorted(set(json.loads(index.read_text())["weight_map"].values())) if index.exists() \
+        else ["model.safetensors"]
+    keys = set()
+    for f in files:
+        with safe_open(str(d / f), framework="pt") as h:
+            keys |= set(h.keys())
+    ref = Ref.__new__(Ref)
+    ref.cfg, ref.arch = cfg, cfg["architectures"][0]
+    experts = cfg.get("n_routed_experts") or cfg.get("num_experts") or cfg.get("num_local_experts") or 0
+    for L in range(cfg["num_hidden_layers"]):
+        if not ref.is_moe_layer(L):
+            continue
+        for e in range(experts):
+            for pr in ("gate_proj", "up_proj", "down_proj"):
+                k = f"model.layers.{L}.mlp.experts.{e}.{pr}.weight"
+                if k not in keys:
+                    raise SystemExit(f"{name}: missing per-expert tensor {k}")
+    for L, kind in enumerate(cfg.get("indexer_types") or []):
+        has = f"model.layers.{L}.self_attn.indexer.wk.weight" in keys
+        if has != (kind == "full"):
+            raise SystemExit(f"{name}: layer {L} is '{kind}' but indexer weights present={has}")
     return sorted(keys)
 
 

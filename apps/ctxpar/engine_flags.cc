@@ -72,6 +72,8 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
       ->capture_default_str();
   cmd->add_option("--load-format", c.load_format, "auto, safetensors or dummy")
       ->capture_default_str();
+  cmd->add_option("--quantization,-q", c.quantization,
+                  "fp8: block-scaled FP8 weights (quantized at load unless stored so)");
   cmd->add_option("--seed", c.seed)->capture_default_str();
   cmd->add_option("--additional-config", c.additional_config, "JSON object")->capture_default_str();
   cmd->add_option("--distributed-executor-backend", c.distributed_executor_backend,

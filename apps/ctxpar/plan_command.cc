@@ -32,8 +32,10 @@ struct PlanOptions {
 struct Column {
   int dcp;
   kv::KvCapacity capacity;
-  int64_t bytes_per_token;  // this rank's bytes per token of a sequence, all layers
-  int64_t max_concurrent;   // requests of max_model_len the group holds at once
+  int64_t bytes_per_token;          // this rank's bytes per token of a sequence, all layers
+  int64_t indexer_bytes_per_token;  // of which sparse-attention index keys (full layers only)
+  int indexer_layers;               // layers that keep index keys
+  int64_t max_concurrent;           // requests of max_model_len the group holds at once
 };
 
 Column plan_column(const PlanOptions& o, const model::ModelConfig& config, int dcp, int64_t memory,
@@ -41,11 +43,16 @@ Column plan_column(const PlanOptions& o, const model::ModelConfig& config, int d
   const kv::DcpLayout layout(dcp, o.block_size, dcp == 1 ? 1 : o.interleave);
   const auto specs = model::kv_cache_specs_for(
       config, o.tp, dcp, dtype, attention::parse_sfa_indexer_mode(o.sfa_indexer_mode));
-  Column c{dcp, kv::plan_kv_capacity(memory, layout, specs), 0, 0};
+  Column c{dcp, kv::plan_kv_capacity(memory, layout, specs), 0, 0, 0, 0};
   // A block id covers B·N sequence tokens: sharded caches hold B of their rows per rank,
   // replicated ones all B·N.
   for (const kv::KvCacheSpec& s : specs) {
-    c.bytes_per_token += s.bytes_per_block(layout) / layout.tokens_per_virtual_block();
+    const int64_t bytes = s.bytes_per_block(layout) / layout.tokens_per_virtual_block();
+    c.bytes_per_token += bytes;
+    if (s.kind == kv::KvCacheKind::kIndexer) {
+      c.indexer_bytes_per_token += bytes;
+      ++c.indexer_layers;
+    }
   }
   const int64_t blocks_per_request = layout.num_virtual_blocks(max_len);
   c.max_concurrent = blocks_per_request > 0 ? c.capacity.num_blocks / blocks_per_request : 0;
@@ -71,6 +78,8 @@ void run(const PlanOptions& o) {
     for (const Column& c : cols) {
       j["plans"].push_back({{"decode_context_parallel_size", c.dcp},
                             {"kv_bytes_per_token_per_rank", c.bytes_per_token},
+                            {"indexer_bytes_per_token_per_rank", c.indexer_bytes_per_token},
+                            {"indexer_layers", c.indexer_layers},
                             {"bytes_per_block", c.capacity.bytes_per_block},
                             {"blocks_per_rank", c.capacity.num_blocks},
                             {"kv_bytes_per_rank", c.capacity.kv_bytes_per_rank},
@@ -93,6 +102,12 @@ void run(const PlanOptions& o) {
   };
   row("KV bytes per rank per sequence token",
       [](const Column& c) { return std::to_string(c.bytes_per_token); });
+  if (config.is_sparse()) {
+    const bool sharded = o.sfa_indexer_mode == "sharded";
+    const std::string label = fmt::format("  index keys ({} layers, {})", cols[0].indexer_layers,
+                                          sharded ? "sharded" : "replicated");
+    row(label.c_str(), [](const Column& c) { return std::to_string(c.indexer_bytes_per_token); });
+  }
   row("blocks per rank", [](const Column& c) { return std::to_string(c.capacity.num_blocks); });
   row("token capacity (DCP group)",
       [](const Column& c) { return std::to_string(c.capacity.token_capacity); });

@@ -1,11 +1,10 @@
-// builtin:tiny-deepseek-v32 end to end with dummy weights (tests/sfa's greedy loop: chunked
-// prefills with random chunk sizes, decodes first in every step, so steps mix decodes and
-// prefills and token counts are rarely a multiple of T): the greedy tokens are identical in
-// all four SFA modes for N = T in {2, 4} with I = B and I = 1, with and without
-// sequence-parallel layers, for f32; for an int8 and a bf16 o_proj (against the native run
-// with the same o_proj) they are identical up to a near tie of the reference (see
-// expect_same_tokens). Sequence-parallel layers give the same tokens for the other
-// built-in architectures too.
+// builtin:tiny-deepseek-v32 and builtin:tiny-glm5 end to end with dummy weights (tests/sfa's greedy
+// loop: chunked prefills with random chunk sizes, decodes first in every step, so steps mix decodes
+// and prefills and token counts are rarely a multiple of T): the greedy tokens are identical in all
+// four SFA modes for N = T in {2, 4} with I = B and I = 1, with and without sequence-parallel
+// layers, for f32; for an int8 and a bf16 o_proj (against the native run with the same o_proj) they
+// are identical up to a near tie of the reference (see expect_same_tokens). Sequence-parallel
+// layers give the same tokens for the other built-in architectures too.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -60,13 +59,14 @@ std::vector<RunSpec> four_modes(std::mt19937& rng, RunSpec numerics) {
   return specs;
 }
 
-class TinyDeepseekV32DsaCp : public ::testing::Test {
+// A sparse model (the name given) with fresh prompts and seed.
+class SparseModelRuns {
  protected:
-  TinyDeepseekV32DsaCp()
+  explicit SparseModelRuns(const std::string& model)
       : seed_(std::random_device{}()),
         rng_(seed_),
-        trace_(__FILE__, __LINE__, fmt::format("seed {}", seed_)),
-        config_(model::resolve_model_config("builtin:tiny-deepseek-v32")),
+        trace_(__FILE__, __LINE__, fmt::format("{} seed {}", model, seed_)),
+        config_(model::resolve_model_config(model)),
         prompts_(make_prompts(rng_)) {}
 
   // Native SFA on one rank with the given numerics, checked to be a meaningful reference.
@@ -87,7 +87,18 @@ class TinyDeepseekV32DsaCp : public ::testing::Test {
   PromptSet prompts_;
 };
 
-TEST_F(TinyDeepseekV32DsaCp, GreedyTokensAreIdenticalInAllFourModes) {
+// DeepSeek-V3.2 and GLM-5 (pair-RoPE indexer, a shared-indexer layer) through every mode.
+class SparseModelDsaCp : public SparseModelRuns, public ::testing::TestWithParam<const char*> {
+ protected:
+  SparseModelDsaCp() : SparseModelRuns(GetParam()) {}
+};
+
+class TinyDeepseekV32DsaCp : public SparseModelRuns, public ::testing::Test {
+ protected:
+  TinyDeepseekV32DsaCp() : SparseModelRuns("builtin:tiny-deepseek-v32") {}
+};
+
+TEST_P(SparseModelDsaCp, GreedyTokensAreIdenticalInAllFourModes) {
   // Lengths not divisible by T: one prompt has 5 tokens, and the chunks are random.
   ASSERT_EQ(prompts_.prompts[1].size() % 2, 1u);
   const Generation want = reference(RunSpec{});
@@ -96,7 +107,7 @@ TEST_F(TinyDeepseekV32DsaCp, GreedyTokensAreIdenticalInAllFourModes) {
   }
 }
 
-TEST_F(TinyDeepseekV32DsaCp, Int8OProjTokensMatchTheNativeInt8Run) {
+TEST_P(SparseModelDsaCp, Int8OProjTokensMatchTheNativeInt8Run) {
   RunSpec int8;
   int8.o_proj_quant = model::OProjQuant::kInt8;
   const Generation want = reference(int8);
@@ -105,7 +116,7 @@ TEST_F(TinyDeepseekV32DsaCp, Int8OProjTokensMatchTheNativeInt8Run) {
   }
 }
 
-TEST_F(TinyDeepseekV32DsaCp, Bf16OProjTokensMatchTheNativeBf16Run) {
+TEST_P(SparseModelDsaCp, Bf16OProjTokensMatchTheNativeBf16Run) {
   RunSpec bf16;
   bf16.o_proj_quant = model::OProjQuant::kBf16;
   const Generation want = reference(bf16);
@@ -137,6 +148,14 @@ TEST_F(TinyDeepseekV32DsaCp, SequenceParallelLayersKeepTokensForEveryArchitectur
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, SparseModelDsaCp,
+                         ::testing::Values("builtin:tiny-deepseek-v32", "builtin:tiny-glm5"),
+                         [](const ::testing::TestParamInfo<const char*>& param) {
+                           return std::string(param.param).find("glm5") != std::string::npos
+                                      ? std::string("tiny_glm5")
+                                      : std::string("tiny_deepseek_v32");
+                         });
 
 }  // namespace
 }  // namespace ctxpar::sfa_test

@@ -1,11 +1,16 @@
 #include "ctxpar/model/model_config.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include <string>
 
 #include "ctxpar/core/error.h"
+#include "ctxpar/kernels/rope.h"
+#include "ctxpar/model/layers/attention_layers.h"
 #include "model/test_util.h"
 
 namespace ctxpar::model {
@@ -280,7 +285,8 @@ TEST(ModelConfig, DeepseekV3RopeParametersCarryThetaAndYarn) {
   EXPECT_DOUBLE_EQ(c.moe.routed_scaling_factor, 2.5);
   EXPECT_TRUE(c.moe.norm_topk_prob);
   EXPECT_EQ(c.dtype, DType::kBF16);
-  EXPECT_EQ(c.quantization_method, "fp8");
+  EXPECT_TRUE(c.quantization.is_fp8());
+  EXPECT_EQ(c.quantization.block_rows, 128);
   EXPECT_FALSE(c.is_moe_layer(2));
   EXPECT_TRUE(c.is_moe_layer(3));
 
@@ -415,10 +421,14 @@ TEST(ModelConfig, BadValuesAreRejectedByName) {
 
 TEST(ModelConfig, BuiltinsParseAndFitTheirPurpose) {
   const std::vector<std::string> names = builtin_model_names();
-  ASSERT_EQ(names.size(), 5u);
+  ASSERT_EQ(names.size(), 12u);
+  int tiny = 0;
   for (const std::string& name : names) {
     SCOPED_TRACE(name);
     const ModelConfig c = resolve_model_config("builtin:" + name);
+    EXPECT_EQ(c.config_only, name.rfind("config/", 0) == 0);
+    if (c.config_only) continue;
+    ++tiny;
     EXPECT_EQ(c.source, "builtin:" + name);
     EXPECT_EQ(c.vocab_size, 512);
     EXPECT_GE(c.num_hidden_layers, 2);
@@ -469,6 +479,53 @@ TEST(ModelConfig, BuiltinsParseAndFitTheirPurpose) {
   EXPECT_EQ(v32.indexer.index_head_dim, 32);
   EXPECT_EQ(v32.indexer.index_topk, 16);
   EXPECT_EQ(v32.mla.kv_lora_rank, v3.mla.kv_lora_rank);  // V3.2 is V3 plus the indexer
+  EXPECT_FALSE(v32.indexer.interleaved_rope);
+  EXPECT_EQ(tiny, 6);
+
+  const ModelConfig glm = resolve_model_config("builtin:tiny-glm5");
+  EXPECT_EQ(glm.arch, ModelArch::kGlmMoeDsa);
+  EXPECT_TRUE(glm.is_sparse() && glm.is_mla());
+  EXPECT_TRUE(glm.indexer.interleaved_rope);
+  EXPECT_EQ(glm.indexer.full_layers, (std::vector<bool>{true, false, true}));
+  EXPECT_FALSE(glm.has_indexer(1));
+}
+
+// The config-only entries carry the real deployments' sizes.
+TEST(ModelConfig, ConfigOnlyBuiltinsHoldTheRealSizes) {
+  const ModelConfig glm5 = resolve_model_config("builtin:config/glm-5");
+  EXPECT_EQ(glm5.hidden_size, 6144);
+  EXPECT_EQ(glm5.num_hidden_layers, 78);
+  EXPECT_EQ(glm5.mla.kv_lora_rank + glm5.mla.qk_rope_head_dim, 576);
+  EXPECT_EQ(glm5.indexer.index_head_dim, 128);
+  EXPECT_EQ(std::count(glm5.indexer.full_layers.begin(), glm5.indexer.full_layers.end(), true), 78);
+  EXPECT_EQ(glm5.num_nextn_predict_layers, 1);
+  EXPECT_TRUE(glm5.quantization.is_fp8());
+  EXPECT_TRUE(glm5.quantization.excludes("model.layers.5.self_attn.indexer.weights_proj.weight"));
+  EXPECT_FALSE(glm5.quantization.excludes("model.layers.5.self_attn.indexer.wk.weight"));
+  EXPECT_TRUE(glm5.quantization.excludes("model.layers.5.mlp.gate.weight"));
+  EXPECT_FALSE(glm5.quantization.excludes("model.layers.5.mlp.gate_proj.weight"));
+  // GLM-5.2: layers 0, 1, 2 full, then every fourth (6, 10, ..., 74): 21 of 78.
+  const ModelConfig glm52 = resolve_model_config("builtin:config/glm-5.2");
+  std::vector<int64_t> full;
+  for (int64_t l = 0; l < glm52.num_hidden_layers; ++l) {
+    if (glm52.has_indexer(l)) full.push_back(l);
+  }
+  ASSERT_EQ(full.size(), 21u);
+  EXPECT_EQ(full[3], 6);
+  EXPECT_EQ(full.back(), 74);
+  const ModelConfig v32 = resolve_model_config("builtin:config/deepseek-v3.2");
+  EXPECT_EQ(v32.indexer.index_n_heads, 64);
+  EXPECT_TRUE(v32.quantization.ue8m0_scales);
+  const ModelConfig kimi = resolve_model_config("builtin:config/kimi-k2");
+  EXPECT_EQ(kimi.moe.n_routed_experts, 384);
+  EXPECT_EQ(kimi.rope.beta_fast, kimi.rope.beta_slow);
+  const ModelConfig qwen = resolve_model_config("builtin:config/qwen3-235b-a22b");
+  EXPECT_EQ(qwen.arch, ModelArch::kQwen3Moe);
+  EXPECT_EQ(qwen.moe.n_routed_experts, 128);
+  EXPECT_TRUE(qwen.is_moe_layer(0) && qwen.is_moe_layer(93));
+  const ModelConfig llama = resolve_model_config("builtin:config/llama-3.1-70b");
+  EXPECT_EQ(llama.num_key_value_heads, 8);
+  EXPECT_EQ(llama.rope.type, RopeType::kLlama3);
 }
 
 TEST(ModelConfig, ResolveFromBuiltinDirectoryOrFile) {
@@ -499,6 +556,190 @@ TEST(ModelConfig, ResolveFromBuiltinDirectoryOrFile) {
   testing::write_text(dir.file("config.json"), "{ not json");
   msg = error_of([&] { resolve_model_config(dir.path().string()); });
   EXPECT_NE(msg.find(dir.file("config.json")), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace ctxpar::model
+
+namespace ctxpar::model {
+namespace {
+
+using nlohmann::json;
+
+json glm5_json() {
+  json j = json::parse(R"({
+    "architectures": ["GlmMoeDsaForCausalLM"], "model_type": "glm_moe_dsa",
+    "vocab_size": 1000, "hidden_size": 64, "intermediate_size": 128,
+    "moe_intermediate_size": 32, "num_hidden_layers": 6, "num_attention_heads": 4,
+    "q_lora_rank": 48, "kv_lora_rank": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8,
+    "v_head_dim": 24, "n_routed_experts": 4, "num_experts_per_tok": 2,
+    "first_k_dense_replace": 1, "index_n_heads": 4, "index_head_dim": 16, "index_topk": 8,
+    "max_position_embeddings": 256})");
+  return j;
+}
+
+ModelConfig parse_glm(const json& j) {
+  return parse_model_config(j.dump(), "glm.json");
+}
+
+std::string error_of_glm(const json& j) {
+  try {
+    parse_glm(j);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ModelConfig, Glm5IndexerLayersFollowTransformersRules) {
+  json j = glm5_json();
+  // Defaults: freq 1 → every layer full; routing sigmoid / noaux_tc like transformers' router.
+  ModelConfig c = parse_glm(j);
+  EXPECT_EQ(c.indexer.full_layers, std::vector<bool>(6, true));
+  EXPECT_TRUE(c.indexer.interleaved_rope);
+  EXPECT_EQ(c.moe.scoring_func, ScoringFunc::kSigmoid);
+  EXPECT_EQ(c.moe.topk_method, TopkMethod::kNoauxTc);
+  // freq 3, offset 2: full when max(i - 1, 0) % 3 == 0 → layers 0, 1, 4.
+  j["index_topk_freq"] = 3;
+  j["index_skip_topk_offset"] = 2;
+  c = parse_glm(j);
+  EXPECT_EQ(c.indexer.full_layers, (std::vector<bool>{true, true, false, false, true, false}));
+  // A pattern string wins over freq / offset, indexer_types over both.
+  j["index_topk_pattern"] = "FSFFSS";
+  EXPECT_EQ(parse_glm(j).indexer.full_layers,
+            (std::vector<bool>{true, false, true, true, false, false}));
+  j["indexer_types"] = {"full", "full", "shared", "full", "shared", "shared"};
+  EXPECT_EQ(parse_glm(j).indexer.full_layers,
+            (std::vector<bool>{true, true, false, true, false, false}));
+}
+
+TEST(ModelConfig, Glm5BadIndexerPatternsNameTheFieldAndTheRule) {
+  json j = glm5_json();
+  j["indexer_types"] = {"shared", "full", "full", "full", "full", "full"};
+  std::string msg = error_of_glm(j);
+  EXPECT_NE(msg.find("indexer_types"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("layer 0 must be \"full\""), std::string::npos) << msg;
+  j = glm5_json();
+  j["index_topk_pattern"] = "FSX";
+  msg = error_of_glm(j);
+  EXPECT_NE(msg.find("index_topk_pattern"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'S'"), std::string::npos) << msg;
+  j["index_topk_pattern"] = "FSF";  // 3 entries for 6 layers
+  msg = error_of_glm(j);
+  EXPECT_NE(msg.find("num_hidden_layers = 6"), std::string::npos) << msg;
+  j = glm5_json();
+  j["indexer_types"] = {"full", "sometimes", "full", "full", "full", "full"};
+  msg = error_of_glm(j);
+  EXPECT_NE(msg.find("'sometimes'"), std::string::npos) << msg;
+  j = glm5_json();
+  j["index_topk_freq"] = "4";  // a field of the wrong type
+  msg = error_of_glm(j);
+  EXPECT_NE(msg.find("index_topk_freq"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("integer"), std::string::npos) << msg;
+  j = glm5_json();
+  j["indexer_types"] = "full";
+  msg = error_of_glm(j);
+  EXPECT_NE(msg.find("list of strings"), std::string::npos) << msg;
+}
+
+TEST(ModelConfig, Fp8QuantizationConfigIsCheckedByField) {
+  json j = glm5_json();
+  j["quantization_config"] = {{"quant_method", "fp8"},
+                              {"fmt", "e4m3"},
+                              {"weight_block_size", {128, 128}},
+                              {"modules_to_not_convert", {"lm_head", "indexer.weights_proj"}},
+                              {"ignored_layers", {"model.layers.0.self_attn.q_a_proj"}}};
+  const ModelConfig c = parse_glm(j);
+  EXPECT_TRUE(c.quantization.is_fp8());
+  EXPECT_TRUE(c.quantization.excludes("lm_head.weight"));
+  EXPECT_TRUE(c.quantization.excludes("model.layers.0.self_attn.q_a_proj.weight"));
+  EXPECT_FALSE(c.quantization.excludes("model.layers.1.self_attn.q_a_proj.weight"));
+  EXPECT_FALSE(c.quantization.excludes("model.layers.10.self_attn.q_a_proj.weight"));
+  const auto with = [&](const char* key, const json& value) {
+    json k = j;
+    k["quantization_config"][key] = value;
+    return error_of_glm(k);
+  };
+  std::string msg = with("weight_block_size", {64, 64});
+  EXPECT_NE(msg.find("weight_block_size"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[128, 128]"), std::string::npos) << msg;
+  msg = with("fmt", "e5m2");
+  EXPECT_NE(msg.find("'e5m2'"), std::string::npos) << msg;
+  msg = with("quant_method", "gptq");
+  EXPECT_NE(msg.find("'gptq'"), std::string::npos) << msg;
+  msg = with("modules_to_not_convert", "lm_head");
+  EXPECT_NE(msg.find("modules_to_not_convert"), std::string::npos) << msg;
+  msg = with("scale_fmt", "e8m0x");
+  EXPECT_NE(msg.find("scale_fmt"), std::string::npos) << msg;
+}
+
+TEST(ModelConfig, Qwen3AndQwen3Moe) {
+  json j = json::parse(R"({
+    "architectures": ["Qwen3MoeForCausalLM"], "vocab_size": 1000, "hidden_size": 64,
+    "intermediate_size": 128, "moe_intermediate_size": 32, "num_hidden_layers": 4,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 24,
+    "num_local_experts": 6, "num_experts_per_tok": 2, "norm_topk_prob": true,
+    "decoder_sparse_step": 2, "mlp_only_layers": [3], "max_position_embeddings": 256})");
+  const ModelConfig c = parse_glm(j);
+  EXPECT_EQ(c.arch, ModelArch::kQwen3Moe);
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_EQ(c.head_dim, 24);
+  EXPECT_EQ(c.moe.n_routed_experts, 6);
+  EXPECT_EQ(c.moe.n_shared_experts, 0);
+  EXPECT_EQ(c.moe.scoring_func, ScoringFunc::kSoftmax);
+  // (layer + 1) % 2 == 0 and not in mlp_only_layers: only layer 1 (layer 3 is listed).
+  EXPECT_EQ(c.moe.moe_layers, (std::vector<bool>{false, true, false, false}));
+  j["mlp_only_layers"] = {7};
+  EXPECT_NE(error_of_glm(j).find("mlp_only_layers"), std::string::npos);
+  j["architectures"] = {"Qwen3ForCausalLM"};
+  j.erase("mlp_only_layers");
+  const ModelConfig dense = parse_glm(j);
+  EXPECT_TRUE(dense.qk_norm);
+  EXPECT_FALSE(dense.is_moe());
+}
+
+}  // namespace
+}  // namespace ctxpar::model
+
+namespace ctxpar::model {
+namespace {
+
+// Loading details: YaRN's attention_factor reaches the RoPE table, V3-family routing defaults
+// to transformers' (sigmoid + noaux_tc) when the keys are missing, MTP layers are counted.
+TEST(ModelConfig, YarnAttentionFactorReachesTheRopeMagnitude) {
+  nlohmann::json j = nlohmann::json::parse(R"({
+    "architectures": ["DeepseekV3ForCausalLM"], "vocab_size": 100, "hidden_size": 64,
+    "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "v_head_dim": 8,
+    "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16,
+    "max_position_embeddings": 128, "num_nextn_predict_layers": 1,
+    "rope_parameters": {"rope_type": "yarn", "rope_theta": 10000, "factor": 4,
+                        "original_max_position_embeddings": 32, "attention_factor": 1.25}})");
+  const ModelConfig c = parse_model_config(j.dump(), "yarn.json");
+  EXPECT_DOUBLE_EQ(c.rope.attention_factor, 1.25);
+  EXPECT_DOUBLE_EQ(make_rope_cache(c)->magnitude_scale(), 1.25);
+  EXPECT_EQ(c.num_nextn_predict_layers, 1);
+  EXPECT_EQ(c.moe.scoring_func, ScoringFunc::kSigmoid);
+  EXPECT_EQ(c.moe.topk_method, TopkMethod::kNoauxTc);
+  // Without it: mscale(factor, 1) = 0.1·ln 4 + 1, whatever mscale alone says.
+  j["rope_parameters"].erase("attention_factor");
+  j["rope_parameters"]["mscale"] = 0.5;
+  EXPECT_NEAR(make_rope_cache(parse_model_config(j.dump(), "yarn.json"))->magnitude_scale(),
+              0.1 * std::log(4.0) + 1, 1e-12);
+  j["rope_parameters"]["attention_factor"] = -1;
+  try {
+    parse_model_config(j.dump(), "yarn.json");
+    ADD_FAILURE() << "a negative attention_factor was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("attention_factor"), std::string::npos) << e.what();
+  }
+  // DeepSeek-V2 keeps softmax / greedy as its default.
+  j["architectures"] = {"DeepseekV2ForCausalLM"};
+  j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 10000}};
+  const ModelConfig v2 = parse_model_config(j.dump(), "v2.json");
+  EXPECT_EQ(v2.moe.scoring_func, ScoringFunc::kSoftmax);
+  EXPECT_EQ(v2.moe.topk_method, TopkMethod::kGreedy);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "ctxpar/kv/block_table.h"
 #include "ctxpar/model/causal_lm.h"
 #include "ctxpar/model/dummy_weights.h"
+#include "ctxpar/model/kv_cache_plan.h"
 #include "ctxpar/model/parallel_validation.h"
 #include "greedy_generation.h"
 
@@ -28,11 +29,14 @@ namespace {
 using sfa_test::Generation;
 using sfa_test::RunSpec;
 
-TEST(TinyDeepseekV32, GreedyTokensAreIdenticalAcrossParallelConfigs) {
+class SparseModelGreedy : public ::testing::TestWithParam<const char*> {};
+
+// DeepSeek-V3.2 and GLM-5 (pair-RoPE indexer, full / shared / full indexer layers).
+TEST_P(SparseModelGreedy, GreedyTokensAreIdenticalAcrossParallelConfigs) {
   const uint32_t seed = std::random_device{}();
-  SCOPED_TRACE(fmt::format("seed {}", seed));
+  SCOPED_TRACE(fmt::format("{} seed {}", GetParam(), seed));
   std::mt19937 rng(seed);
-  const ModelConfig config = resolve_model_config("builtin:tiny-deepseek-v32");
+  const ModelConfig config = resolve_model_config(GetParam());
   ASSERT_TRUE(config.is_sparse());
   const sfa_test::PromptSet prompts = sfa_test::make_prompts(rng);
 
@@ -62,6 +66,43 @@ TEST(TinyDeepseekV32, GreedyTokensAreIdenticalAcrossParallelConfigs) {
     for (size_t i = 0; i < prompts.prompts.size(); ++i) {
       EXPECT_EQ(got.tokens[i], want.tokens[i]) << "prompt " << i;
     }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SparseModelGreedy,
+                         ::testing::Values("builtin:tiny-deepseek-v32", "builtin:tiny-glm5"),
+                         [](const ::testing::TestParamInfo<const char*>& param) {
+                           return std::string(param.param).find("glm5") != std::string::npos
+                                      ? std::string("tiny_glm5")
+                                      : std::string("tiny_deepseek_v32");
+                         });
+
+// GLM-5's shared layers keep only the latent: the full layers' index keys are the only
+// replicated cache, and the plan counts them alone.
+TEST(TinyGlm5, SharedLayersKeepNoIndexKeys) {
+  const ModelConfig config = resolve_model_config("builtin:tiny-glm5");
+  const DummyWeights weights(3);
+  for (int n : {1, 2}) {
+    SCOPED_TRACE(fmt::format("N=T={}", n));
+    std::vector<kv::KvCacheSpec> specs;
+    run_inprocess_ranks(n, [&](Communicator& world) {
+      ParallelGroups groups(world, n, n);
+      ThreadPool pool(1);
+      ModelOptions options;
+      CausalLM lm(config, ModelContext{weights, groups, options, pool});
+      if (world.rank() == 0) specs = lm.kv_cache_specs();
+    });
+    // Layers full, shared, full: latent + keys, latent, latent + keys.
+    ASSERT_EQ(specs.size(), 5u);
+    EXPECT_EQ(specs[0].kind, kv::KvCacheKind::kMla);
+    EXPECT_EQ(specs[1].kind, kv::KvCacheKind::kIndexer);
+    EXPECT_EQ(specs[2].kind, kv::KvCacheKind::kMla);
+    EXPECT_EQ(specs[3].kind, kv::KvCacheKind::kMla);
+    EXPECT_EQ(specs[4].kind, kv::KvCacheKind::kIndexer);
+    EXPECT_EQ(specs[1].sharded_by_dcp, false);
+    const auto planned = kv_cache_specs_for(config, n, n, DType::kF32);
+    ASSERT_EQ(planned.size(), specs.size());
+    for (size_t i = 0; i < specs.size(); ++i) EXPECT_EQ(planned[i].describe(), specs[i].describe());
   }
 }
 

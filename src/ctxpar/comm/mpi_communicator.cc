@@ -39,6 +39,8 @@ MPI_Datatype mpi_type(DType dtype, bool for_sum) {
       return MPI_UINT8_T;
     case DType::kI8:
       return MPI_INT8_T;
+    case DType::kF8E4M3:
+      return MPI_UINT8_T;  // moved as bits; never summed
   }
   CTXPAR_FAIL("no MPI type for dtype code {}", static_cast<int>(dtype));
 }

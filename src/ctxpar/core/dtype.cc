@@ -20,6 +20,8 @@ size_t dtype_size(DType dtype) {
       return 1;
     case DType::kI8:
       return 1;
+    case DType::kF8E4M3:
+      return 1;
   }
   CTXPAR_FAIL("unknown dtype code {}", static_cast<int>(dtype));
 }
@@ -40,6 +42,8 @@ std::string_view dtype_name(DType dtype) {
       return "uint8";
     case DType::kI8:
       return "int8";
+    case DType::kF8E4M3:
+      return "float8_e4m3fn";
   }
   return "unknown";
 }
@@ -52,8 +56,11 @@ DType parse_dtype(std::string_view name) {
   if (name == "int64" || name == "i64") return DType::kI64;
   if (name == "uint8" || name == "u8") return DType::kU8;
   if (name == "int8" || name == "i8") return DType::kI8;
-  CTXPAR_FAIL("unknown dtype '{}'; valid: float32, bfloat16, float16, int32, int64, uint8, int8",
-              name);
+  if (name == "float8_e4m3fn" || name == "fp8_e4m3") return DType::kF8E4M3;
+  CTXPAR_FAIL(
+      "unknown dtype '{}'; valid: float32, bfloat16, float16, int32, int64, uint8, int8, "
+      "float8_e4m3fn",
+      name);
 }
 
 }  // namespace ctxpar

@@ -52,8 +52,10 @@ int normalize_dim(int dim, int ndim) {
 
 // Converting element copy for one element. Float kinds go through float; integer kinds
 // through int64 (no float <-> int conversions are needed anywhere in the engine).
+// FP8 counts as a float kind: converting it element-wise gives its e4m3 value (without any
+// block scale, which lives in a separate tensor).
 inline bool is_float(DType d) {
-  return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16;
+  return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16 || d == DType::kF8E4M3;
 }
 
 double load_as_double(const void* p, DType d) {
@@ -72,6 +74,8 @@ double load_as_double(const void* p, DType d) {
       return *static_cast<const uint8_t*>(p);
     case DType::kI8:
       return *static_cast<const int8_t*>(p);
+    case DType::kF8E4M3:
+      return fp8_e4m3::to_f32(*static_cast<const uint8_t*>(p));
   }
   return 0;
 }
@@ -98,6 +102,9 @@ void store_from_double(void* p, DType d, double v) {
       break;
     case DType::kI8:
       *static_cast<int8_t*>(p) = static_cast<int8_t>(v);
+      break;
+    case DType::kF8E4M3:
+      *static_cast<uint8_t*>(p) = fp8_e4m3::from_f32(static_cast<float>(v));
       break;
   }
 }

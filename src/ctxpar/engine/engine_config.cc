@@ -169,6 +169,15 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& c) {
                      "{} has no weights to load; use --load-format dummy (or auto)", c.model);
   r.use_mpi = c.distributed_executor_backend == "mpi";
 
+  // FP8 (vLLM's --quantization fp8, or an FP8 checkpoint's quantization_config): weights stored
+  // FP8 stay so; dummy weights, and a checkpoint that is not FP8, are quantized at load.
+  CTXPAR_CHECK_INPUT(c.quantization.empty() || c.quantization == "fp8",
+                     "--quantization '{}' is not supported; use fp8 (or leave it out)",
+                     c.quantization);
+  const bool stored_fp8 = r.model.quantization.is_fp8() && !r.use_dummy_weights;
+  if (c.quantization == "fp8" && !r.model.quantization.is_fp8())
+    r.model.quantization.method = "fp8";
+  r.options.quantize_fp8 = r.model.quantization.is_fp8() && !stored_fp8;
   r.options.weight_dtype = weight_dtype_of(c.dtype, r.model);
   r.options.kv_cache_dtype = kv_dtype_of(c.kv_cache_dtype, r.options.weight_dtype);
   r.options.block_size = c.block_size;

@@ -15,6 +15,9 @@ struct EngineConfig {
   std::string model = "builtin:tiny-llama";  // builtin:NAME, a HF directory or config.json
   std::string tokenizer;  // --tokenizer DIR: where tokenizer.json lives ("": the model's)
   std::string load_format = "auto";  // auto | safetensors | dummy
+  // --quantization: "" (as the checkpoint's config says) or "fp8" (128×128 block-scaled e4m3
+  // weights; a checkpoint stored so is read as is, others are quantized at load).
+  std::string quantization;
   uint64_t seed = 0;
   int tensor_parallel_size = 1;
   int decode_context_parallel_size = 1;

@@ -25,6 +25,7 @@ struct RopeScaling {
   double beta_slow = 1;               // yarn: rotations bounding the interpolated dims
   double mscale = 1;                  // yarn: numerator of the cos/sin magnitude scale
   double mscale_all_dim = 0;          // yarn: denominator of the cos/sin magnitude scale
+  double attention_factor = 0;        // yarn: the cos/sin magnitude itself; 0: derived
   double low_freq_factor = 1;         // llama3
   double high_freq_factor = 4;        // llama3
 };
@@ -43,8 +44,9 @@ double yarn_get_mscale(double scale, double mscale);
 // Throws Error for an unknown type or invalid parameters (named in the message).
 std::vector<double> rope_inv_freq(int64_t rotary_dim, double theta, const RopeScaling& scaling);
 
-// Multiplier on cos and sin: yarn_get_mscale(factor, mscale) / yarn_get_mscale(factor,
-// mscale_all_dim) for yarn, 1 otherwise.
+// Multiplier on cos and sin, 1 except for yarn: attention_factor when it is > 0, else
+// yarn_get_mscale(factor, mscale) / yarn_get_mscale(factor, mscale_all_dim) when both are
+// non-zero, else yarn_get_mscale(factor, 1) (transformers' rule).
 double rope_magnitude_scale(const RopeScaling& scaling);
 
 // Precomputed cos/sin for positions [0, max_position): two f32 tables [max_position,

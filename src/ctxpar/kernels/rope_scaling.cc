@@ -57,9 +57,15 @@ double yarn_get_mscale(double scale, double mscale) {
   return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
 }
 
+// As transformers' YaRN: an explicit attention_factor wins; else the mscale ratio when both
+// mscale and mscale_all_dim are given (non-zero); else yarn_get_mscale(factor, 1).
 double rope_magnitude_scale(const RopeScaling& s) {
   if (s.type != "yarn") return 1.0;
-  return yarn_get_mscale(s.factor, s.mscale) / yarn_get_mscale(s.factor, s.mscale_all_dim);
+  if (s.attention_factor > 0) return s.attention_factor;
+  if (s.mscale != 0 && s.mscale_all_dim != 0) {
+    return yarn_get_mscale(s.factor, s.mscale) / yarn_get_mscale(s.factor, s.mscale_all_dim);
+  }
+  return yarn_get_mscale(s.factor, 1.0);
 }
 
 std::vector<double> rope_inv_freq(int64_t rotary_dim, double theta, const RopeScaling& s) {

@@ -1,4 +1,4 @@
-// The config.json texts of the tiny built-in models ("builtin:NAME"). They go through the same
+// The config.json texts of the built-in models ("builtin:NAME"). They go through the same
 // parser as files on disk, so a built-in can never drift from what a real config would give.
 #pragma once
 
@@ -11,6 +11,8 @@ namespace ctxpar::model {
 struct BuiltinConfig {
   std::string_view name;  // without the "builtin:" prefix
   std::string json;
+  // A real deployment's config for `ctxpar plan` only (no dummy-weight runs: far too big).
+  bool config_only = false;
 };
 
 std::span<const BuiltinConfig> builtin_configs();

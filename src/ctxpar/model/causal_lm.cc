@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include "ctxpar/core/error.h"
 #include "ctxpar/kernels/norm.h"
 #include "ctxpar/model/layers/sfa_attention_layer.h"
@@ -15,6 +17,11 @@ Tensor load_norm(const ModelContext& ctx, const std::string& name, int64_t dim) 
 }
 
 const ModelConfig& validated(const ModelConfig& config, const ModelContext& ctx) {
+  CTXPAR_CHECK_INPUT(
+      !config.config_only,
+      "{} is a config-only entry (a real deployment's sizes, for `ctxpar plan`); it is "
+      "never loaded. Run a tiny built-in (e.g. builtin:tiny-glm5) or a checkpoint",
+      config.source);
   validate_model_options(config, ctx.tp_size(), ctx.dcp_size(), ctx.options);
   // Sparse attention (N == T under DCP is validate_for_parallel's rule): the indexer's
   // queries come from the q LoRA activation.
@@ -81,12 +88,27 @@ void DecoderLayer::forward_sharded(const attention::AttentionMetadata& md, const
 CausalLM::CausalLM(const ModelConfig& config, const ModelContext& ctx)
     : config_(validated(config, ctx)),
       full_weights_(std::make_unique<FullWeightWorkspace>()),
-      ctx_{ctx.weights, ctx.groups, ctx.options, ctx.pool, full_weights_.get()},
+      ctx_{ctx.weights, ctx.groups,          ctx.options,
+           ctx.pool,    full_weights_.get(), &config_.quantization},
       embed_(ctx_, "model.embed_tokens.weight", config.vocab_size, config.hidden_size),
       final_norm_(load_norm(ctx_, "model.norm.weight", config.hidden_size)) {
   const auto rope = make_rope_cache(config);
+  if (config.num_nextn_predict_layers > 0 && ctx.groups.world().rank() == 0) {
+    fmt::print(stderr,
+               "info: {}: skipping {} multi-token-prediction layer(s) (model.layers.{}.*): "
+               "ctxpar decodes without speculative MTP\n",
+               config.source, config.num_nextn_predict_layers, config.num_hidden_layers);
+  }
+  const SfaAttentionLayer* last_full = nullptr;  // GLM-5: where shared layers take their top-k
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
     layers_.push_back(std::make_unique<DecoderLayer>(ctx_, config, l, rope));
+    if (auto* sfa = dynamic_cast<SfaAttentionLayer*>(&layers_.back()->attention())) {
+      if (sfa->has_indexer()) {
+        last_full = sfa;
+      } else {
+        sfa->set_topk_source(last_full);
+      }
+    }
   }
   if (config.tie_word_embeddings) {
     lm_head_ = std::make_unique<ParallelLmHead>(ctx_, embed_, config.vocab_size);

@@ -1,6 +1,6 @@
-// A decoder-only causal LM on one rank (Llama, Qwen2, DeepSeek V2/V3/V3.2): vocab-parallel
-// embedding, decoder layers (pre-norm attention + dense MLP or MoE), final norm and a
-// vocab-parallel LM head. Every rank of the TP group runs it on its weight shard (SPMD).
+// A decoder-only causal LM on one rank (Llama, Qwen2/3, Qwen3-MoE, DeepSeek V2/V3/V3.2, GLM-5):
+// vocab-parallel embedding, decoder layers (pre-norm attention + dense MLP or MoE), final norm
+// and a vocab-parallel LM head. Every rank of the TP group runs it on its weight shard (SPMD).
 //
 // Life cycle: construct (loads this rank's weights), ask kv_cache_specs(), allocate_kv_cache()
 // with the block count the engine planned, then forward() once per step.

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "ctxpar/core/error.h"
+#include "ctxpar/core/fp8.h"
 
 namespace ctxpar::model {
 namespace {
@@ -133,9 +134,74 @@ const SafetensorsTensorInfo& Checkpoint::info(const std::string& name) const {
   return *locate(name).info;
 }
 
+bool Checkpoint::is_fp8(const std::string& name) const {
+  auto it = tensors_.find(name);
+  return it != tensors_.end() && it->second.info->dtype == DType::kF8E4M3;
+}
+
+Tensor Checkpoint::read_scale(const std::string& name, const Shape& full_shape,
+                              const Slice& slice) const {
+  const std::string scale_name = name + "_scale_inv";
+  CTXPAR_CHECK_INPUT(
+      has(scale_name),
+      "tensor '{}' is stored as F8_E4M3 but checkpoint '{}' has no '{}' (block-scaled "
+      "FP8 needs a [ceil(out/128), ceil(in/128)] scale beside each weight)",
+      name, path_, scale_name);
+  const SafetensorsTensorInfo& si = info(scale_name);
+  const Shape want = kernels::fp8_scale_shape(full_shape.at(0), full_shape.at(1));
+  CTXPAR_CHECK_INPUT(si.dtype == DType::kF32 || si.dtype == DType::kBF16,
+                     "'{}' has dtype {}; FP8 scales must be F32 or BF16", scale_name,
+                     safetensors_dtype_name(si.dtype));
+  CTXPAR_CHECK_INPUT(
+      si.shape == want,
+      "'{}' has shape {} but weight '{}' {} needs {} (128×128 blocks, the block size the "
+      "FP8 kernels run)",
+      scale_name, shape_str(si.shape), name, shape_str(full_shape), shape_str(want));
+  Slice block_slice = slice;
+  if (slice.kind == Slice::Kind::kPart && slice.size > 1) {
+    block_slice = Slice::part(slice.dim, slice.rank, slice.size);  // blocks split like rows
+  }
+  return get(scale_name, want, DType::kF32, block_slice);
+}
+
+kernels::Fp8Weight Checkpoint::get_fp8(const std::string& name, const Shape& full_shape,
+                                       const Slice& slice) const {
+  CTXPAR_CHECK(is_fp8(name), "tensor '{}' in checkpoint '{}' is not stored as F8_E4M3", name,
+               path_);
+  check_fp8_slice(name, full_shape, slice);
+  kernels::Fp8Weight w;
+  w.weight = locate(name).file->read(name, full_shape, DType::kF8E4M3, slice);
+  w.scale_inv = read_scale(name, full_shape, slice);
+  return w;
+}
+
 Tensor Checkpoint::get(const std::string& name, const Shape& full_shape, DType want,
                        const Slice& slice) const {
-  return locate(name).file->read(name, full_shape, want, slice);
+  const Location& loc = locate(name);
+  if (loc.info->dtype != DType::kF8E4M3 || want == DType::kF8E4M3) {
+    return loc.file->read(name, full_shape, want, slice);
+  }
+  // Dequantize the slice: element (r, c) of the slice is (row0 + r, col0 + c) of the full
+  // tensor, whose block scale is scale[(row0 + r) / 128][(col0 + c) / 128].
+  CTXPAR_CHECK_INPUT(full_shape.size() == 2 && slice.kind != Slice::Kind::kPaddedPart,
+                     "FP8 tensor '{}' {} can be read only as a 2-D weight, whole or in equal parts",
+                     name, shape_str(full_shape));
+  const Tensor bytes = loc.file->read(name, full_shape, DType::kF8E4M3, slice);
+  const Tensor scale = read_scale(name, full_shape, Slice::full());
+  const SliceExtent e = slice_extent(full_shape, slice, name);
+  const int64_t row0 = slice.kind == Slice::Kind::kPart && slice.dim == 0 ? e.source_begin : 0;
+  const int64_t col0 = slice.kind == Slice::Kind::kPart && slice.dim == 1 ? e.source_begin : 0;
+  const int64_t rows = bytes.size(0), cols = bytes.size(1), cb = scale.size(1);
+  Tensor out = Tensor::empty({rows, cols}, DType::kF32);
+  const auto* q = static_cast<const uint8_t*>(bytes.raw());
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* s = scale.data<float>() + ((row0 + r) / kernels::kFp8BlockSize) * cb;
+    for (int64_t c = 0; c < cols; ++c) {
+      out.data<float>()[r * cols + c] =
+          fp8_e4m3::to_f32(q[r * cols + c]) * s[(col0 + c) / kernels::kFp8BlockSize];
+    }
+  }
+  return want == DType::kF32 ? out : out.to(want);
 }
 
 std::vector<std::string> Checkpoint::tensor_names() const {

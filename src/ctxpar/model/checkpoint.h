@@ -28,6 +28,10 @@ class Checkpoint : public WeightSource {
   // the files searched.
   Tensor get(const std::string& name, const Shape& full_shape, DType want,
              const Slice& slice) const override;
+  // F8_E4M3 with a `<name>_scale_inv` (F32 or BF16, possibly in another shard).
+  bool is_fp8(const std::string& name) const override;
+  kernels::Fp8Weight get_fp8(const std::string& name, const Shape& full_shape,
+                             const Slice& slice) const override;
 
   // The stored description of a tensor (dtype, shape); throws like get() when missing.
   const SafetensorsTensorInfo& info(const std::string& name) const;
@@ -44,6 +48,8 @@ class Checkpoint : public WeightSource {
   explicit Checkpoint(std::string path) : path_(std::move(path)) {}
   void add_file(const std::string& file_path);
   const Location& locate(const std::string& name) const;
+  // The f32 scale_inv of FP8 tensor `name` of full_shape, checked against 128×128 blocks.
+  Tensor read_scale(const std::string& name, const Shape& full_shape, const Slice& slice) const;
 
   std::string path_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;

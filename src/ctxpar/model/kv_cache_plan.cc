@@ -11,7 +11,7 @@ std::vector<kv::KvCacheSpec> kv_cache_specs_for(const ModelConfig& c, int tp_siz
       specs.push_back(kv::mla_kv_cache_spec(static_cast<int>(c.mla.kv_lora_rank),
                                             static_cast<int>(c.mla.qk_rope_head_dim),
                                             kv_cache_dtype));
-      if (c.is_sparse()) {
+      if (c.has_indexer(layer)) {
         kv::KvCacheSpec keys =
             kv::indexer_kv_cache_spec(static_cast<int>(c.indexer.index_head_dim), kv_cache_dtype);
         keys.sharded_by_dcp = dcp_size > 1 && indexer_mode == attention::SfaIndexerMode::kSharded;

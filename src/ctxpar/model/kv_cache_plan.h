@@ -11,9 +11,9 @@
 namespace ctxpar::model {
 
 // One spec per cache per layer on one rank of a TP group of tp_size: GQA (K and V of the
-// rank's KV heads), MLA (the latent row), and for sparse models also the indexer keys —
-// replicated on every rank of the DCP group, or sharded like the latent in the sharded
-// indexer mode (when dcp_size > 1).
+// rank's KV heads), MLA (the latent row), and for the full layers of sparse models also the
+// indexer keys — replicated on every rank of the DCP group, or sharded like the latent in the
+// sharded indexer mode (when dcp_size > 1). GLM-5's shared layers keep no index keys.
 std::vector<kv::KvCacheSpec> kv_cache_specs_for(
     const ModelConfig& config, int tp_size, int dcp_size, DType kv_cache_dtype,
     attention::SfaIndexerMode indexer_mode = attention::SfaIndexerMode::kReplicated);

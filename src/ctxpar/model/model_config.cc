@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -17,8 +18,9 @@ namespace {
 using nlohmann::json;
 
 constexpr std::string_view kSupportedArchs =
-    "LlamaForCausalLM, Qwen2ForCausalLM, DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, "
-    "DeepseekV32ForCausalLM";
+    "LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM, "
+    "DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, DeepseekV32ForCausalLM, "
+    "GlmMoeDsaForCausalLM";
 
 // Typed access to the fields of one JSON object, with messages naming the file and the key.
 // A key whose value is null counts as absent: HF writes null for "not set" (q_lora_rank,
@@ -119,6 +121,9 @@ ModelArch parse_arch(const json& root, const std::string& source) {
   if (name == "DeepseekV2ForCausalLM") return ModelArch::kDeepseekV2;
   if (name == "DeepseekV3ForCausalLM") return ModelArch::kDeepseekV3;
   if (name == "DeepseekV32ForCausalLM") return ModelArch::kDeepseekV32;
+  if (name == "GlmMoeDsaForCausalLM") return ModelArch::kGlmMoeDsa;
+  if (name == "Qwen3ForCausalLM") return ModelArch::kQwen3;
+  if (name == "Qwen3MoeForCausalLM") return ModelArch::kQwen3Moe;
   CTXPAR_INPUT_FAIL("{}: architectures[0] = '{}' is not supported; supported architectures: {}",
                     source, name, kSupportedArchs);
 }
@@ -196,8 +201,11 @@ RopeConfig parse_rope(const json& root, const Fields& top, int64_t max_position,
       rope.mscale = f.optional_double("mscale", rope.mscale);
       rope.mscale_all_dim = f.optional_double("mscale_all_dim", rope.mscale_all_dim);
       rope.attention_factor = f.optional_double("attention_factor", rope.attention_factor);
-      CTXPAR_CHECK_INPUT(rope.beta_fast > rope.beta_slow,
-                         "{}: yarn rope needs beta_fast ({}) > beta_slow ({})", source,
+      CTXPAR_CHECK_INPUT(rope.attention_factor >= 0, "{}: {} = {} must be > 0 (or absent)", source,
+                         f.name("attention_factor"), rope.attention_factor);
+      // Equal betas are valid (Kimi-K2 uses 1 and 1): the ramp then spans one dim.
+      CTXPAR_CHECK_INPUT(rope.beta_fast >= rope.beta_slow,
+                         "{}: yarn rope needs beta_fast ({}) >= beta_slow ({})", source,
                          rope.beta_fast, rope.beta_slow);
       break;
   }
@@ -230,21 +238,26 @@ void parse_mla(const Fields& f, ModelConfig& c) {
   c.head_dim = c.mla.qk_nope_head_dim + c.mla.qk_rope_head_dim;
 }
 
-void parse_moe(const Fields& f, ModelConfig& c) {
-  MoeConfig& m = c.moe;
-  m.n_routed_experts = f.optional_int("n_routed_experts", 0, 1);
-  if (m.n_routed_experts == 0) return;  // dense model
-  m.n_shared_experts = f.optional_int("n_shared_experts", 0, 0);
-  m.num_experts_per_tok = f.required_int("num_experts_per_tok", 1);
-  m.moe_intermediate_size = f.required_int("moe_intermediate_size", 1);
-  m.first_k_dense_replace = f.optional_int("first_k_dense_replace", 0, 0);
-  m.moe_layer_freq = f.optional_int("moe_layer_freq", 1, 1);
-  m.n_group = f.optional_int("n_group", 1, 1);
-  m.topk_group = f.optional_int("topk_group", 1, 1);
-  m.routed_scaling_factor = f.optional_double("routed_scaling_factor", 1.0);
-  m.norm_topk_prob = f.optional_bool("norm_topk_prob", false);
+// A list-of-strings field (null or absent: empty), each entry checked by `valid`.
+std::vector<std::string> string_list(const Fields& f, const char* key, const std::string& source) {
+  std::vector<std::string> out;
+  const json* v = f.find(key);
+  if (!v) return out;
+  CTXPAR_CHECK_INPUT(v->is_array(), "{}: field '{}' must be a list of strings, got {}", source,
+                     f.name(key), v->dump());
+  for (const json& x : *v) {
+    CTXPAR_CHECK_INPUT(x.is_string(), "{}: field '{}' must be a list of strings, got {}", source,
+                       f.name(key), v->dump());
+    out.push_back(x.get<std::string>());
+  }
+  return out;
+}
 
-  const std::string scoring = f.optional_string("scoring_func").value_or("softmax");
+void parse_routing(const Fields& f, ModelConfig& c, std::string_view default_scoring,
+                   std::string_view default_method) {
+  MoeConfig& m = c.moe;
+  const std::string scoring =
+      f.optional_string("scoring_func").value_or(std::string(default_scoring));
   if (scoring == "softmax") {
     m.scoring_func = ScoringFunc::kSoftmax;
   } else if (scoring == "sigmoid") {
@@ -254,7 +267,7 @@ void parse_moe(const Fields& f, ModelConfig& c) {
                       c.source, scoring);
   }
   // "gready" is the default spelled in DeepSeek-V2's own configuration code.
-  const std::string method = f.optional_string("topk_method").value_or("greedy");
+  const std::string method = f.optional_string("topk_method").value_or(std::string(default_method));
   if (method == "greedy" || method == "gready") {
     m.topk_method = TopkMethod::kGreedy;
   } else if (method == "group_limited_greedy") {
@@ -267,7 +280,10 @@ void parse_moe(const Fields& f, ModelConfig& c) {
         "group_limited_greedy, noaux_tc",
         c.source, method);
   }
+}
 
+void check_moe(ModelConfig& c) {
+  const MoeConfig& m = c.moe;
   CTXPAR_CHECK_INPUT(m.num_experts_per_tok <= m.n_routed_experts,
                      "{}: num_experts_per_tok = {} exceeds n_routed_experts = {}", c.source,
                      m.num_experts_per_tok, m.n_routed_experts);
@@ -286,13 +302,185 @@ void parse_moe(const Fields& f, ModelConfig& c) {
   }
 }
 
+// DeepSeek V2/V3/V3.2 and GLM-5 experts.
+void parse_moe(const Fields& f, ModelConfig& c) {
+  MoeConfig& m = c.moe;
+  m.n_routed_experts = f.optional_int("n_routed_experts", 0, 1);
+  if (m.n_routed_experts == 0) return;  // dense model
+  m.n_shared_experts = f.optional_int("n_shared_experts", 0, 0);
+  m.num_experts_per_tok = f.required_int("num_experts_per_tok", 1);
+  m.moe_intermediate_size = f.required_int("moe_intermediate_size", 1);
+  m.first_k_dense_replace = f.optional_int("first_k_dense_replace", 0, 0);
+  m.moe_layer_freq = f.optional_int("moe_layer_freq", 1, 1);
+  m.n_group = f.optional_int("n_group", 1, 1);
+  m.topk_group = f.optional_int("topk_group", 1, 1);
+  m.routed_scaling_factor = f.optional_double("routed_scaling_factor", 1.0);
+  m.norm_topk_prob = f.optional_bool("norm_topk_prob", false);
+  // transformers' V3-family routers (V3, V3.2, GLM-5) always use sigmoid scores with the
+  // noaux_tc group choice; V2's default is softmax / greedy.
+  const bool v3_family = c.arch != ModelArch::kDeepseekV2;
+  parse_routing(f, c, v3_family ? "sigmoid" : "softmax", v3_family ? "noaux_tc" : "greedy");
+  check_moe(c);
+
+  const std::vector<std::string> types = string_list(f, "mlp_layer_types", c.source);
+  m.moe_layers.assign(static_cast<size_t>(c.num_hidden_layers), false);
+  if (!types.empty()) {
+    CTXPAR_CHECK_INPUT(static_cast<int64_t>(types.size()) == c.num_hidden_layers,
+                       "{}: mlp_layer_types has {} entries but num_hidden_layers = {}", c.source,
+                       types.size(), c.num_hidden_layers);
+    for (size_t i = 0; i < types.size(); ++i) {
+      CTXPAR_CHECK_INPUT(types[i] == "dense" || types[i] == "sparse",
+                         "{}: mlp_layer_types[{}] = '{}' is not valid; use \"dense\" or \"sparse\"",
+                         c.source, i, types[i]);
+      m.moe_layers[i] = types[i] == "sparse";
+    }
+    return;
+  }
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    m.moe_layers[static_cast<size_t>(l)] =
+        l >= m.first_k_dense_replace && l % m.moe_layer_freq == 0;
+  }
+}
+
+// Qwen3-MoE: num_experts (saved by transformers 5 as num_local_experts), softmax top-k,
+// renormalised when norm_topk_prob, no shared expert, no routed scaling.
+void parse_qwen3_moe(const Fields& f, ModelConfig& c) {
+  MoeConfig& m = c.moe;
+  const char* key = f.has("num_experts") ? "num_experts" : "num_local_experts";
+  m.n_routed_experts = f.required_int(key, 1);
+  m.num_experts_per_tok = f.required_int("num_experts_per_tok", 1);
+  m.moe_intermediate_size = f.required_int("moe_intermediate_size", 1);
+  m.norm_topk_prob = f.optional_bool("norm_topk_prob", false);
+  m.scoring_func = ScoringFunc::kSoftmax;
+  m.topk_method = TopkMethod::kGreedy;
+  check_moe(c);
+  const int64_t step = f.optional_int("decoder_sparse_step", 1, 1);
+  std::vector<bool> dense_only(static_cast<size_t>(c.num_hidden_layers), false);
+  if (const json* v = f.find("mlp_only_layers")) {
+    CTXPAR_CHECK_INPUT(v->is_array(),
+                       "{}: field 'mlp_only_layers' must be a list of layer indices, got {}",
+                       c.source, v->dump());
+    for (const json& x : *v) {
+      CTXPAR_CHECK_INPUT(
+          x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() < c.num_hidden_layers,
+          "{}: mlp_only_layers entry {} is not a layer index in [0, {})", c.source, x.dump(),
+          c.num_hidden_layers);
+      dense_only[x.get<size_t>()] = true;
+    }
+  }
+  m.moe_layers.assign(static_cast<size_t>(c.num_hidden_layers), false);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    m.moe_layers[static_cast<size_t>(l)] =
+        !dense_only[static_cast<size_t>(l)] && (l + 1) % step == 0;
+  }
+}
+
 void parse_indexer(const Fields& f, ModelConfig& c) {
-  c.indexer.index_n_heads = f.required_int("index_n_heads", 1);
-  c.indexer.index_head_dim = f.required_int("index_head_dim", 1);
-  c.indexer.index_topk = f.required_int("index_topk", 1);
-  CTXPAR_CHECK_INPUT(c.indexer.index_head_dim >= c.mla.qk_rope_head_dim,
+  IndexerConfig& x = c.indexer;
+  x.index_n_heads = f.required_int("index_n_heads", 1);
+  x.index_head_dim = f.required_int("index_head_dim", 1);
+  x.index_topk = f.required_int("index_topk", 1);
+  CTXPAR_CHECK_INPUT(x.index_head_dim >= c.mla.qk_rope_head_dim,
                      "{}: index_head_dim = {} must hold the rope part qk_rope_head_dim = {}",
-                     c.source, c.indexer.index_head_dim, c.mla.qk_rope_head_dim);
+                     c.source, x.index_head_dim, c.mla.qk_rope_head_dim);
+  x.interleaved_rope = c.arch == ModelArch::kGlmMoeDsa;
+
+  const size_t layers = static_cast<size_t>(c.num_hidden_layers);
+  std::vector<std::string> types;
+  std::string types_key;
+  if (c.arch == ModelArch::kGlmMoeDsa) {
+    if (f.has("indexer_types")) {
+      types = string_list(f, "indexer_types", c.source);
+      types_key = "indexer_types";
+    } else if (const json* pattern = f.find("index_topk_pattern")) {
+      types_key = "index_topk_pattern";
+      if (pattern->is_string()) {
+        for (char ch : pattern->get<std::string>()) {
+          CTXPAR_CHECK_INPUT(ch == 'F' || ch == 'S',
+                             "{}: index_topk_pattern {} may hold only 'F' (full) and 'S' (shared)",
+                             c.source, pattern->dump());
+          types.emplace_back(ch == 'F' ? "full" : "shared");
+        }
+      } else {
+        types = string_list(f, "index_topk_pattern", c.source);
+      }
+    } else {
+      const int64_t freq = std::max<int64_t>(f.optional_int("index_topk_freq", 1, 0), 1);
+      const int64_t offset = f.optional_int("index_skip_topk_offset", 2, 0);
+      for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+        types.emplace_back(std::max<int64_t>(i - offset + 1, 0) % freq == 0 ? "full" : "shared");
+      }
+      types_key = "index_topk_freq / index_skip_topk_offset";
+    }
+  }
+  if (types.empty()) {
+    x.full_layers.assign(layers, true);
+    return;
+  }
+  CTXPAR_CHECK_INPUT(types.size() == layers, "{}: {} gives {} layers but num_hidden_layers = {}",
+                     c.source, types_key, types.size(), c.num_hidden_layers);
+  x.full_layers.assign(layers, false);
+  for (size_t i = 0; i < layers; ++i) {
+    CTXPAR_CHECK_INPUT(types[i] == "full" || types[i] == "shared",
+                       "{}: {}[{}] = '{}' is not valid; use \"full\" or \"shared\"", c.source,
+                       types_key, i, types[i]);
+    x.full_layers[i] = types[i] == "full";
+  }
+  CTXPAR_CHECK_INPUT(
+      x.full_layers[0],
+      "{}: {} starts with a \"shared\" layer, but a shared layer reuses the top-k of the "
+      "previous full layer; layer 0 must be \"full\"",
+      c.source, types_key);
+}
+
+QuantizationConfig parse_quantization(const json& q, const std::string& source) {
+  CTXPAR_CHECK_INPUT(q.is_object(), "{}: quantization_config must be an object, got {}", source,
+                     q.dump());
+  const Fields f(q, source, "quantization_config.");
+  QuantizationConfig out;
+  out.method = f.optional_string("quant_method").value_or("");
+  CTXPAR_CHECK_INPUT(out.method == "fp8",
+                     "{}: quantization_config.quant_method = '{}' is not supported; supported: fp8 "
+                     "(block-scaled e4m3)",
+                     source, out.method);
+  const std::string fmt = f.optional_string("fmt").value_or("e4m3");
+  CTXPAR_CHECK_INPUT(fmt == "e4m3",
+                     "{}: quantization_config.fmt = '{}' is not supported; supported: e4m3", source,
+                     fmt);
+  const json* block = f.find("weight_block_size");
+  CTXPAR_CHECK_INPUT(
+      block != nullptr,
+      "{}: quantization_config.weight_block_size is missing; ctxpar runs block-scaled FP8 "
+      "with weight_block_size [128, 128] (per-tensor FP8 is not supported)",
+      source);
+  CTXPAR_CHECK_INPUT(block->is_array() && block->size() == 2 && (*block)[0].is_number_integer() &&
+                         (*block)[1].is_number_integer(),
+                     "{}: quantization_config.weight_block_size must be [rows, cols], got {}",
+                     source, block->dump());
+  out.block_rows = (*block)[0].get<int64_t>();
+  out.block_cols = (*block)[1].get<int64_t>();
+  CTXPAR_CHECK_INPUT(
+      out.block_rows == 128 && out.block_cols == 128,
+      "{}: quantization_config.weight_block_size = {} is not supported; the FP8 kernels "
+      "run [128, 128] blocks",
+      source, block->dump());
+  const std::string scale_fmt = f.optional_string("scale_fmt").value_or("");
+  CTXPAR_CHECK_INPUT(
+      scale_fmt.empty() || scale_fmt == "ue8m0",
+      "{}: quantization_config.scale_fmt = '{}' is not supported; supported: ue8m0 (or "
+      "absent)",
+      source, scale_fmt);
+  out.ue8m0_scales = scale_fmt == "ue8m0";
+  const std::string scheme = f.optional_string("activation_scheme").value_or("dynamic");
+  CTXPAR_CHECK_INPUT(
+      scheme == "dynamic",
+      "{}: quantization_config.activation_scheme = '{}' is not supported; supported: "
+      "dynamic",
+      source, scheme);
+  for (const char* key : {"modules_to_not_convert", "ignored_layers"}) {
+    for (std::string& m : string_list(f, key, source)) out.modules_not_converted.push_back(m);
+  }
+  return out;
 }
 
 }  // namespace
@@ -309,6 +497,12 @@ std::string_view arch_name(ModelArch arch) {
       return "DeepseekV3ForCausalLM";
     case ModelArch::kDeepseekV32:
       return "DeepseekV32ForCausalLM";
+    case ModelArch::kGlmMoeDsa:
+      return "GlmMoeDsaForCausalLM";
+    case ModelArch::kQwen3:
+      return "Qwen3ForCausalLM";
+    case ModelArch::kQwen3Moe:
+      return "Qwen3MoeForCausalLM";
   }
   return "unknown";
 }
@@ -343,19 +537,38 @@ std::string_view topk_method_name(TopkMethod m) {
   return "unknown";
 }
 
+bool QuantizationConfig::excludes(const std::string& tensor_name) const {
+  const size_t dot = tensor_name.rfind('.');
+  const std::string module = dot == std::string::npos ? tensor_name : tensor_name.substr(0, dot);
+  const std::string padded = "." + module + ".";
+  for (const std::string& m : modules_not_converted) {
+    if (!m.empty() && padded.find("." + m + ".") != std::string::npos) return true;
+  }
+  return false;
+}
+
 bool ModelConfig::is_mla() const {
   return arch == ModelArch::kDeepseekV2 || arch == ModelArch::kDeepseekV3 ||
-         arch == ModelArch::kDeepseekV32;
+         arch == ModelArch::kDeepseekV32 || arch == ModelArch::kGlmMoeDsa;
 }
 
 bool ModelConfig::is_sparse() const {
-  return arch == ModelArch::kDeepseekV32;
+  return arch == ModelArch::kDeepseekV32 || arch == ModelArch::kGlmMoeDsa;
 }
 
 bool ModelConfig::is_moe_layer(int64_t layer) const {
   CTXPAR_CHECK_INPUT(layer >= 0 && layer < num_hidden_layers,
                      "{}: layer index {} out of range [0, {})", source, layer, num_hidden_layers);
-  return is_moe() && layer >= moe.first_k_dense_replace && layer % moe.moe_layer_freq == 0;
+  if (!is_moe()) return false;
+  if (!moe.moe_layers.empty()) return moe.moe_layers[static_cast<size_t>(layer)];
+  return layer >= moe.first_k_dense_replace && layer % moe.moe_layer_freq == 0;
+}
+
+bool ModelConfig::has_indexer(int64_t layer) const {
+  CTXPAR_CHECK_INPUT(layer >= 0 && layer < num_hidden_layers,
+                     "{}: layer index {} out of range [0, {})", source, layer, num_hidden_layers);
+  if (!is_sparse()) return false;
+  return indexer.full_layers.empty() || indexer.full_layers[static_cast<size_t>(layer)];
 }
 
 ModelConfig parse_model_config(std::string_view json_text, const std::string& source) {
@@ -408,12 +621,9 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& so
                        id, c.vocab_size);
   }
 
-  if (const json* q = f.find("quantization_config")) {
-    CTXPAR_CHECK_INPUT(q->is_object(), "{}: quantization_config must be an object, got {}", source,
-                       q->dump());
-    c.quantization_method =
-        Fields(*q, source, "quantization_config.").optional_string("quant_method").value_or("");
-  }
+  if (const json* q = f.find("quantization_config"))
+    c.quantization = parse_quantization(*q, source);
+  c.num_nextn_predict_layers = f.optional_int("num_nextn_predict_layers", 0, 0);
 
   switch (c.arch) {
     case ModelArch::kLlama:
@@ -429,13 +639,26 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& so
           "context); set it to false",
           source);
       break;
+    case ModelArch::kQwen3:
+    case ModelArch::kQwen3Moe:
+      // Qwen3's attention_bias covers q, k, v and o alike (false in every release).
+      c.qkv_bias = c.o_proj_bias = c.attention_bias;
+      c.qk_norm = true;
+      CTXPAR_CHECK_INPUT(
+          !f.optional_bool("use_sliding_window", false),
+          "{}: use_sliding_window = true is not supported (ctxpar attends to the full "
+          "context); set it to false",
+          source);
+      if (c.arch == ModelArch::kQwen3Moe) parse_qwen3_moe(f, c);
+      break;
     case ModelArch::kDeepseekV2:
     case ModelArch::kDeepseekV3:
     case ModelArch::kDeepseekV32:
+    case ModelArch::kGlmMoeDsa:
       c.qkv_bias = c.o_proj_bias = c.attention_bias;
       parse_mla(f, c);
       parse_moe(f, c);
-      if (c.arch == ModelArch::kDeepseekV32) parse_indexer(f, c);
+      if (c.is_sparse()) parse_indexer(f, c);
       break;
   }
 
@@ -480,7 +703,11 @@ ModelConfig resolve_model_config(const std::string& model) {
   if (is_builtin_model(model)) {
     const std::string name = model.substr(8);
     for (const BuiltinConfig& b : builtin_configs()) {
-      if (b.name == name) return parse_model_config(b.json, model);
+      if (b.name == name) {
+        ModelConfig c = parse_model_config(b.json, model);
+        c.config_only = b.config_only;
+        return c;
+      }
     }
     std::string list;
     for (const BuiltinConfig& b : builtin_configs()) {

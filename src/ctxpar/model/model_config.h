@@ -1,5 +1,6 @@
 // ModelConfig: what the engine needs from a Hugging Face config.json, for the architectures
-// ctxpar serves (Llama, Qwen2, DeepSeek-V2/V3/V3.2). One struct for all of them: fields an
+// ctxpar serves (Llama, Qwen2, Qwen3, Qwen3-MoE, DeepSeek-V2/V3/V3.2, GLM-5). One struct for
+// all of them: fields an
 // architecture does not use keep their defaults, and the helpers (is_mla, is_moe_layer,
 // is_sparse) say which parts apply.
 //
@@ -22,6 +23,9 @@ enum class ModelArch {
   kDeepseekV2,   // DeepseekV2ForCausalLM
   kDeepseekV3,   // DeepseekV3ForCausalLM
   kDeepseekV32,  // DeepseekV32ForCausalLM (V3 + Lightning Indexer, sparse attention)
+  kGlmMoeDsa,    // GlmMoeDsaForCausalLM (GLM-5: V3.2 with shared-indexer layers)
+  kQwen3,        // Qwen3ForCausalLM (Qwen2 without biases, per-head q/k RMSNorm)
+  kQwen3Moe,     // Qwen3MoeForCausalLM (Qwen3 attention, softmax top-k experts)
 };
 
 // The HF class name, e.g. "LlamaForCausalLM".
@@ -44,11 +48,12 @@ struct RopeConfig {
   double high_freq_factor = 4.0;  // llama3
   double beta_fast = 32.0;        // yarn
   double beta_slow = 1.0;         // yarn
-  // yarn (DeepSeek form): attention temperature terms; mscale_all_dim 0 means "not given",
-  // as in the DeepSeek reference code, where 0 turns the term off.
-  double mscale = 1.0;
+  // yarn (DeepSeek form): attention temperature terms; 0 means "not given" (transformers'
+  // None), where it turns the term off.
+  double mscale = 0.0;
   double mscale_all_dim = 0.0;
-  // yarn: explicit attention factor; 0 means "derive it from factor and mscale".
+  // yarn: explicit cos/sin magnitude (attention_factor); 0 means "derive it from factor and
+  // mscale" (kernels::rope_magnitude_scale).
   double attention_factor = 0.0;
 };
 
@@ -66,7 +71,11 @@ enum class TopkMethod { kGreedy, kGroupLimitedGreedy, kNoauxTc };
 std::string_view scoring_func_name(ScoringFunc f);
 std::string_view topk_method_name(TopkMethod m);
 
-// Mixture of experts (DeepSeek). n_routed_experts == 0 means a dense model.
+// Mixture of experts (DeepSeek, GLM-5, Qwen3-MoE). n_routed_experts == 0 means a dense model.
+// Which layers are MoE is decided once at parse time (moe_layers), by the architecture's rule:
+// DeepSeek/GLM: layer >= first_k_dense_replace and layer % moe_layer_freq == 0, or the
+// config's mlp_layer_types ("dense"/"sparse") when given; Qwen3-MoE: layer not in
+// mlp_only_layers and (layer + 1) % decoder_sparse_step == 0.
 struct MoeConfig {
   int64_t n_routed_experts = 0;
   int64_t n_shared_experts = 0;
@@ -80,19 +89,47 @@ struct MoeConfig {
   int64_t topk_group = 1;
   double routed_scaling_factor = 1.0;
   bool norm_topk_prob = false;
+  std::vector<bool> moe_layers;  // [num_hidden_layers]
 };
 
-// Lightning Indexer of sparse attention (DeepSeek-V3.2). index_n_heads == 0: not sparse.
+// Lightning Indexer of sparse attention (DeepSeek-V3.2, GLM-5). index_n_heads == 0: not sparse.
 struct IndexerConfig {
   int64_t index_n_heads = 0;
   int64_t index_head_dim = 0;
   int64_t index_topk = 0;
+  // RoPE of the indexer's rope part: rotate-half (V3.2) or pairs (2i, 2i+1) (GLM-5).
+  bool interleaved_rope = false;
+  // Per layer: true for a "full" layer (own indexer weights and key cache), false for a
+  // "shared" one that reuses the previous full layer's top-k (GLM-5). All true for V3.2.
+  // From indexer_types, else index_topk_pattern ("F"/"S" or a list), else
+  // index_topk_freq / index_skip_topk_offset: layer i is full when
+  // max(i - offset + 1, 0) % freq == 0 (freq default 1, offset default 2), as transformers.
+  std::vector<bool> full_layers;
+};
+
+// quantization_config of an FP8 block-scaled checkpoint (DeepSeek-V3 style), or of a run with
+// --quantization fp8. Only quant_method "fp8" with fmt "e4m3" and weight_block_size
+// [128, 128] is accepted (what the kernels run).
+struct QuantizationConfig {
+  std::string method;  // "" (none) or "fp8"
+  int64_t block_rows = 128, block_cols = 128;
+  bool ue8m0_scales = false;  // scale_fmt "ue8m0": power-of-two scales (DeepSeek-V3.1+)
+  // modules_to_not_convert ∪ ignored_layers: module names (or dotted suffixes / prefixes of
+  // them) whose weights stay unquantized.
+  std::vector<std::string> modules_not_converted;
+
+  bool is_fp8() const { return method == "fp8"; }
+  // Whether the module of `tensor_name` (the name without its last component, e.g.
+  // "model.layers.0.mlp.gate_proj" for "...gate_proj.weight") is listed as not converted:
+  // an entry matches when it equals a run of whole dot-separated components of the module.
+  bool excludes(const std::string& tensor_name) const;
 };
 
 struct ModelConfig {
   ModelArch arch = ModelArch::kLlama;
-  std::string source;      // where it came from: a file path or "builtin:NAME", for messages
-  std::string model_type;  // config "model_type", informational
+  std::string source;        // where it came from: a file path or "builtin:NAME", for messages
+  std::string model_type;    // config "model_type", informational
+  bool config_only = false;  // a builtin:config/... entry: for planning, never loaded
 
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
@@ -112,11 +149,15 @@ struct ModelConfig {
   bool qkv_bias = false;        // q/k/v projections have a bias (Qwen2: always)
   bool o_proj_bias = false;     // o_proj has a bias (Llama with attention_bias only)
   bool mlp_bias = false;        // gate/up/down projections have a bias
+  bool qk_norm = false;         // Qwen3: RMSNorm over head_dim on every q and k head before RoPE
 
   int64_t bos_token_id = -1;           // -1: none given
   std::vector<int64_t> eos_token_ids;  // config allows an int or a list; empty: none given
   DType dtype = DType::kF32;           // torch_dtype / dtype; float32 when absent, as in HF
-  std::string quantization_method;     // quantization_config.quant_method, empty if none
+  QuantizationConfig quantization;     // quantization_config (method empty if none)
+  // Multi-token-prediction layers after the decoder (DeepSeek/GLM num_nextn_predict_layers,
+  // stored as model.layers.{num_hidden_layers + i}); not used for decoding, skipped at load.
+  int64_t num_nextn_predict_layers = 0;
 
   MlaConfig mla;          // meaningful when is_mla()
   MoeConfig moe;          // meaningful when moe.n_routed_experts > 0
@@ -127,6 +168,8 @@ struct ModelConfig {
   bool is_moe() const { return moe.n_routed_experts > 0; }
   // Whether layer i (0-based) uses the routed-experts MLP instead of the dense one.
   bool is_moe_layer(int64_t layer) const;
+  // Sparse models: whether layer i runs its own indexer (a "full" layer).
+  bool has_indexer(int64_t layer) const;
 };
 
 // Parses config.json text. `source` names the file in error messages. Throws Error naming
@@ -137,8 +180,10 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& so
 // Reads and parses a config.json file. Throws Error naming the path if it cannot be read.
 ModelConfig load_model_config(const std::string& path);
 
-// The tiny built-in models, for tests and dummy-weight runs: "tiny-llama", "tiny-qwen2",
-// "tiny-deepseek-v2", "tiny-deepseek-v3", "tiny-deepseek-v32" (use as "builtin:NAME").
+// The built-in models (use as "builtin:NAME"): tiny ones for tests and dummy-weight runs
+// ("tiny-llama", "tiny-qwen2", "tiny-deepseek-v2", "tiny-deepseek-v3", "tiny-deepseek-v32",
+// "tiny-glm5", ...) and config-only copies of real deployments for `ctxpar plan`
+// ("config/glm-5", "config/deepseek-v3.2", ...).
 std::vector<std::string> builtin_model_names();
 bool is_builtin_model(const std::string& model);  // starts with "builtin:"
 

@@ -15,7 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::string_view kSupportedDtypes = "F32, BF16, F16, I8, U8, I32, I64";
+constexpr std::string_view kSupportedDtypes = "F32, BF16, F16, I8, U8, I32, I64, F8_E4M3";
 
 std::optional<DType> dtype_from_safetensors(std::string_view s) {
   if (s == "F32") return DType::kF32;
@@ -25,14 +25,15 @@ std::optional<DType> dtype_from_safetensors(std::string_view s) {
   if (s == "U8") return DType::kU8;
   if (s == "I32") return DType::kI32;
   if (s == "I64") return DType::kI64;
+  if (s == "F8_E4M3") return DType::kF8E4M3;
   return std::nullopt;
 }
 
 // Dtypes of the format that ctxpar does not read (yet): named so the message can say so
 // instead of calling a valid file corrupt.
 bool is_known_unsupported_dtype(std::string_view s) {
-  for (std::string_view d : {"BOOL", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2",
-                             "I16", "U16", "U32", "U64", "F64", "C64"}) {
+  for (std::string_view d : {"BOOL", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "I16", "U16",
+                             "U32", "U64", "F64", "C64"}) {
     if (s == d) return true;
   }
   return false;
@@ -105,10 +106,6 @@ SafetensorsTensorInfo parse_entry(const std::string& name, const json& entry, ui
   const std::string& dname = dtype.get_ref<const std::string&>();
   const std::optional<DType> d = dtype_from_safetensors(dname);
   if (!d) {
-    CTXPAR_CHECK_INPUT(dname != "F8_E4M3",
-                       "safetensors file '{}': tensor '{}' has dtype F8_E4M3; FP8 (block-scaled) "
-                       "checkpoints are not supported yet; supported dtypes: {}",
-                       path, name, kSupportedDtypes);
     CTXPAR_INPUT_FAIL("safetensors file '{}': tensor '{}' has {} dtype '{}'; supported dtypes: {}",
                       path, name, is_known_unsupported_dtype(dname) ? "unsupported" : "unknown",
                       dname, kSupportedDtypes);
@@ -185,6 +182,8 @@ std::string_view safetensors_dtype_name(DType dtype) {
       return "U8";
     case DType::kI8:
       return "I8";
+    case DType::kF8E4M3:
+      return "F8_E4M3";
   }
   return "unknown";
 }

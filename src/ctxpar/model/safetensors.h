@@ -42,8 +42,8 @@ class SafetensorsFile {
   // length exceeds kMaxSafetensorsHeaderBytes or the file; the header is not a JSON object
   // (or nests deeper than the format allows, or repeats a key); __metadata__ is not an
   // object of strings; an entry lacks dtype/shape/data_offsets or has them mistyped; a
-  // dtype is not one of F32, BF16, F16, I8, U8, I32, I64 (FP8 and others are refused by
-  // name); shape × dtype size differs from the entry's byte range; or the byte ranges do
+  // dtype is not one of F32, BF16, F16, I8, U8, I32, I64, F8_E4M3 (others are refused
+  // by name); shape × dtype size differs from the entry's byte range; or the byte ranges do
   // not tile the data region exactly (in range, no overlap, no hole, nothing after).
   explicit SafetensorsFile(const std::string& path);
 

@@ -97,6 +97,14 @@ TEST_F(RopeScalingTest, YarnMatchesIndependentFormulaForRandomConfigs) {
                 (0.1 * s.mscale * std::log(s.factor) + 1) /
                     (0.1 * s.mscale_all_dim * std::log(s.factor) + 1),
                 1e-14);
+    // Without mscale_all_dim the magnitude is yarn_get_mscale(factor, 1) whatever mscale says;
+    // an explicit attention_factor replaces both.
+    RopeScaling only_mscale = s;
+    only_mscale.mscale_all_dim = 0;
+    EXPECT_NEAR(rope_magnitude_scale(only_mscale), 0.1 * std::log(s.factor) + 1, 1e-14);
+    RopeScaling given = s;
+    given.attention_factor = uniform(0.5, 2);
+    EXPECT_EQ(rope_magnitude_scale(given), given.attention_factor);
   }
 }
 

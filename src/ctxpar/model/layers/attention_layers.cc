@@ -58,6 +58,7 @@ kernels::RopeScaling rope_scaling_of(const RopeConfig& rope) {
   s.beta_slow = rope.beta_slow;
   s.mscale = rope.mscale;
   s.mscale_all_dim = rope.mscale_all_dim;
+  s.attention_factor = rope.attention_factor;
   s.low_freq_factor = rope.low_freq_factor;
   s.high_freq_factor = rope.high_freq_factor;
   return s;
@@ -122,7 +123,15 @@ GqaAttentionLayer::GqaAttentionLayer(const ModelContext& ctx, const ModelConfig&
       o_proj_(ctx, attn_prefix(layer) + ".o_proj.weight",
               {c.hidden_size, c.num_attention_heads * c.head_dim},
               c.o_proj_bias ? attn_prefix(layer) + ".o_proj.bias" : ""),
-      rope_(std::move(rope)) {}
+      qk_norm_eps_(static_cast<float>(c.rms_norm_eps)),
+      rope_(std::move(rope)) {
+  if (c.qk_norm) {
+    q_norm_ =
+        ctx.load(attn_prefix(layer) + ".q_norm.weight", {c.head_dim}, Slice::full(), DType::kF32);
+    k_norm_ =
+        ctx.load(attn_prefix(layer) + ".k_norm.weight", {c.head_dim}, Slice::full(), DType::kF32);
+  }
+}
 
 kv::KvCacheSpec GqaAttentionLayer::kv_cache_spec() const {
   return kv::gqa_kv_cache_spec(static_cast<int>(num_kv_heads_), static_cast<int>(dims_.head_dim),
@@ -157,6 +166,11 @@ Tensor GqaAttentionLayer::forward_partial(const attention::AttentionMetadata& md
   Tensor q = qkv.slice(1, 0, h * d).contiguous().view({tokens, h, d});
   Tensor k = qkv.slice(1, h * d, (h + kv) * d).contiguous().view({tokens, kv, d});
   const Tensor v = qkv.slice(1, (h + kv) * d, (h + 2 * kv) * d).contiguous().view({tokens, kv, d});
+  if (q_norm_.defined()) {
+    // Qwen3: every head normalised over its d values, as rows of [tokens·heads, d].
+    q = rms_normed(q.view({tokens * h, d}), q_norm_, qk_norm_eps_).view({tokens, h, d});
+    k = rms_normed(k.view({tokens * kv, d}), k_norm_, qk_norm_eps_).view({tokens, kv, d});
+  }
   rope_->apply(q, md.common.positions, kernels::RopeStyle::kRotateHalf);
   rope_->apply(k, md.common.positions, kernels::RopeStyle::kRotateHalf);
   Tensor attn = Tensor::empty({tokens, h, d}, DType::kF32);

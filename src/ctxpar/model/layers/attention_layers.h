@@ -51,7 +51,9 @@ class AttentionLayer {
   virtual Tensor forward_partial(const attention::AttentionMetadata& md, const Tensor& x) = 0;
 };
 
-// Llama / Qwen2: q, k, v (fused, with KV heads split or replicated over TP), rotate-half RoPE.
+// Llama / Qwen2 / Qwen3: q, k, v (fused, with KV heads split or replicated over TP), for Qwen3
+// an RMSNorm over head_dim on every q and k head (self_attn.{q,k}_norm.weight [head_dim],
+// eps rms_norm_eps), then rotate-half RoPE.
 class GqaAttentionLayer : public AttentionLayer {
  public:
   GqaAttentionLayer(const ModelContext& ctx, const ModelConfig& config, int64_t layer,
@@ -69,6 +71,8 @@ class GqaAttentionLayer : public AttentionLayer {
   attention::GqaDims dims_;  // per rank
   ColumnParallelLinear qkv_;
   RowParallelLinear o_proj_;
+  float qk_norm_eps_;
+  Tensor q_norm_, k_norm_;  // [head_dim] f32 (Qwen3), undefined otherwise
   std::shared_ptr<const kernels::RopeCache> rope_;
   std::unique_ptr<attention::GqaAttention> impl_;
 };
@@ -106,10 +110,10 @@ class MlaAttentionLayer : public AttentionLayer {
   ModelContext ctx_;
   MlaConfig mla_;
   attention::MlaDims dims_;  // per rank
-  std::optional<kernels::Linear> q_a_;
+  std::optional<ModelLinear> q_a_;
   Tensor q_a_norm_;
   std::optional<ColumnParallelLinear> q_;  // q_proj, or q_b_proj after the q LoRA
-  kernels::Linear kv_a_;                   // [kv_lora + rope, hidden], replicated
+  ModelLinear kv_a_;                       // [kv_lora + rope, hidden], replicated
   Tensor kv_a_norm_;
   Tensor kv_b_;  // [H_l·(nope + v), kv_lora] (H_l = H under Heads::kAll)
   OutputProjection o_proj_;

@@ -10,6 +10,7 @@
 #include "ctxpar/comm/parallel_groups.h"
 #include "ctxpar/core/dtype.h"
 #include "ctxpar/core/thread_pool.h"
+#include "ctxpar/model/model_config.h"
 #include "ctxpar/model/weight_source.h"
 
 namespace ctxpar::model {
@@ -43,6 +44,10 @@ struct ModelOptions {
   // instead of all-reducing, column-parallel ones all-gather their input first.
   bool sequence_parallel = false;
   OProjQuant o_proj_quant = OProjQuant::kNone;
+  // Linear weights not stored FP8 are block-quantized to FP8 at load (dummy weights of an FP8
+  // config, or --quantization fp8 on a bf16 checkpoint), except the modules the model's
+  // QuantizationConfig excludes. Weights stored FP8 stay FP8 whatever this says.
+  bool quantize_fp8 = false;
 };
 
 // Everything a layer constructor reads. References outlive the model.
@@ -54,15 +59,25 @@ struct ModelContext {
   // Where DSA-CP gathers full o_proj weights, shared by the model's layers (CausalLM sets it);
   // null: a layer that needs one keeps its own.
   FullWeightWorkspace* full_weights = nullptr;
+  // The model's quantization_config (CausalLM sets it); null: none.
+  const QuantizationConfig* quantization = nullptr;
 
   int tp_rank() const { return groups.tp_rank(); }
   int tp_size() const { return groups.tp_size(); }
   int dcp_size() const { return groups.dcp_size(); }
   // Reads this rank's slice of a weight, converted to `dtype`.
+  // A block-scaled FP8 tensor is dequantized.
   Tensor load(const std::string& name, const Shape& full_shape, const Slice& slice,
               DType dtype) const {
     return weights.get(name, full_shape, dtype, slice);
   }
+  // Whether linear weight `name` is kept FP8: stored FP8, or quantized at load
+  // (options.quantize_fp8, unless the quantization config excludes the module).
+  bool keeps_fp8(const std::string& name) const;
+  // Its FP8 form (as stored, or quantized from f32 here); the slice must cut on 128-blocks
+  // (check_fp8_slice), so every tensor-parallel layout sees the same blocks.
+  kernels::Fp8Weight load_fp8(const std::string& name, const Shape& full_shape,
+                              const Slice& slice) const;
 };
 
 }  // namespace ctxpar::model

@@ -63,6 +63,9 @@ OutputProjection::OutputProjection(const ModelContext& ctx, const std::string& n
   const Slice shard = Slice::row_parallel(ctx.tp_rank(), ctx.tp_size());
   if (ctx.options.o_proj_quant == OProjQuant::kInt8) {
     int8_.emplace(quantize_shard(ctx, ctx.load(name, full_shape, shard, DType::kF32)));
+  } else if (ctx.options.o_proj_quant == OProjQuant::kNone && !ctx.options.enable_dsa_cp &&
+             ctx.keeps_fp8(name)) {
+    fp8_.emplace(ctx.load_fp8(name, full_shape, shard), std::nullopt, ctx.options.weight_dtype);
   } else {
     const DType dtype =
         ctx.options.o_proj_quant == OProjQuant::kBf16 ? DType::kBF16 : ctx.options.weight_dtype;
@@ -77,6 +80,10 @@ Tensor OutputProjection::forward_partial(const Tensor& x) const {
   Tensor y = Tensor::empty({x.size(0), out_}, DType::kF32);
   if (dense_) {
     dense_->forward(x, y, ctx_.pool);
+    return y;
+  }
+  if (fp8_) {
+    fp8_->forward(x, y, ctx_.pool);
     return y;
   }
   // The token's amax over the whole row: the max of every rank's slice.
@@ -113,6 +120,7 @@ OutputProjection::FullWeight::~FullWeight() {
 
 OutputProjection::FullWeight OutputProjection::use_full_weight(FullWeightWorkspace& workspace) {
   CTXPAR_CHECK(!full_weight_active(), "o_proj: the full weight is already active");
+  CTXPAR_CHECK(!fp8_, "o_proj: an FP8 shard has no full-weight form (DSA-CP loads it dense)");
   Communicator& tp = ctx_.groups.tp();
   const double received = static_cast<double>(tp.size() - 1) / static_cast<double>(tp.size());
   if (dense_) {
@@ -153,12 +161,14 @@ Tensor OutputProjection::forward_full(const Tensor& x) const {
 
 std::vector<const Tensor*> OutputProjection::persistent_tensors() const {
   if (dense_) return {&dense_->weight()};
+  if (fp8_) return {&fp8_->weight(), &fp8_->scale_inv()};
   return {&int8_->weight(), &int8_->weight_scale(), &*int8_->input_smooth()};
 }
 
 const Tensor& OutputProjection::active_weight() const {
   if (full_dense_ != nullptr) return full_dense_->weight();
   if (full_int8_ != nullptr) return full_int8_->weight();
+  if (fp8_) return fp8_->weight();
   return dense_ ? dense_->weight() : int8_->weight();
 }
 

@@ -2,7 +2,11 @@
 // rank, row-parallel over the TP group: this rank keeps input columns part(1, tp_rank, T),
 // and that shard is the only persistent copy of the weight.
 //
-// Weights: as loaded (ModelOptions::weight_dtype, f32 or bf16; kernels::Linear), bf16
+// Weights: block-scaled FP8 when the checkpoint stores them so (or ModelOptions::quantize_fp8)
+// and neither o_proj_quant nor DSA-CP asks otherwise (kernels::Fp8Linear: the FP8 shard is the
+// persistent copy; under DSA-CP an FP8 o_proj is dequantized at load, since the full-weight
+// gather moves dense weights); otherwise as loaded (ModelOptions::weight_dtype, f32 or bf16;
+// kernels::Linear), bf16
 // whatever the other weights are (OProjQuant::kBf16; kernels::Linear), or int8
 // W8A8 (OProjQuant::kInt8; kernels::Int8Linear), quantized at load from the f32 weight:
 //   smooth[i] = 1 / sqrt(max_o |W[o, i]|)          (1 for an all-zero column)
@@ -32,6 +36,7 @@
 #include <vector>
 
 #include "ctxpar/kernels/linear.h"
+#include "ctxpar/kernels/linear_fp8.h"
 #include "ctxpar/kernels/linear_int8.h"
 #include "ctxpar/model/layers/full_weight_workspace.h"
 #include "ctxpar/model/layers/model_context.h"
@@ -81,6 +86,7 @@ class OutputProjection {
   ModelContext ctx_;
   int64_t out_ = 0, in_ = 0;
   std::optional<kernels::Linear> dense_;     // the shard, f32 / bf16
+  std::optional<kernels::Fp8Linear> fp8_;    // the shard, FP8 (row-parallel use only)
   std::optional<kernels::Int8Linear> int8_;  // the shard, int8
   // The alias to the full weight while a FullWeight is alive, else null.
   const kernels::Linear* full_dense_ = nullptr;

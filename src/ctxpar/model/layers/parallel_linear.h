@@ -4,26 +4,17 @@
 //    the TP group (all-reduce), the bias added once.
 //  - Replicated: every rank holds the whole weight.
 // Several HF weights feeding the same input (q/k/v, gate/up) can be fused into one column-
-// parallel weight by passing several parts: one GEMM, one persistent copy.
+// parallel weight by passing several parts: one GEMM, one persistent copy. The weights are
+// dense or FP8 as load_model_linear (model_linear.h) decides.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "ctxpar/kernels/linear.h"
-#include "ctxpar/model/layers/model_context.h"
+#include "ctxpar/model/layers/model_linear.h"
 
 namespace ctxpar::model {
-
-// One HF tensor's contribution to a fused column-parallel weight: rows `slice` of `name`
-// (full shape [out, in]); bias from `bias_name` if not empty.
-struct LinearPart {
-  std::string name;       // e.g. "model.layers.0.self_attn.q_proj.weight"
-  Shape full_shape;       // [out, in]
-  Slice slice;            // which rows this rank holds
-  std::string bias_name;  // e.g. "...q_proj.bias", or empty
-};
 
 class ColumnParallelLinear {
  public:
@@ -34,7 +25,7 @@ class ColumnParallelLinear {
 
  private:
   ModelContext ctx_;
-  kernels::Linear linear_;
+  ModelLinear linear_;
 };
 
 class RowParallelLinear {
@@ -50,11 +41,11 @@ class RowParallelLinear {
 
  private:
   ModelContext ctx_;  // references only; cheap to hold by value
-  kernels::Linear linear_;
+  ModelLinear linear_;
 };
 
-// Loads a full (replicated) weight [out, in] as a Linear.
-kernels::Linear load_replicated_linear(const ModelContext& ctx, const std::string& name,
-                                       const Shape& full_shape, const std::string& bias_name = "");
+// Loads a full (replicated) weight [out, in].
+ModelLinear load_replicated_linear(const ModelContext& ctx, const std::string& name,
+                                   const Shape& full_shape, const std::string& bias_name = "");
 
 }  // namespace ctxpar::model

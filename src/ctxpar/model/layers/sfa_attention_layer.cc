@@ -38,31 +38,41 @@ SfaAttentionLayer::SfaAttentionLayer(const ModelContext& ctx, const ModelConfig&
                         splits_tokens(checked_mode(ctx, c)) ? Heads::kAll : Heads::kTensorParallel),
       mode_(checked_mode(ctx, c)),
       indexer_dims_{c.indexer.index_n_heads, c.indexer.index_head_dim, c.indexer.index_topk},
+      indexer_rope_(c.indexer.interleaved_rope ? kernels::RopeStyle::kInterleaved
+                                               : kernels::RopeStyle::kRotateHalf),
       weights_scale_(static_cast<float>(
           1.0 /
           std::sqrt(static_cast<double>(c.indexer.index_n_heads * c.indexer.index_head_dim)))),
-      index_q_(ctx,
-               {LinearPart{indexer_prefix(layer) + ".wq_b.weight",
-                           {c.indexer.index_n_heads * c.indexer.index_head_dim, c.mla.q_lora_rank},
-                           Slice::full(),
-                           ""}}),
-      index_kw_(ctx, {LinearPart{indexer_prefix(layer) + ".wk.weight",
-                                 {c.indexer.index_head_dim, c.hidden_size},
-                                 Slice::full(),
-                                 ""},
-                      LinearPart{indexer_prefix(layer) + ".weights_proj.weight",
-                                 {c.indexer.index_n_heads, c.hidden_size},
-                                 Slice::full(),
-                                 ""}}),
-      k_norm_weight_(ctx.load(indexer_prefix(layer) + ".k_norm.weight", {c.indexer.index_head_dim},
-                              Slice::full(), DType::kF32)),
-      k_norm_bias_(ctx.load(indexer_prefix(layer) + ".k_norm.bias", {c.indexer.index_head_dim},
-                            Slice::full(), DType::kF32)),
       full_weights_(ctx.full_weights) {
+  if (c.has_indexer(layer)) {
+    const std::string p = indexer_prefix(layer);
+    const int64_t ih = c.indexer.index_n_heads, id = c.indexer.index_head_dim;
+    indexer_weights_.emplace(IndexerWeights{
+        ColumnParallelLinear(
+            ctx, {LinearPart{p + ".wq_b.weight", {ih * id, c.mla.q_lora_rank}, Slice::full(), ""}}),
+        ColumnParallelLinear(
+            ctx, {LinearPart{p + ".wk.weight", {id, c.hidden_size}, Slice::full(), ""},
+                  LinearPart{p + ".weights_proj.weight", {ih, c.hidden_size}, Slice::full(), ""}}),
+        ctx.load(p + ".k_norm.weight", {id}, Slice::full(), DType::kF32),
+        ctx.load(p + ".k_norm.bias", {id}, Slice::full(), DType::kF32)});
+  }
   if (full_weights_ == nullptr && splits_tokens(mode_)) {
     own_full_weights_ = std::make_unique<FullWeightWorkspace>();
     full_weights_ = own_full_weights_.get();
   }
+}
+
+void SfaAttentionLayer::set_topk_source(const SfaAttentionLayer* full_layer) {
+  CTXPAR_CHECK(!has_indexer(), "a full indexer layer selects its own top-k");
+  CTXPAR_CHECK(full_layer != nullptr && full_layer->has_indexer(),
+               "a shared indexer layer needs a full layer's top-k");
+  topk_source_ = full_layer;
+}
+
+const Tensor& SfaAttentionLayer::shared_selection() const {
+  CTXPAR_CHECK(topk_source_ != nullptr,
+               "shared indexer layer used before its top-k source was set (set_topk_source)");
+  return topk_source_->last_selection();
 }
 
 kv::KvCacheSpec SfaAttentionLayer::kv_cache_spec() const {
@@ -70,6 +80,7 @@ kv::KvCacheSpec SfaAttentionLayer::kv_cache_spec() const {
 }
 
 std::vector<kv::KvCacheSpec> SfaAttentionLayer::kv_cache_specs() const {
+  if (!has_indexer()) return {kv_cache_spec()};  // a shared layer keeps no index keys
   kv::KvCacheSpec keys = kv::indexer_kv_cache_spec(static_cast<int>(indexer_dims_.head_dim),
                                                    ctx_.options.kv_cache_dtype);
   // Sharded mode: a rank keeps only the keys of the tokens it owns, like the latent.
@@ -85,28 +96,30 @@ void SfaAttentionLayer::bind_cache(Tensor) {
 }
 
 void SfaAttentionLayer::bind_caches(std::vector<Tensor> caches) {
-  CTXPAR_CHECK(caches.size() == 2, "a sparse-attention layer binds 2 caches, got {}",
-               caches.size());
+  const size_t want = has_indexer() ? 2 : 1;
+  CTXPAR_CHECK(caches.size() == want, "a sparse-attention layer{} binds {} cache(s), got {}",
+               has_indexer() ? "" : " sharing another's top-k", want, caches.size());
   const Tensor& latent = caches[0];
   CTXPAR_CHECK(latent.ndim() == 3 && latent.size(2) == dims_.latent_dim(),
                "SFA latent cache {} must be [blocks, B, {}]", latent.describe(),
                dims_.latent_dim());
   sfa_ = make_sfa_attention(mode_, dims_, latent, kv_b_, ctx_);
-  indexer_ = make_lightning_indexer(mode_, indexer_dims_, caches[1], ctx_);
+  if (has_indexer()) indexer_ = make_lightning_indexer(mode_, indexer_dims_, caches[1], ctx_);
 }
 
 SfaAttentionLayer::IndexerInputs SfaAttentionLayer::indexer_inputs(
     const attention::AttentionMetadata& md, const Tensor& x, const Tensor& q_lora) const {
   const int64_t tokens = x.size(0);
   const int64_t ih = indexer_dims_.num_heads, id = indexer_dims_.head_dim;
-  // Rope part first and rotate-half, for q and k alike.
+  // Rope part first, for q and k alike.
+  const IndexerWeights& w8 = *indexer_weights_;
   IndexerInputs in;
-  in.q = index_q_.forward(q_lora).view({tokens, ih, id});
-  rope_->apply(in.q, md.common.positions, kernels::RopeStyle::kRotateHalf);
-  const Tensor kw = index_kw_.forward(x);  // [tokens, D + H_i]
+  in.q = w8.q.forward(q_lora).view({tokens, ih, id});
+  rope_->apply(in.q, md.common.positions, indexer_rope_);
+  const Tensor kw = w8.kw.forward(x);  // [tokens, D + H_i]
   in.k = Tensor::empty({tokens, id}, DType::kF32);
-  kernels::layer_norm(kw.slice(1, 0, id), k_norm_weight_, k_norm_bias_, kIndexKeyNormEps, in.k);
-  rope_->apply(in.k, md.common.positions, kernels::RopeStyle::kRotateHalf);
+  kernels::layer_norm(kw.slice(1, 0, id), w8.k_norm_weight, w8.k_norm_bias, kIndexKeyNormEps, in.k);
+  rope_->apply(in.k, md.common.positions, indexer_rope_);
   in.weights = kw.slice(1, id, id + ih).contiguous();
   float* w = in.weights.data<float>();
   for (int64_t i = 0; i < in.weights.numel(); ++i) w[i] *= weights_scale_;
@@ -139,8 +152,12 @@ Tensor SfaAttentionLayer::forward_partial(const attention::AttentionMetadata& md
                sfa_mode_name(mode_));
   const int64_t tokens = x.size(0), h = dims_.num_heads;
   const Projections p = project(md, x);
-  const IndexerInputs in = indexer_inputs(md, x, p.q_lora);
-  last_selection_ = indexer_->select(md, in.q, in.k, in.weights);
+  if (has_indexer()) {
+    const IndexerInputs in = indexer_inputs(md, x, p.q_lora);
+    last_selection_ = indexer_->select(md, in.q, in.k, in.weights);
+  } else {
+    last_selection_ = shared_selection();
+  }
   Tensor attn = Tensor::empty({tokens, h, dims_.v_head_dim}, DType::kF32);
   sfa_->forward(md, p.q, p.kv_c, p.k_pe, last_selection_, attn);
   return o_proj_.forward_partial(attn.view({tokens, h * dims_.v_head_dim}));
@@ -163,33 +180,45 @@ Tensor SfaAttentionLayer::forward_slice(const attention::AttentionMetadata& md,
   Communicator& tp = ctx_.groups.tp();
   const Tensor x = x_local.slice(0, 0, n);
   const Projections p = project(local, x);
-  const IndexerInputs in = indexer_inputs(local, x, p.q_lora);
-
-  // Every slice's KV rows, [tokens, kv_lora + rope + D]: one all-gather, then both caches
-  // are written with the step's metadata (owned slots only under DCP).
-  Tensor kv = Tensor::zeros({rows, lora + rope + id}, DType::kF32);
-  kv.slice(0, 0, n).slice(1, 0, lora).copy_from(p.kv_c);
-  kv.slice(0, 0, n).slice(1, lora, lora + rope).copy_from(p.k_pe);
-  kv.slice(0, 0, n).slice(1, lora + rope, lora + rope + id).copy_from(in.k);
-  const Tensor all_kv = (tp.size() > 1 ? tp.all_gather(kv, 0) : kv).slice(0, 0, shard.num_tokens);
-  sfa_->write(md, all_kv.slice(1, 0, lora), all_kv.slice(1, lora, lora + rope));
-  indexer_->write(md, all_kv.slice(1, lora + rope, lora + rope + id));
-
-  const bool sharded_indexer = mode_ == SfaMode::kDsaCpDcp &&
-                               ctx_.options.sfa_indexer_mode == attention::SfaIndexerMode::kSharded;
-  if (sharded_indexer) {
-    // The group merge of the sharded indexer needs the same query tokens on every rank.
-    const int64_t ih = indexer_dims_.num_heads, q_width = ih * id;
-    Tensor qw = Tensor::zeros({rows, q_width + ih}, DType::kF32);
-    qw.slice(0, 0, n).slice(1, 0, q_width).copy_from(in.q.view({n, q_width}));
-    qw.slice(0, 0, n).slice(1, q_width, q_width + ih).copy_from(in.weights);
-    const Tensor all_qw = tp.all_gather(qw, 0).slice(0, 0, shard.num_tokens);
-    const Tensor all_q = all_qw.slice(1, 0, q_width).contiguous().view({shard.num_tokens, ih, id});
-    const Tensor all_weights = all_qw.slice(1, q_width, q_width + ih).contiguous();
-    last_selection_ =
-        indexer_->select_cached(md, all_q, all_weights).slice(0, shard.first, shard.last).clone();
+  if (!has_indexer()) {
+    // A shared layer: only the latent rows are exchanged; the top-k is the source's.
+    Tensor kv = Tensor::zeros({rows, lora + rope}, DType::kF32);
+    kv.slice(0, 0, n).slice(1, 0, lora).copy_from(p.kv_c);
+    kv.slice(0, 0, n).slice(1, lora, lora + rope).copy_from(p.k_pe);
+    const Tensor all_kv = (tp.size() > 1 ? tp.all_gather(kv, 0) : kv).slice(0, 0, shard.num_tokens);
+    sfa_->write(md, all_kv.slice(1, 0, lora), all_kv.slice(1, lora, lora + rope));
+    last_selection_ = shared_selection();
   } else {
-    last_selection_ = indexer_->select_cached(local, in.q, in.weights);
+    const IndexerInputs in = indexer_inputs(local, x, p.q_lora);
+
+    // Every slice's KV rows, [tokens, kv_lora + rope + D]: one all-gather, then both caches
+    // are written with the step's metadata (owned slots only under DCP).
+    Tensor kv = Tensor::zeros({rows, lora + rope + id}, DType::kF32);
+    kv.slice(0, 0, n).slice(1, 0, lora).copy_from(p.kv_c);
+    kv.slice(0, 0, n).slice(1, lora, lora + rope).copy_from(p.k_pe);
+    kv.slice(0, 0, n).slice(1, lora + rope, lora + rope + id).copy_from(in.k);
+    const Tensor all_kv = (tp.size() > 1 ? tp.all_gather(kv, 0) : kv).slice(0, 0, shard.num_tokens);
+    sfa_->write(md, all_kv.slice(1, 0, lora), all_kv.slice(1, lora, lora + rope));
+    indexer_->write(md, all_kv.slice(1, lora + rope, lora + rope + id));
+
+    const bool sharded_indexer =
+        mode_ == SfaMode::kDsaCpDcp &&
+        ctx_.options.sfa_indexer_mode == attention::SfaIndexerMode::kSharded;
+    if (sharded_indexer) {
+      // The group merge of the sharded indexer needs the same query tokens on every rank.
+      const int64_t ih = indexer_dims_.num_heads, q_width = ih * id;
+      Tensor qw = Tensor::zeros({rows, q_width + ih}, DType::kF32);
+      qw.slice(0, 0, n).slice(1, 0, q_width).copy_from(in.q.view({n, q_width}));
+      qw.slice(0, 0, n).slice(1, q_width, q_width + ih).copy_from(in.weights);
+      const Tensor all_qw = tp.all_gather(qw, 0).slice(0, 0, shard.num_tokens);
+      const Tensor all_q =
+          all_qw.slice(1, 0, q_width).contiguous().view({shard.num_tokens, ih, id});
+      const Tensor all_weights = all_qw.slice(1, q_width, q_width + ih).contiguous();
+      last_selection_ =
+          indexer_->select_cached(md, all_q, all_weights).slice(0, shard.first, shard.last).clone();
+    } else {
+      last_selection_ = indexer_->select_cached(local, in.q, in.weights);
+    }
   }
 
   Tensor attn = Tensor::zeros({rows, h, dims_.v_head_dim}, DType::kF32);

@@ -8,13 +8,18 @@
 //   self_attn.indexer.wk.weight            [D, hidden]           one index key per token
 //   self_attn.indexer.k_norm.{weight,bias} [D]                   LayerNorm on the key (eps 1e-6)
 //   self_attn.indexer.weights_proj.weight  [H_i, hidden]         per-head weights
-// with H_i = index_n_heads, D = index_head_dim. Rotate-half RoPE (the model's table, YaRN
-// included) on the first qk_rope_head_dim values of q and k — rope part first, as DeepSeek's
-// reference lays them out, and not interleaved like the MLA rope. weights =
+// with H_i = index_n_heads, D = index_head_dim. RoPE (the model's table, YaRN included) on the
+// first qk_rope_head_dim values of q and k — rope part first, as DeepSeek's reference lays them
+// out: rotate-half for DeepSeek-V3.2, pairs (2i, 2i+1) like the MLA rope for GLM-5
+// (IndexerConfig::interleaved_rope). weights =
 // weights_proj(x)·H_i^-1/2·D^-1/2: DeepSeek's reference multiplies by n_heads^-1/2 and then by
 // its softmax_scale = D^-1/2 (and a per-128-value q scale that is 1 without fp8). Its Hadamard
 // rotation of q and k is orthonormal and leaves q·k unchanged in f32, so it is skipped here
 // (see kernels/indexer.h for where an fp8 path would plug in).
+//
+// GLM-5 "shared" layers (ModelConfig::has_indexer false) have no indexer weights and no index
+// key cache: they attend over the top-k of the previous full layer (set_topk_source), which ran
+// earlier in the same step on the same tokens.
 //
 // Caches: the MLA latent (DCP-sharded) and the index keys — replicated on every rank of the
 // DCP group (B·N rows per block) in the replicated indexer mode, sharded like the latent in
@@ -43,6 +48,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "ctxpar/attention/lightning_indexer.h"
@@ -69,6 +75,11 @@ class SfaAttentionLayer : public MlaAttentionLayer {
                          const Tensor& x_local) override;
 
   SfaMode mode() const { return mode_; }
+  // Whether this layer runs its own indexer ("full"), or reuses another's top-k ("shared").
+  bool has_indexer() const { return indexer_weights_.has_value(); }
+  // Shared layers: the full layer whose last_selection() this one attends over. Must be set
+  // (to an earlier layer of the same model) before the first forward.
+  void set_topk_source(const SfaAttentionLayer* full_layer);
   // The selection of the last forward() ([tokens, index_topk] i32 global positions), for
   // tests and tools: every token's, or under DSA-CP the rows of this rank's slice.
   const Tensor& last_selection() const { return last_selection_; }
@@ -84,18 +95,27 @@ class SfaAttentionLayer : public MlaAttentionLayer {
   };
   IndexerInputs indexer_inputs(const attention::AttentionMetadata& md, const Tensor& x,
                                const Tensor& q_lora) const;
+  // The top-k of a shared layer: its source's selection of this step.
+  const Tensor& shared_selection() const;
   // DSA-CP: this rank's slice x_local [S, hidden] (normed; padding rows ignored) → its rows of
   // the layer's summed output, [S, hidden].
   Tensor forward_slice(const attention::AttentionMetadata& md, const Tensor& x_local);
   // DSA-CP o_proj of the slice's attention output attn [S, H·v] (padding rows zero).
   Tensor project_slice(const attention::AttentionMetadata& md, const Tensor& attn);
 
+  // A full layer's indexer weights (all replicated).
+  struct IndexerWeights {
+    ColumnParallelLinear q;   // wq_b: [H_i·D, q_lora_rank]
+    ColumnParallelLinear kw;  // wk then weights_proj: [D + H_i, hidden]
+    Tensor k_norm_weight, k_norm_bias;
+  };
+
   SfaMode mode_;
   attention::IndexerDims indexer_dims_;
-  float weights_scale_;            // H_i^-1/2 · D^-1/2
-  ColumnParallelLinear index_q_;   // wq_b, replicated: [H_i·D, q_lora_rank]
-  ColumnParallelLinear index_kw_;  // wk then weights_proj, replicated: [D + H_i, hidden]
-  Tensor k_norm_weight_, k_norm_bias_;
+  kernels::RopeStyle indexer_rope_;
+  float weights_scale_;                             // H_i^-1/2 · D^-1/2
+  std::optional<IndexerWeights> indexer_weights_;   // full layers only
+  const SfaAttentionLayer* topk_source_ = nullptr;  // shared layers only
   std::unique_ptr<attention::LightningIndexer> indexer_;
   std::unique_ptr<attention::SfaAttention> sfa_;
   Tensor last_selection_;

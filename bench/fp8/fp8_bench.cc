@@ -1,0 +1,302 @@
+// FP8 decode speed against ceilings measured in the same run (DESIGN.md §7).
+//
+// - Read bandwidth: an AVX2 sum over a 2 GiB buffer (far beyond the caches, 260 MiB L3 on the
+//   reference machine), 1 and 2 threads: the ceiling of a memory-bound decode.
+// - FP8 GEMV (one token): W [out, in] e4m3 with 128×128 f32 scales at DeepSeek-V3 shapes
+//   7168 × 18432 (down_proj: out × in) and 2048 × 7168 (an expert's gate / up_proj), 1 and 2
+//   threads. Enough copies of W are rotated that their total exceeds 1 GiB, so every call reads
+//   W from DRAM. Reported: GB/s of weight + scale bytes, and "of_read" = that / the read
+//   ceiling of the same thread count (goal >= 0.8); the label names the ISA that ran.
+// - Decode tokens/s of a DeepSeek-V3-shaped model with dummy weights (hidden 7168, 128 heads,
+//   MLA 1536/512, one dense layer and one MoE layer of 16 routed experts top-8 plus a shared
+//   one, vocab 8192), FP8 linears (quantized at load) against the same model in bf16, both
+//   with bf16 activations and KV: "fp8_over_bf16" (goal >= 1.7).
+//
+// Run: build/bench/fp8/fp8_bench [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <ctime>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ctxpar/comm/inprocess_communicator.h"
+#include "ctxpar/comm/parallel_groups.h"
+#include "ctxpar/core/cpu_features.h"
+#include "ctxpar/core/thread_pool.h"
+#include "ctxpar/kernels/linear_fp8.h"
+#include "ctxpar/kv/block_pool.h"
+#include "ctxpar/kv/block_table.h"
+#include "ctxpar/model/causal_lm.h"
+#include "ctxpar/model/dummy_weights.h"
+#include "ctxpar/model/sfa_mode.h"
+
+namespace ctxpar {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double thread_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Best rates over several passes: from wall time, and (one thread, run on the calling thread)
+// from that thread's CPU time, which shows the code's own speed on a machine other processes
+// share.
+struct Rates {
+  double wall = 0;
+  double cpu = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+// Read bandwidth.
+
+constexpr int64_t kReadBytes = int64_t{2} << 30;
+
+const std::vector<uint64_t>& read_buffer() {
+  static const std::vector<uint64_t> buf(kReadBytes / sizeof(uint64_t), 1);  // pages touched
+  return buf;
+}
+
+// Four independent 256-bit add chains: the loop issues loads, nothing else limits it.
+__attribute__((target("avx2"))) uint64_t sum_avx2(const uint64_t* p, int64_t n) {
+  __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    a = _mm256_add_epi64(a, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
+    b = _mm256_add_epi64(b, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
+    c = _mm256_add_epi64(c, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
+    d = _mm256_add_epi64(d, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 12)));
+  }
+  alignas(32) uint64_t lanes[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes),
+                     _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d)));
+  uint64_t s = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+  for (; i < n; ++i) s += p[i];
+  return s;
+}
+
+Rates read_pass(ThreadPool& pool) {
+  const std::vector<uint64_t>& buf = read_buffer();
+  const int threads = pool.num_threads();
+  std::vector<uint64_t> sums(static_cast<size_t>(threads) * 8);
+  const int64_t n = static_cast<int64_t>(buf.size());
+  const auto t0 = Clock::now();
+  const double c0 = thread_cpu_seconds();
+  if (threads == 1) {
+    sums[0] = sum_avx2(buf.data(), n);
+  } else {
+    pool.run(threads, [&](int64_t task, int) {
+      const int64_t b = n * task / threads, e = n * (task + 1) / threads;
+      sums[static_cast<size_t>(task) * 8] = sum_avx2(buf.data() + b, e - b);
+    });
+  }
+  const double cpu = thread_cpu_seconds() - c0, wall = seconds_since(t0);
+  benchmark::DoNotOptimize(sums.data());
+  return {static_cast<double>(kReadBytes) / wall / 1e9,
+          static_cast<double>(kReadBytes) / cpu / 1e9};
+}
+
+std::map<int, Rates>& read_ceilings() {
+  static std::map<int, Rates> m;
+  return m;
+}
+
+void keep_best(Rates& best, const Rates& r) {
+  best.wall = std::max(best.wall, r.wall);
+  best.cpu = std::max(best.cpu, r.cpu);
+}
+
+Rates read_ceiling(int threads) {
+  auto& m = read_ceilings();
+  if (!m.count(threads)) {
+    ThreadPool pool(threads);
+    Rates best;
+    for (int i = 0; i < 4; ++i) keep_best(best, read_pass(pool));
+    m[threads] = best;
+  }
+  return m[threads];
+}
+
+void BM_ReadBandwidth(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  ThreadPool pool(threads);
+  read_buffer();
+  Rates best;
+  for (auto _ : state) keep_best(best, read_pass(pool));
+  keep_best(read_ceilings()[threads], best);
+  state.counters["GB/s"] = best.wall;
+  if (threads == 1) state.counters["GB/s_cpu"] = best.cpu;
+}
+BENCHMARK(BM_ReadBandwidth)
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
+
+// ---------------------------------------------------------------------------------------
+// FP8 GEMV.
+
+// Random e4m3 bytes (never the NaN code) and scales, from a fixed LCG: no time in quantizing.
+kernels::Fp8Weight random_fp8(int64_t out, int64_t in, uint64_t seed) {
+  kernels::Fp8Weight w{Tensor::empty({out, in}, DType::kF8E4M3),
+                       Tensor::empty(kernels::fp8_scale_shape(out, in), DType::kF32)};
+  auto* q = static_cast<uint8_t*>(w.weight.raw());
+  uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (int64_t i = 0; i < w.weight.numel(); i += 8) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    for (int64_t j = 0; j < 8 && i + j < w.weight.numel(); ++j) {
+      const auto b = static_cast<uint8_t>(x >> (8 * j));
+      q[i + j] = (b & 0x7F) == 0x7F ? 0x7E : b;
+    }
+  }
+  for (int64_t i = 0; i < w.scale_inv.numel(); ++i) w.scale_inv.data<float>()[i] = 1e-3f;
+  return w;
+}
+
+void BM_Fp8Gemv(benchmark::State& state) {
+  const int64_t out = state.range(0), in = state.range(1);
+  const int threads = static_cast<int>(state.range(2));
+  const Rates ceiling = read_ceiling(threads);
+  const int64_t bytes = out * in + shape_numel(kernels::fp8_scale_shape(out, in)) * 4;
+  const int copies =
+      static_cast<int>(std::max<int64_t>(2, ((int64_t{1} << 30) + bytes - 1) / bytes));
+  std::vector<kernels::Fp8Linear> layers;
+  for (int c = 0; c < copies; ++c)
+    layers.emplace_back(random_fp8(out, in, static_cast<uint64_t>(c)));
+  ThreadPool pool(threads);
+  Tensor x = Tensor::empty({1, in}, DType::kF32);
+  for (int64_t i = 0; i < in; ++i) x.data<float>()[i] = static_cast<float>((i % 7) - 3);
+  Tensor y = Tensor::empty({1, out}, DType::kF32);
+  for (int c = 0; c < copies; ++c) layers[static_cast<size_t>(c)].forward(x, y, pool);  // warm up
+  int64_t calls = 0;
+  const auto t0 = Clock::now();
+  const double c0 = thread_cpu_seconds();
+  for (auto _ : state) {
+    layers[static_cast<size_t>(calls % copies)].forward(x, y, pool);
+    benchmark::DoNotOptimize(y.raw());
+    ++calls;
+  }
+  const double cpu = thread_cpu_seconds() - c0;
+  const double moved = static_cast<double>(bytes) * static_cast<double>(calls) / 1e9;
+  const double gbs = moved / seconds_since(t0);
+  state.counters["GB/s"] = gbs;
+  state.counters["read_GB/s"] = ceiling.wall;
+  state.counters["of_read"] = gbs / ceiling.wall;
+  if (threads == 1) {  // one thread runs the GEMV on the calling thread
+    state.counters["GB/s_cpu"] = moved / cpu;
+    state.counters["of_read_cpu"] = moved / cpu / ceiling.cpu;
+  }
+  state.SetLabel(std::string("isa=") + std::string(isa_name(active_isa())));
+}
+BENCHMARK(BM_Fp8Gemv)
+    ->ArgNames({"out", "in", "threads"})
+    ->Args({7168, 18432, 1})
+    ->Args({7168, 18432, 2})
+    ->Args({2048, 7168, 1})
+    ->Args({2048, 7168, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(2.0);
+
+// ---------------------------------------------------------------------------------------
+// Decode tokens/s, FP8 vs bf16.
+
+constexpr const char* kDeepseekShaped = R"json({
+  "architectures": ["DeepseekV3ForCausalLM"], "vocab_size": 8192, "hidden_size": 7168,
+  "intermediate_size": 18432, "moe_intermediate_size": 2048, "num_hidden_layers": 2,
+  "num_attention_heads": 128, "q_lora_rank": 1536, "kv_lora_rank": 512,
+  "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "n_routed_experts": 16,
+  "n_shared_experts": 1, "num_experts_per_tok": 8, "first_k_dense_replace": 1, "n_group": 1,
+  "topk_group": 1, "norm_topk_prob": true, "routed_scaling_factor": 2.5,
+  "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "dtype": "bfloat16",
+  "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}
+})json";
+
+// Seconds per decode step (batch 1) after a 16-token prefill, averaged over `steps`: wall
+// time, and the calling thread's CPU time (all of the work when threads == 1).
+struct StepTime {
+  double wall = 0;
+  double cpu = 0;
+};
+StepTime decode_seconds(bool fp8, int threads, int steps) {
+  const model::ModelConfig config = model::parse_model_config(kDeepseekShaped, "deepseek-shaped");
+  model::ModelOptions options;
+  options.weight_dtype = DType::kBF16;  // bf16 activations (vLLM --dtype bfloat16) in both runs
+  options.kv_cache_dtype = DType::kBF16;
+  options.quantize_fp8 = fp8;
+  const model::DummyWeights weights(11);
+  StepTime per_step;
+  run_inprocess_ranks(1, [&](Communicator& world) {
+    omp_set_num_threads(threads);
+    ParallelGroups groups(world, 1, 1);
+    ThreadPool pool(threads);
+    const model::ModelContext ctx{weights, groups, options, pool};
+    model::CausalLM lm(config, ctx);
+    lm.allocate_kv_cache(8);
+    const auto builder = model::make_metadata_builder(config, ctx);
+    kv::BlockPool blocks(8);
+    kv::BlockTable table(blocks, kv::DcpLayout(1, options.block_size, 1));
+    int64_t done = 0;
+    const auto step = [&](int64_t n) {
+      table.grow(done + n);
+      attention::ScheduledRequest r;
+      r.num_computed = done;
+      r.num_scheduled = n;
+      r.block_table.assign(table.ids().begin(), table.ids().end());
+      const std::vector<attention::ScheduledRequest> batch{r};
+      const auto md = builder->build(batch);
+      Tensor ids = Tensor::empty({n}, DType::kI32);
+      for (int64_t i = 0; i < n; ++i)
+        ids.data<int32_t>()[i] = static_cast<int32_t>((done + i) * 37 % 8192);
+      Tensor rows = Tensor::empty({1}, DType::kI64);
+      rows.data<int64_t>()[0] = n - 1;
+      benchmark::DoNotOptimize(lm.forward(md, ids, rows).raw());
+      done += n;
+    };
+    step(16);
+    step(1);  // warm up the decode path
+    const auto t0 = Clock::now();
+    const double c0 = thread_cpu_seconds();
+    for (int s = 0; s < steps; ++s) step(1);
+    per_step = {seconds_since(t0) / steps, (thread_cpu_seconds() - c0) / steps};
+  });
+  return per_step;
+}
+
+void BM_DecodeFp8VsBf16(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  StepTime fp8, bf16;
+  for (auto _ : state) {
+    fp8 = decode_seconds(true, threads, 8);
+    bf16 = decode_seconds(false, threads, 8);
+  }
+  state.counters["fp8_tok/s"] = 1.0 / fp8.wall;
+  state.counters["bf16_tok/s"] = 1.0 / bf16.wall;
+  state.counters["fp8_over_bf16"] = bf16.wall / fp8.wall;
+  if (threads == 1) state.counters["fp8_over_bf16_cpu"] = bf16.cpu / fp8.cpu;
+  state.SetLabel(std::string("isa=") + std::string(isa_name(active_isa())));
+}
+BENCHMARK(BM_DecodeFp8VsBf16)
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+
+}  // namespace
+}  // namespace ctxpar
+
+BENCHMARK_MAIN();

@@ -1,0 +1,289 @@
+#include "ctxpar/kernels/linear_fp8.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <vector>
+
+#include "ctxpar/core/error.h"
+#include "ctxpar/core/fp8.h"
+#include "ctxpar/kernels/linear_fp8_kernel.h"
+#include "ctxpar/kernels/linear_matmul_cache.h"
+
+namespace ctxpar::kernels {
+namespace detail {
+
+const float* e4m3_table() {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (int b = 0; b < 256; ++b)
+      t[static_cast<size_t>(b)] = fp8_e4m3::to_f32(static_cast<uint8_t>(b));
+    return t;
+  }();
+  return table.data();
+}
+
+const Fp8Kernels& fp8_kernels(Isa isa) {
+  const CpuFeatures& f = cpu_features();
+  const bool ok =
+      isa == Isa::kScalar || (isa == Isa::kAvx2 && f.avx2_fma) || (isa == Isa::kAvx512 && f.avx512);
+  CTXPAR_CHECK(ok, "ISA {} was asked for but this CPU lacks it (avx2+fma: {}, avx512: {})",
+               isa_name(isa), f.avx2_fma, f.avx512);
+  switch (isa) {
+    case Isa::kAvx512:
+      return kFp8KernelsAvx512;
+    case Isa::kAvx2:
+      return kFp8KernelsAvx2;
+    case Isa::kScalar:
+      break;
+  }
+  return kFp8KernelsScalar;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::kFp8Block;
+
+int64_t blocks(int64_t n) {
+  return (n + kFp8Block - 1) / kFp8Block;
+}
+
+int64_t row_stride(const Tensor& t) {
+  return t.size(0) <= 1 ? t.size(1) : t.stride(0);
+}
+
+}  // namespace
+
+Shape fp8_scale_shape(int64_t out, int64_t in) {
+  return {blocks(out), blocks(in)};
+}
+
+struct Fp8Linear::Impl {
+  Fp8Weight w;
+  std::optional<Tensor> bias;
+  DType activation_dtype = DType::kF32;
+  int64_t in = 0, out = 0;
+  detail::MatmulCache cache;
+
+  void forward(const Tensor& x, Tensor& y, ThreadPool* pool) const;
+  void gemv(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
+            ThreadPool* pool) const;
+  void prefill(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy) const;
+};
+
+Fp8Linear::Fp8Linear(Fp8Weight w, std::optional<Tensor> bias, DType activation_dtype)
+    : impl_(std::make_unique<Impl>()) {
+  const Tensor& q = w.weight;
+  CTXPAR_CHECK(q.defined() && q.ndim() == 2 && q.dtype() == DType::kF8E4M3,
+               "Fp8Linear weight must be float8_e4m3fn [out, in], got {}",
+               q.defined() ? q.describe() : "an undefined tensor");
+  CTXPAR_CHECK(q.size(0) >= 1 && q.size(1) >= 1, "Fp8Linear weight {} is empty", q.describe());
+  CTXPAR_CHECK(q.stride(1) == 1 && row_stride(q) >= q.size(1),
+               "Fp8Linear weight {} needs contiguous rows (strides [{}, {}])", q.describe(),
+               q.stride(0), q.stride(1));
+  const Shape want = fp8_scale_shape(q.size(0), q.size(1));
+  const Tensor& s = w.scale_inv;
+  CTXPAR_CHECK(s.defined() && s.dtype() == DType::kF32 && s.shape() == want && s.is_contiguous(),
+               "Fp8Linear scale_inv for weight {} must be a contiguous float32{} (128×128 "
+               "blocks), got {}",
+               q.describe(), shape_str(want), s.defined() ? s.describe() : "an undefined tensor");
+  for (int64_t i = 0; i < s.numel(); ++i) {
+    CTXPAR_CHECK(std::isfinite(s.data<float>()[i]),
+                 "Fp8Linear scale_inv {} holds a non-finite value {} at block {}", s.describe(),
+                 s.data<float>()[i], i);
+  }
+  if (bias) {
+    CTXPAR_CHECK(bias->defined() && bias->ndim() == 1 && bias->size(0) == q.size(0) &&
+                     bias->dtype() == DType::kF32 && bias->is_contiguous(),
+                 "Fp8Linear bias must be a contiguous float32[{}], got {}", q.size(0),
+                 bias->defined() ? bias->describe() : "an undefined tensor");
+  }
+  CTXPAR_CHECK(activation_dtype == DType::kF32 || activation_dtype == DType::kBF16,
+               "Fp8Linear activations are float32 or bfloat16, not {}",
+               dtype_name(activation_dtype));
+  impl_->in = q.size(1);
+  impl_->out = q.size(0);
+  impl_->w = std::move(w);
+  impl_->bias = std::move(bias);
+  impl_->activation_dtype = activation_dtype;
+}
+
+Fp8Linear::~Fp8Linear() = default;
+Fp8Linear::Fp8Linear(Fp8Linear&&) noexcept = default;
+Fp8Linear& Fp8Linear::operator=(Fp8Linear&&) noexcept = default;
+
+int64_t Fp8Linear::in_features() const {
+  return impl_->in;
+}
+int64_t Fp8Linear::out_features() const {
+  return impl_->out;
+}
+const Tensor& Fp8Linear::weight() const {
+  return impl_->w.weight;
+}
+const Tensor& Fp8Linear::scale_inv() const {
+  return impl_->w.scale_inv;
+}
+const std::optional<Tensor>& Fp8Linear::bias() const {
+  return impl_->bias;
+}
+DType Fp8Linear::activation_dtype() const {
+  return impl_->activation_dtype;
+}
+
+void Fp8Linear::forward(const Tensor& x, Tensor& y) const {
+  impl_->forward(x, y, nullptr);
+}
+
+void Fp8Linear::forward(const Tensor& x, Tensor& y, ThreadPool& pool) const {
+  impl_->forward(x, y, &pool);
+}
+
+Tensor Fp8Linear::forward(const Tensor& x) const {
+  CTXPAR_CHECK(x.defined() && x.ndim() == 2, "Fp8Linear input must be 2-D [tokens, {}], got {}",
+               impl_->in, x.defined() ? x.describe() : "an undefined tensor");
+  Tensor y = Tensor::empty({x.size(0), impl_->out}, DType::kF32);
+  forward(x, y);
+  return y;
+}
+
+void Fp8Linear::Impl::forward(const Tensor& x, Tensor& y, ThreadPool* pool) const {
+  CTXPAR_CHECK(x.defined() && x.ndim() == 2 && x.dtype() == DType::kF32 && x.size(1) == in &&
+                   x.stride(1) == 1 && row_stride(x) >= in,
+               "Fp8Linear input must be float32[tokens, {}] with a contiguous last dim, got {}", in,
+               x.defined() ? x.describe() : "an undefined tensor");
+  CTXPAR_CHECK(y.defined() && y.ndim() == 2 && y.dtype() == DType::kF32 && y.size(0) == x.size(0) &&
+                   y.size(1) == out && (y.stride(1) == 1 || out == 1) && row_stride(y) >= out,
+               "Fp8Linear output must be float32[{}, {}] with a contiguous last dim, got {}",
+               x.size(0), out, y.defined() ? y.describe() : "an undefined tensor");
+  const int64_t tokens = x.size(0);
+  if (tokens == 0) return;
+  const float* xp = x.data<float>();
+  int64_t ldx = row_stride(x);
+  thread_local std::vector<float> rounded;  // x rounded to bf16 (kept as f32)
+  if (activation_dtype == DType::kBF16) {
+    rounded.resize(static_cast<size_t>(tokens * in));
+    for (int64_t t = 0; t < tokens; ++t) {
+      for (int64_t i = 0; i < in; ++i) {
+        rounded[static_cast<size_t>(t * in + i)] = bf16::to_f32(bf16::from_f32(xp[t * ldx + i]));
+      }
+    }
+    xp = rounded.data();
+    ldx = in;
+  }
+  float* yp = y.data<float>();
+  const int64_t ldy = row_stride(y);
+  if (tokens <= detail::kFp8GemvMaxTokens) {
+    gemv(xp, ldx, tokens, yp, ldy, pool);
+  } else {
+    prefill(xp, ldx, tokens, yp, ldy);
+  }
+  if (bias) {
+    const float* b = bias->data<float>();
+    for (int64_t t = 0; t < tokens; ++t) {
+      for (int64_t o = 0; o < out; ++o) yp[t * ldy + o] += b[o];
+    }
+  }
+}
+
+void Fp8Linear::Impl::gemv(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
+                           ThreadPool* pool) const {
+  const detail::Fp8Kernels& k = detail::fp8_kernels(active_isa());
+  const auto* wq = static_cast<const uint8_t*>(w.weight.raw());
+  const int64_t ldw = row_stride(w.weight);
+  const float* scale = w.scale_inv.data<float>();
+  const int64_t lds = blocks(in);
+  const float unfold = 1.0f / k.weight_factor;  // a power of two: exact
+  const auto run = [&](int64_t b0, int64_t b1) {
+    thread_local std::vector<float> xs;  // [tokens, in]: x · this row block's scales
+    xs.resize(static_cast<size_t>(tokens * in));
+    float* xsp = xs.data();
+    for (int64_t b = b0; b < b1; ++b) {
+      const float* s = scale + b * lds;
+      for (int64_t t = 0; t < tokens; ++t) {
+        for (int64_t c = 0; c < lds; ++c) {
+          const float f = s[c] * unfold;
+          const int64_t end = std::min(in, (c + 1) * kFp8Block);
+          for (int64_t i = c * kFp8Block; i < end; ++i) xsp[t * in + i] = x[t * ldx + i] * f;
+        }
+      }
+      const int64_t r0 = b * kFp8Block;
+      k.gemv(xsp, in, static_cast<int>(tokens), wq, ldw, in, r0, std::min(kFp8Block, out - r0), y,
+             ldy);
+    }
+  };
+  const int64_t row_blocks = blocks(out);
+  if (pool != nullptr && pool->num_threads() > 1 && row_blocks > 1) {
+    pool->parallel_for(row_blocks, 1, [&](int64_t b0, int64_t b1, int) { run(b0, b1); });
+  } else {
+    run(0, row_blocks);
+  }
+}
+
+void Fp8Linear::Impl::prefill(const float* x, int64_t ldx, int64_t tokens, float* y,
+                              int64_t ldy) const {
+  const detail::Fp8Kernels& k = detail::fp8_kernels(active_isa());
+  const auto* wq = static_cast<const uint8_t*>(w.weight.raw());
+  const int64_t ldw = row_stride(w.weight);
+  thread_local std::vector<float> tile;  // [128, in] dequantized rows
+  tile.resize(static_cast<size_t>(kFp8Block * in));
+  for (int64_t r0 = 0; r0 < out; r0 += kFp8Block) {
+    const int64_t nr = std::min(kFp8Block, out - r0);
+    k.dequantize(wq, ldw, w.scale_inv.data<float>(), blocks(in), in, r0, nr, tile.data(), in);
+    detail::MatmulShape s;
+    s.m = tokens;
+    s.k = in;
+    s.n = nr;
+    s.lda = ldx;
+    s.ldw = in;
+    s.ldc = ldy;
+    cache.run(s, x, tile.data(), nullptr, nullptr, y + r0);
+  }
+}
+
+Tensor dequantize_fp8(const Fp8Weight& w) {
+  const int64_t out = w.weight.size(0), in = w.weight.size(1);
+  Tensor result = Tensor::empty({out, in}, DType::kF32);
+  detail::fp8_kernels(Isa::kScalar)
+      .dequantize(static_cast<const uint8_t*>(w.weight.raw()), row_stride(w.weight),
+                  w.scale_inv.data<float>(), blocks(in), in, 0, out, result.data<float>(), in);
+  return result;
+}
+
+Fp8Weight quantize_fp8(const Tensor& w, bool ue8m0) {
+  CTXPAR_CHECK(w.defined() && w.ndim() == 2 && w.dtype() == DType::kF32,
+               "quantize_fp8 takes a float32 [out, in] weight, got {}",
+               w.defined() ? w.describe() : "an undefined tensor");
+  const Tensor src = w.contiguous();
+  const int64_t out = src.size(0), in = src.size(1);
+  const float* p = src.data<float>();
+  Fp8Weight q{Tensor::empty({out, in}, DType::kF8E4M3),
+              Tensor::empty(fp8_scale_shape(out, in), DType::kF32)};
+  auto* qp = static_cast<uint8_t*>(q.weight.raw());
+  float* sp = q.scale_inv.data<float>();
+  const int64_t cb = blocks(in);
+  for (int64_t rb = 0; rb < blocks(out); ++rb) {
+    for (int64_t c = 0; c < cb; ++c) {
+      const int64_t o1 = std::min(out, (rb + 1) * kFp8Block),
+                    i1 = std::min(in, (c + 1) * kFp8Block);
+      float amax = 0;
+      for (int64_t o = rb * kFp8Block; o < o1; ++o) {
+        for (int64_t i = c * kFp8Block; i < i1; ++i)
+          amax = std::max(amax, std::fabs(p[o * in + i]));
+      }
+      float scale = amax > 0 ? amax / fp8_e4m3::kMax : 1.0f;
+      if (ue8m0) scale = std::exp2(std::ceil(std::log2(scale)));
+      sp[rb * cb + c] = scale;
+      for (int64_t o = rb * kFp8Block; o < o1; ++o) {
+        for (int64_t i = c * kFp8Block; i < i1; ++i) {
+          qp[o * in + i] = fp8_e4m3::from_f32(p[o * in + i] / scale);
+        }
+      }
+    }
+  }
+  return q;
+}
+
+}  // namespace ctxpar::kernels

@@ -1,0 +1,89 @@
+// Linear layer over block-scaled FP8 weights, kept FP8 in memory: y = x · Wᵀ (+ bias) with
+//   W[o, i] = e4m3(Wq[o, i]) · scale_inv[o / 128, i / 128]
+// as DeepSeek-V3-style checkpoints store them (quantization_config quant_method fp8, fmt e4m3,
+// weight_block_size [128, 128]; "scale_inv" multiplies, whatever its name says). Edge blocks
+// of a dimension that is not a multiple of 128 are partial.
+//
+// Paths (chosen per call by the token count):
+//   decode, tokens <= 4: a GEMV that streams each weight row once, widening e4m3 to f32 in
+//     registers (AVX-512 / AVX2 / scalar, picked at run time; linear_fp8_kernel.h), several
+//     rows per iteration with every token's activations in registers. The block scales are
+//     folded into a per-128-row-block copy of x, so the inner loop is a plain dot product.
+//   prefill, more tokens: 128-row tiles of W are dequantized to f32 and multiplied with
+//     oneDNN's f32 matmul (this CPU family has no bf16 matmul in oneDNN without AVX-512 BF16;
+//     the activations are the same numbers either way).
+// Numerics: products and sums in f32. With activation dtype bf16 (vLLM's --dtype bfloat16 for
+// an FP8 checkpoint: W8A16) x is first rounded to bf16, as for bf16 Linear weights.
+//
+// Memory: the given tensors are kept (shared storage, never copied or reordered): the FP8
+// bytes are the one persistent copy. Threads: forward may run concurrently on one object; the
+// GEMV splits its row blocks over the pool passed to forward; the prefill GEMM runs on the
+// calling thread's OpenMP team (see linear.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "ctxpar/core/tensor.h"
+#include "ctxpar/core/thread_pool.h"
+
+namespace ctxpar::kernels {
+
+// The one block shape the kernels run.
+inline constexpr int64_t kFp8BlockSize = 128;
+
+// An FP8 weight as stored: weight [out, in] float8_e4m3fn, scale_inv [ceil(out/128),
+// ceil(in/128)] f32.
+struct Fp8Weight {
+  Tensor weight;
+  Tensor scale_inv;
+};
+
+// scale_inv's shape for a weight of [out, in].
+Shape fp8_scale_shape(int64_t out, int64_t in);
+
+class Fp8Linear {
+ public:
+  // w.weight [out, in] kF8E4M3 with contiguous rows (row stride may exceed in); w.scale_inv
+  // contiguous f32 of fp8_scale_shape(out, in) with finite entries; bias [out] f32 optional;
+  // activation_dtype f32 or bf16. Throws Error naming the shapes / dtypes otherwise.
+  Fp8Linear(Fp8Weight w, std::optional<Tensor> bias = std::nullopt,
+            DType activation_dtype = DType::kF32);
+  ~Fp8Linear();
+  Fp8Linear(Fp8Linear&&) noexcept;
+  Fp8Linear& operator=(Fp8Linear&&) noexcept;
+
+  // x [tokens, in] f32 (last dim contiguous, rows may be strided) → y [tokens, out] f32
+  // (preallocated, last dim contiguous, not overlapping x). tokens may be 0.
+  void forward(const Tensor& x, Tensor& y) const;
+  // Same, with the GEMV's row blocks split over `pool` (not used reentrantly).
+  void forward(const Tensor& x, Tensor& y, ThreadPool& pool) const;
+  Tensor forward(const Tensor& x) const;
+
+  int64_t in_features() const;
+  int64_t out_features() const;
+  const Tensor& weight() const;     // [out, in] kF8E4M3, exactly the tensor given
+  const Tensor& scale_inv() const;  // [ceil(out/128), ceil(in/128)] f32
+  const std::optional<Tensor>& bias() const;
+  DType activation_dtype() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// W as f32 [out, in] (e4m3 value times its block's scale).
+Tensor dequantize_fp8(const Fp8Weight& w);
+
+// Block-quantizes f32 w [out, in] to FP8 as DeepSeek's tools do: per 128×128 block
+// scale = amax / 448 (1 for an all-zero block; rounded up to a power of two when ue8m0), then
+// Wq = e4m3(W / scale). The result dequantizes to within e4m3 rounding of w.
+Fp8Weight quantize_fp8(const Tensor& w, bool ue8m0 = false);
+
+// Double-precision reference: y[t, o] = Σ_i x[t, i]·W[o, i] (+ bias[o]) with W dequantized
+// exactly; x rounded to bf16 first when activation_dtype is bf16. Shapes as Fp8Linear.
+void fp8_linear_reference(const Tensor& x, const Fp8Weight& w, const Tensor* bias,
+                          DType activation_dtype, Tensor& y);
+
+}  // namespace ctxpar::kernels

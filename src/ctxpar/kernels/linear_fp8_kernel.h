@@ -1,0 +1,50 @@
+// Internal to Fp8Linear: the per-ISA loops over block-scaled FP8 weights (e4m3 bytes W [n, k],
+// row stride ldw; scale S [ceil(n/128), ceil(k/128)] f32, row stride lds), one table per ISA
+// (linear_fp8_kernel_{scalar,avx2,avx512}.cc, all from linear_fp8_kernel_impl.h).
+//
+// The SIMD variants widen e4m3 to f32 with bit tricks: a sign-extended byte shifted left by 7
+// and masked (0xBF80) is an IEEE f16 whose value is the e4m3 value times 2^-8 (subnormals
+// included), which vcvtph2ps turns into f32. The missing 2^8 is folded into the activation
+// scale. (e4m3's NaN encoding S.1111.111 reads as ±480 this way; checkpoints never hold it.)
+// The scalar variant reads a 256-entry table of exact values.
+#pragma once
+
+#include <cstdint>
+
+#include "ctxpar/core/cpu_features.h"
+
+namespace ctxpar::kernels::detail {
+
+inline constexpr int64_t kFp8Block = 128;
+// Decode GEMV handles up to this many tokens per pass over the weight rows.
+inline constexpr int kFp8GemvMaxTokens = 4;
+
+struct Fp8Kernels {
+  // What the weight loads of this variant yield: e4m3 value · weight_factor (2^-8 for the
+  // SIMD variants, 1 for the scalar one). xs below must carry 1 / weight_factor.
+  float weight_factor;
+  // Rows [r0, r0 + nr) of one 128-row block (r0 / 128 == (r0 + nr - 1) / 128):
+  //   y[t, o] = Σ_i xs[t, i]·(e4m3(W[o, i])·weight_factor)   for t < tokens <= 4
+  // where the caller pre-scaled xs [tokens, k] (row stride ldxs, >= k) by the block's scales:
+  // xs[t, i] = x[t, i]·S[o / 128, i / 128] / weight_factor. One pass over the rows, several
+  // rows per iteration with every token's activations in registers. y [tokens, ·] row stride
+  // ldy; writes y[t, r0 .. r0 + nr).
+  void (*gemv)(const float* xs, int64_t ldxs, int tokens, const uint8_t* w, int64_t ldw, int64_t k,
+               int64_t r0, int64_t nr, float* y, int64_t ldy);
+  // out[r, i] = e4m3(W[r0 + r, i])·S[(r0 + r) / 128, i / 128] for r < nr, i < k (out row
+  // stride ldo): the prefill path's dequantized tile.
+  void (*dequantize)(const uint8_t* w, int64_t ldw, const float* scale, int64_t lds, int64_t k,
+                     int64_t r0, int64_t nr, float* out, int64_t ldo);
+};
+
+// Throws ctxpar::Error if the CPU lacks isa.
+const Fp8Kernels& fp8_kernels(Isa isa);
+
+extern const Fp8Kernels kFp8KernelsScalar;
+extern const Fp8Kernels kFp8KernelsAvx2;
+extern const Fp8Kernels kFp8KernelsAvx512;
+
+// The 256 exact e4m3 values (NaN for 0x7F / 0xFF).
+const float* e4m3_table();
+
+}  // namespace ctxpar::kernels::detail

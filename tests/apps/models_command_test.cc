@@ -1,0 +1,90 @@
+// The model and FP8 surface of the `ctxpar` command: `plan` on the config-only built-ins
+// answers the GLM-5 capacity question (replicated index keys included), config-only entries
+// are refused for runs, `--quantization fp8` runs dummy weights FP8 and the FP8 fixture runs
+// under tensor parallelism, and bad values exit 2 naming them.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "run_command.h"
+
+namespace ctxpar::app {
+using test::CommandResult;
+using test::run_command;
+namespace {
+
+TEST(ModelsCommand, PlanCountsTheReplicatedIndexKeysOfGlm5) {
+  const CommandResult r =
+      run_command(CTXPAR_BINARY, {"plan", "--model", "builtin:config/glm-5", "-tp", "16", "-dcp",
+                                  "16", "--kv-cache-memory", "64GiB", "--json"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["plans"].size(), 2u);
+  const auto& n1 = j["plans"][0];
+  const auto& n16 = j["plans"][1];
+  // 78 layers × (576 latent + 128 index key) bf16 values without DCP; with N = 16 the latent
+  // is sharded (576 / 16) and the index keys are replicated.
+  EXPECT_EQ(n1["kv_bytes_per_token_per_rank"], 78 * (576 + 128) * 2);
+  EXPECT_EQ(n16["kv_bytes_per_token_per_rank"], 78 * (576 / 16 + 128) * 2);
+  EXPECT_EQ(n16["indexer_bytes_per_token_per_rank"], 78 * 128 * 2);
+  EXPECT_EQ(n16["indexer_layers"], 78);
+  EXPECT_GT(n16["token_capacity"].get<int64_t>(), 4 * n1["token_capacity"].get<int64_t>());
+  // GLM-5.2 keeps index keys in 21 layers only.
+  const CommandResult r52 =
+      run_command(CTXPAR_BINARY, {"plan", "--model", "builtin:config/glm-5.2", "-tp", "16", "-dcp",
+                                  "16", "--kv-cache-memory", "64GiB", "--json"});
+  ASSERT_EQ(r52.exit_status, 0) << r52.err;
+  EXPECT_EQ(nlohmann::json::parse(r52.out)["plans"][1]["indexer_layers"], 21);
+}
+
+TEST(ModelsCommand, ConfigOnlyBuiltinsAndBadQuantizationAreRefused) {
+  CommandResult r = run_command(
+      CTXPAR_BINARY, {"generate", "--model", "builtin:config/kimi-k2", "--prompt-token-ids", "1"});
+  EXPECT_EQ(r.exit_status, 2) << r.err;
+  EXPECT_NE(r.err.find("config-only"), std::string::npos) << r.err;
+  r = run_command(CTXPAR_BINARY, {"generate", "--model", "builtin:tiny-llama", "--quantization",
+                                  "int4", "--prompt", "x"});
+  EXPECT_EQ(r.exit_status, 2) << r.err;
+  EXPECT_NE(r.err.find("'int4'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fp8"), std::string::npos) << r.err;
+}
+
+TEST(ModelsCommand, Fp8RunsWithDummyWeightsAndFromTheFp8Checkpoint) {
+  CommandResult r = run_command(
+      CTXPAR_BINARY,
+      {"generate", "--json", "--model", "builtin:tiny-glm5", "--quantization", "fp8", "--prompt",
+       "sparse attention", "--max-tokens", "4", "--ignore-eos", "--kv-cache-memory", "16MiB"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["requests"][0]["output_token_ids"].size(), 4u);
+  const std::string fixture = std::string(CTXPAR_FIXTURES_DIR) + "/tiny-glm5-fp8-fixture";
+  const auto tokens = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"generate",
+                                     "--json",
+                                     "--model",
+                                     fixture,
+                                     "--dtype",
+                                     "float32",
+                                     "--max-tokens",
+                                     "6",
+                                     "--prompt-token-ids",
+                                     "3,1,4,1,5,9,2,6,5,3",
+                                     "--kv-cache-memory",
+                                     "16MiB"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CommandResult c = run_command(CTXPAR_BINARY, args);
+    EXPECT_EQ(c.exit_status, 0) << c.err;
+    return nlohmann::json::parse(c.out)["requests"][0]["output_token_ids"];
+  };
+  const auto one = tokens({});
+  EXPECT_EQ(tokens({"-tp", "2"}), one);
+  EXPECT_EQ(tokens({"-tp", "2", "-dcp", "2"}), one);
+  r = run_command(CTXPAR_BINARY,
+                  {"generate", "--model", fixture, "-tp", "4", "--prompt-token-ids", "1,2"});
+  EXPECT_EQ(r.exit_status, 2) << r.err;
+  EXPECT_NE(r.err.find("part counts that cut on blocks: 1, 2"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ctxpar::app

@@ -1,0 +1,268 @@
+// e4m3 conversion (all 256 codes, rounding against brute force), the FP8 GEMV and
+// dequantization loops of every ISA this CPU has against the double reference, Fp8Linear's
+// decode and prefill paths with and without a pool, bf16 activations, block quantization, and
+// the constructor's checks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ctxpar/core/cpu_features.h"
+#include "ctxpar/core/error.h"
+#include "ctxpar/core/fp8.h"
+#include "ctxpar/kernels/linear_fp8.h"
+#include "ctxpar/kernels/linear_fp8_kernel.h"
+#include "kernels/ops/ops_test_util.h"
+#include "numerics.h"
+
+namespace ctxpar::kernels {
+namespace {
+
+using ops_test::SeededTest;
+using test_support::relative_error;
+
+std::vector<Isa> available_isas() {
+  std::vector<Isa> isas{Isa::kScalar};
+  if (cpu_features().avx2_fma) isas.push_back(Isa::kAvx2);
+  if (cpu_features().avx512) isas.push_back(Isa::kAvx512);
+  return isas;
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A tensor of `shape` filled with NaN, so an element the kernel never writes stays visible.
+Tensor poisoned(const Shape& shape) {
+  Tensor t = Tensor::empty(shape, DType::kF32);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
+  return t;
+}
+
+class Fp8Test : public SeededTest {
+ protected:
+  // A random FP8 weight: bytes over every finite code (so subnormals and the largest values
+  // occur), scales spread over a few octaves.
+  Fp8Weight random_weight(int64_t out, int64_t in) {
+    Fp8Weight w{Tensor::empty({out, in}, DType::kF8E4M3),
+                Tensor::empty(fp8_scale_shape(out, in), DType::kF32)};
+    auto* q = static_cast<uint8_t*>(w.weight.raw());
+    for (int64_t i = 0; i < w.weight.numel(); ++i) {
+      uint8_t b;
+      do {
+        b = static_cast<uint8_t>(uniform_int(0, 255));
+      } while ((b & 0x7F) == 0x7F);  // not NaN
+      q[i] = b;
+    }
+    float* s = w.scale_inv.data<float>();
+    for (int64_t i = 0; i < w.scale_inv.numel(); ++i) {
+      s[i] = static_cast<float>(uniform(0.5, 4.0) / 448.0 * std::exp2(uniform_int(-3, 3)));
+    }
+    return w;
+  }
+};
+
+TEST_F(Fp8Test, E4m3CodesDecodeAndRoundTripExactly) {
+  int finite = 0;
+  for (int b = 0; b < 256; ++b) {
+    const float v = fp8_e4m3::to_f32(static_cast<uint8_t>(b));
+    if ((b & 0x7F) == 0x7F) {
+      EXPECT_TRUE(std::isnan(v) && std::isnan(detail::e4m3_table()[b])) << b;
+      continue;
+    }
+    EXPECT_EQ(detail::e4m3_table()[b], v) << b;
+    ++finite;
+    EXPECT_LE(std::fabs(v), 448.0f);
+    // Every finite code encodes back to itself (0x80, -0, included).
+    EXPECT_EQ(fp8_e4m3::from_f32(v), b) << "code " << b << " value " << v;
+  }
+  EXPECT_EQ(finite, 254);
+  EXPECT_EQ(fp8_e4m3::to_f32(0x7E), 448.0f);
+  EXPECT_EQ(fp8_e4m3::to_f32(0x01), std::ldexp(1.0f, -9));  // smallest subnormal
+  EXPECT_EQ(fp8_e4m3::to_f32(0x08), std::ldexp(1.0f, -6));  // smallest normal
+  EXPECT_EQ(fp8_e4m3::to_f32(0xB8), -1.0f);
+}
+
+TEST_F(Fp8Test, E4m3RoundsToNearestEvenAndSaturates) {
+  std::vector<float> values;
+  for (int b = 0; b < 128; ++b) {
+    if (b != 0x7F) values.push_back(fp8_e4m3::to_f32(static_cast<uint8_t>(b)));
+  }
+  for (int rep = 0; rep < 20000; ++rep) {
+    const float x = static_cast<float>(uniform(-1, 1) * std::exp2(uniform_int(-12, 9)));
+    const uint8_t got = fp8_e4m3::from_f32(x);
+    const float a = std::fabs(x);
+    if (a >= 448.0f) {
+      EXPECT_EQ(got & 0x7F, 0x7E) << x;
+      continue;
+    }
+    // Brute force: the nearest magnitude, ties to the even code.
+    size_t best = 0;
+    for (size_t i = 1; i < values.size(); ++i) {
+      const float d = std::fabs(values[i] - a), db = std::fabs(values[best] - a);
+      if (d < db || (d == db && (i % 2 == 0))) best = i;
+    }
+    EXPECT_EQ(got & 0x7F, static_cast<int>(best)) << "x " << x;
+    if (x < 0 && best != 0) {
+      EXPECT_EQ(got & 0x80, 0x80) << x;
+    }
+  }
+  EXPECT_EQ(fp8_e4m3::from_f32(1e6f), 0x7E);
+  EXPECT_EQ(fp8_e4m3::from_f32(-std::numeric_limits<float>::infinity()), 0xFE);
+  EXPECT_EQ(fp8_e4m3::from_f32(std::numeric_limits<float>::quiet_NaN()) & 0x7F, 0x7F);
+}
+
+TEST_F(Fp8Test, GemvOfEveryIsaMatchesTheReference) {
+  const int64_t outs[] = {1, 3, 127, 128, 131, 300};
+  const int64_t ins[] = {1, 7, 16, 100, 128, 200, 257};
+  for (Isa isa : available_isas()) {
+    const detail::Fp8Kernels& k = detail::fp8_kernels(isa);
+    for (int rep = 0; rep < 12; ++rep) {
+      const int64_t out = outs[uniform_int(0, 5)], in = ins[uniform_int(0, 6)];
+      const int tokens = static_cast<int>(uniform_int(1, detail::kFp8GemvMaxTokens));
+      SCOPED_TRACE(testing::Message()
+                   << isa_name(isa) << " out " << out << " in " << in << " tokens " << tokens);
+      const Fp8Weight w = random_weight(out, in);
+      const Tensor x = random({tokens, in});
+      Tensor want = Tensor::empty({tokens, out}, DType::kF32);
+      fp8_linear_reference(x, w, nullptr, DType::kF32, want);
+      // A row range inside one 128-row block, as the caller hands them out.
+      const int64_t block = uniform_int(0, (out - 1) / 128);
+      const int64_t lo = block * 128, hi = std::min(out, lo + 128);
+      const int64_t r0 = uniform_int(lo, hi - 1), nr = uniform_int(1, hi - r0);
+      std::vector<float> xs(static_cast<size_t>(tokens * in));
+      const float* s = w.scale_inv.data<float>() + block * w.scale_inv.size(1);
+      for (int t = 0; t < tokens; ++t) {
+        for (int64_t i = 0; i < in; ++i) {
+          xs[t * in + i] = x.data<float>()[t * in + i] * s[i / 128] / k.weight_factor;
+        }
+      }
+      Tensor y = poisoned({tokens, out});
+      k.gemv(xs.data(), in, tokens, static_cast<const uint8_t*>(w.weight.raw()), in, in, r0, nr,
+             y.data<float>(), out);
+      for (int t = 0; t < tokens; ++t) {
+        for (int64_t o = 0; o < out; ++o) {
+          const float got = y.data<float>()[t * out + o];
+          if (o < r0 || o >= r0 + nr) {
+            EXPECT_TRUE(std::isnan(got)) << "row " << o << " outside the range was written";
+            continue;
+          }
+          const float ref = want.data<float>()[t * out + o];
+          EXPECT_NEAR(got, ref, 1e-5 * (1 + std::fabs(ref)) * std::sqrt(in)) << t << "," << o;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(Fp8Test, DequantizationOfEveryIsaIsExact) {
+  for (Isa isa : available_isas()) {
+    const int64_t out = uniform_int(1, 300), in = uniform_int(1, 300);
+    SCOPED_TRACE(testing::Message() << isa_name(isa) << " " << out << "x" << in);
+    const Fp8Weight w = random_weight(out, in);
+    const int64_t r0 = uniform_int(0, out - 1), nr = uniform_int(1, out - r0);
+    Tensor tile = poisoned({nr, in});
+    detail::fp8_kernels(isa).dequantize(static_cast<const uint8_t*>(w.weight.raw()), in,
+                                        w.scale_inv.data<float>(), w.scale_inv.size(1), in, r0, nr,
+                                        tile.data<float>(), in);
+    const auto* q = static_cast<const uint8_t*>(w.weight.raw());
+    for (int64_t r = 0; r < nr; ++r) {
+      for (int64_t i = 0; i < in; ++i) {
+        const float want =
+            fp8_e4m3::to_f32(q[(r0 + r) * in + i]) *
+            w.scale_inv.data<float>()[((r0 + r) / 128) * w.scale_inv.size(1) + i / 128];
+        ASSERT_EQ(tile.data<float>()[r * in + i], want) << r << "," << i;
+      }
+    }
+  }
+}
+
+TEST_F(Fp8Test, LinearMatchesTheReferenceOnBothPathsWithAndWithoutAPool) {
+  ThreadPool pool(2);
+  for (int rep = 0; rep < 16; ++rep) {
+    const int64_t out = uniform_int(1, 400), in = uniform_int(1, 400);
+    const int64_t tokens = uniform_int(0, 11);  // 0..4: GEMV, more: dequantized tiles + GEMM
+    const DType act = rep % 2 ? DType::kBF16 : DType::kF32;
+    const bool with_bias = rep % 3 == 0;
+    SCOPED_TRACE(testing::Message() << out << "x" << in << " tokens " << tokens << " "
+                                    << dtype_name(act) << (with_bias ? " bias" : ""));
+    const Fp8Weight w = random_weight(out, in);
+    const Tensor bias = random({out});
+    const Fp8Linear lin(w, with_bias ? std::optional<Tensor>(bias) : std::nullopt, act);
+    // x as a column slice of a wider tensor: strided rows.
+    const Tensor wide = random({tokens, in + 5});
+    const Tensor x = wide.slice(1, 2, 2 + in);
+    Tensor want = Tensor::empty({tokens, out}, DType::kF32);
+    fp8_linear_reference(x, w, with_bias ? &bias : nullptr, act, want);
+    for (bool use_pool : {false, true}) {
+      Tensor y = poisoned({tokens, out});
+      if (use_pool) {
+        lin.forward(x, y, pool);
+      } else {
+        lin.forward(x, y);
+      }
+      if (tokens == 0) continue;
+      EXPECT_LE(relative_error(y, want), 2e-6) << (use_pool ? "pool" : "no pool");
+    }
+  }
+}
+
+TEST_F(Fp8Test, BlockQuantizationStaysWithinE4m3Rounding) {
+  for (bool ue8m0 : {false, true}) {
+    const int64_t out = uniform_int(1, 300), in = uniform_int(1, 300);
+    Tensor w = random({out, in}, DType::kF32, -2, 2);
+    w.data<float>()[0] = 0;  // zeros stay zero
+    const Fp8Weight q = quantize_fp8(w, ue8m0);
+    ASSERT_EQ(q.scale_inv.shape(), fp8_scale_shape(out, in));
+    const Tensor back = dequantize_fp8(q);
+    for (int64_t o = 0; o < out; ++o) {
+      for (int64_t i = 0; i < in; ++i) {
+        const float s = q.scale_inv.data<float>()[(o / 128) * q.scale_inv.size(1) + i / 128];
+        const float orig = w.data<float>()[o * in + i], got = back.data<float>()[o * in + i];
+        // Half an e4m3 ulp: 2^-4 relative for normals, 2^-10 of the scale for subnormals.
+        EXPECT_LE(std::fabs(got - orig), std::max(std::fabs(orig) / 16, s * 0x1.0p-10f) * 1.0001f)
+            << o << "," << i;
+      }
+    }
+    EXPECT_EQ(back.data<float>()[0], 0.0f);
+    if (ue8m0) {
+      for (int64_t i = 0; i < q.scale_inv.numel(); ++i) {
+        int e;
+        EXPECT_EQ(std::frexp(q.scale_inv.data<float>()[i], &e), 0.5f) << "not a power of two";
+      }
+    }
+  }
+}
+
+TEST_F(Fp8Test, ConstructorRejectsBadScalesNamingTheShapes) {
+  const Fp8Weight w = random_weight(200, 300);
+  Fp8Weight bad = w;
+  bad.scale_inv = Tensor::zeros({1, 3}, DType::kF32);
+  std::string msg = error_of([&] { Fp8Linear lin(bad); });
+  EXPECT_NE(msg.find("[2, 3]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[1, 3]"), std::string::npos) << msg;
+  bad = w;
+  bad.scale_inv = w.scale_inv.clone();
+  bad.scale_inv.data<float>()[4] = std::numeric_limits<float>::infinity();
+  msg = error_of([&] { Fp8Linear lin(bad); });
+  EXPECT_NE(msg.find("non-finite"), std::string::npos) << msg;
+  bad = w;
+  bad.weight = Tensor::zeros({200, 300}, DType::kBF16);
+  msg = error_of([&] { Fp8Linear lin(bad); });
+  EXPECT_NE(msg.find("float8_e4m3fn"), std::string::npos) << msg;
+  bad = w;
+  bad.scale_inv = w.scale_inv.to(DType::kBF16);
+  EXPECT_THROW(Fp8Linear lin(bad), Error);
+}
+
+}  // namespace
+}  // namespace ctxpar::kernels

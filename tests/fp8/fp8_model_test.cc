@@ -1,0 +1,293 @@
+// FP8 block-scaled checkpoints and dummy weights in the model layer: the FP8 fixture's linears
+// stay FP8 in memory; tensor parallelism that cuts a 128-row block is refused with the rule;
+// FP8 tensors read back through Checkpoint as stored (aligned slices with their scales) or
+// dequantized (any slice); bad scales are errors naming the tensor; dummy FP8 weights
+// (quantized at load) give the same greedy tokens for every (T, N), and FP8 linears give the
+// logits of a dense model holding the same dequantized weights.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ctxpar/comm/inprocess_communicator.h"
+#include "ctxpar/core/error.h"
+#include "ctxpar/core/fp8.h"
+#include "ctxpar/kernels/linear_fp8.h"
+#include "ctxpar/kv/block_pool.h"
+#include "ctxpar/kv/block_table.h"
+#include "ctxpar/model/causal_lm.h"
+#include "ctxpar/model/checkpoint.h"
+#include "ctxpar/model/dummy_weights.h"
+#include "ctxpar/model/safetensors.h"
+#include "ctxpar/model/sfa_mode.h"
+#include "model/test_util.h"
+
+namespace ctxpar::model {
+namespace {
+
+const std::string kFp8Fixture = std::string(CTXPAR_FIXTURES_DIR) + "/tiny-glm5-fp8-fixture";
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Fp8Checkpoint, FixtureLinearsStayFp8InMemory) {
+  const ModelConfig config = load_model_config(kFp8Fixture + "/config.json");
+  ASSERT_TRUE(config.quantization.is_fp8());
+  const auto ckpt = Checkpoint::open(kFp8Fixture);
+  EXPECT_TRUE(ckpt->is_fp8("model.layers.0.self_attn.o_proj.weight"));
+  EXPECT_FALSE(ckpt->is_fp8("model.layers.0.self_attn.indexer.weights_proj.weight"));
+  EXPECT_FALSE(ckpt->is_fp8("lm_head.weight"));
+  run_inprocess_ranks(1, [&](Communicator& world) {
+    ParallelGroups groups(world, 1, 1);
+    ThreadPool pool(1);
+    ModelOptions options;
+    CausalLM lm(config, ModelContext{*ckpt, groups, options, pool});
+    for (int64_t l = 0; l < lm.num_layers(); ++l) {
+      const auto* mla = dynamic_cast<const MlaAttentionLayer*>(&lm.layer(l).attention());
+      ASSERT_NE(mla, nullptr);
+      const std::vector<const Tensor*> kept = mla->o_proj().persistent_tensors();
+      ASSERT_EQ(kept.size(), 2u) << "weight and scale";
+      EXPECT_EQ(kept[0]->dtype(), DType::kF8E4M3) << "layer " << l;
+      EXPECT_EQ(kept[1]->shape(), kernels::fp8_scale_shape(160, 256));
+    }
+  });
+}
+
+TEST(Fp8Checkpoint, TensorParallelSizesThatCutABlockAreRefusedWithTheRule) {
+  const ModelConfig config = load_model_config(kFp8Fixture + "/config.json");
+  const auto ckpt = Checkpoint::open(kFp8Fixture);
+  const std::string msg = error_of([&] {
+    run_inprocess_ranks(4, [&](Communicator& world) {
+      ParallelGroups groups(world, 4, 1);
+      ThreadPool pool(1);
+      ModelOptions options;
+      CausalLM lm(config, ModelContext{*ckpt, groups, options, pool});
+    });
+  });
+  EXPECT_NE(msg.find("FP8 tensor 'model.layers.0."), std::string::npos) << msg;
+  EXPECT_NE(msg.find("into 4 parts"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("64 columns per part"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("part counts that cut on blocks: 1, 2"), std::string::npos) << msg;
+}
+
+class Fp8Files : public ::testing::Test {
+ protected:
+  Fp8Files() : rng_(std::random_device{}()) {}
+
+  Tensor random_f32(const Shape& shape) {
+    Tensor t = Tensor::empty(shape, DType::kF32);
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng_);
+    return t;
+  }
+
+  testing::TempDir dir_;
+  std::mt19937 rng_;
+};
+
+TEST_F(Fp8Files, SlicesComeBackWithTheirBlockScalesOrDequantized) {
+  const int64_t out = 256 + 40, in = 384;  // rows end in a partial block
+  const kernels::Fp8Weight full = kernels::quantize_fp8(random_f32({out, in}));
+  // Scales in their own shard, stored BF16 (exact: they are rounded to bf16 first).
+  const Tensor scale_bf16 = full.scale_inv.to(DType::kBF16);
+  const kernels::Fp8Weight stored{full.weight, scale_bf16.to(DType::kF32)};
+  write_safetensors(dir_.file("a.safetensors"), {{"w.weight", full.weight}});
+  write_safetensors(dir_.file("b.safetensors"), {{"w.weight_scale_inv", scale_bf16}});
+  write_safetensors_index(dir_.file("model.safetensors.index.json"),
+                          {{"w.weight", "a.safetensors"}, {"w.weight_scale_inv", "b.safetensors"}});
+  const auto ckpt = Checkpoint::open(dir_.path().string());
+  ASSERT_TRUE(ckpt->is_fp8("w.weight"));
+  const Tensor dense = kernels::dequantize_fp8(stored);
+  // Column parts of 128 (3 of 384): bytes and the matching scale columns.
+  for (int64_t r = 0; r < 3; ++r) {
+    const kernels::Fp8Weight part = ckpt->get_fp8("w.weight", {out, in}, Slice::part(1, r, 3));
+    ASSERT_EQ(part.weight.shape(), (Shape{out, 128}));
+    ASSERT_EQ(part.scale_inv.shape(), (Shape{3, 1}));
+    const Tensor got = kernels::dequantize_fp8(part);
+    for (int64_t o = 0; o < out; ++o) {
+      for (int64_t i = 0; i < 128; ++i) {
+        ASSERT_EQ(got.data<float>()[o * 128 + i], dense.data<float>()[o * in + r * 128 + i]);
+      }
+    }
+  }
+  // A dense read of any slice dequantizes (here 3 parts of 128 rows... 296 rows do not split
+  // in 2, so take columns in 4 parts of 96: not block-aligned, fine for a dense read).
+  for (int64_t r = 0; r < 4; ++r) {
+    const Tensor got = ckpt->get("w.weight", {out, in}, DType::kF32, Slice::part(1, r, 4));
+    for (int64_t o = 0; o < out; ++o) {
+      for (int64_t i = 0; i < 96; ++i) {
+        ASSERT_EQ(got.data<float>()[o * 96 + i], dense.data<float>()[o * in + r * 96 + i]);
+      }
+    }
+  }
+  // ...but not as FP8, which would cut scale blocks.
+  const std::string msg = error_of([&] {
+    ckpt->get_fp8("w.weight", {out, in}, Slice::part(1, 0, 4));
+  });
+  EXPECT_NE(msg.find("'w.weight'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("96 columns per part"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("1, 3"), std::string::npos) << msg;
+}
+
+TEST_F(Fp8Files, BadScalesAreErrorsNamingTheTensor) {
+  const kernels::Fp8Weight w = kernels::quantize_fp8(random_f32({130, 64}));
+  write_safetensors(dir_.file("model.safetensors"),
+                    {{"x.weight", w.weight},
+                     {"x.weight_scale_inv", Tensor::zeros({1, 1}, DType::kF32)},
+                     {"y.weight", w.weight}});
+  const auto ckpt = Checkpoint::open(dir_.path().string());
+  std::string msg = error_of([&] { ckpt->get_fp8("x.weight", {130, 64}, Slice::full()); });
+  EXPECT_NE(msg.find("x.weight_scale_inv"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[1, 1]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[2, 1]"), std::string::npos) << msg;
+  msg = error_of([&] { ckpt->get("y.weight", {130, 64}, DType::kF32, Slice::full()); });
+  EXPECT_NE(msg.find("y.weight_scale_inv"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("F8_E4M3"), std::string::npos) << msg;
+}
+
+// A DeepSeek-V3-shaped tiny config whose tensor-parallel cuts fall on 128-row blocks for T = 2:
+// q_b rows 4·64, o_proj columns 4·64, intermediates 256; hidden 192 ends in a partial block.
+constexpr const char* kAlignedMla = R"json({
+  "architectures": ["DeepseekV3ForCausalLM"], "vocab_size": 512, "hidden_size": 192,
+  "intermediate_size": 256, "moe_intermediate_size": 256, "num_hidden_layers": 2,
+  "num_attention_heads": 4, "q_lora_rank": 128, "kv_lora_rank": 128, "qk_nope_head_dim": 48,
+  "qk_rope_head_dim": 16, "v_head_dim": 64, "n_routed_experts": 4, "n_shared_experts": 1,
+  "num_experts_per_tok": 2, "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1,
+  "norm_topk_prob": true, "routed_scaling_factor": 2.5, "max_position_embeddings": 512,
+  "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128],
+                          "scale_fmt": "ue8m0"}})json";
+
+// Dummy weights whose linear weights are block-quantized like an FP8 checkpoint's (the full
+// tensor, then sliced): as FP8 (is_fp8, get_fp8) or, with as_dense, only as their dequantized
+// values — the same numbers, so the two models differ only in how the linears run.
+class QuantizedDummy : public WeightSource {
+ public:
+  QuantizedDummy(uint64_t seed, bool as_dense) : dummy_(seed), as_dense_(as_dense) {}
+  bool has(const std::string& name) const override { return dummy_.has(name); }
+  bool is_fp8(const std::string& name) const override { return !as_dense_ && quantized(name); }
+  Tensor get(const std::string& name, const Shape& full_shape, DType want,
+             const Slice& slice) const override {
+    if (!quantized(name)) return dummy_.get(name, full_shape, want, slice);
+    const Tensor full = kernels::dequantize_fp8(fp8(name, full_shape));
+    return copy_slice(full.raw(), DType::kF32, full_shape, slice, want, name);
+  }
+  kernels::Fp8Weight get_fp8(const std::string& name, const Shape& full_shape,
+                             const Slice& slice) const override {
+    check_fp8_slice(name, full_shape, slice);
+    const kernels::Fp8Weight w = fp8(name, full_shape);
+    return {
+        copy_slice(w.weight.raw(), DType::kF8E4M3, full_shape, slice, DType::kF8E4M3, name),
+        copy_slice(w.scale_inv.raw(), DType::kF32, w.scale_inv.shape(), slice, DType::kF32, name)};
+  }
+
+ private:
+  static bool quantized(const std::string& name) {
+    const auto ends = [&](const std::string& s) {
+      return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+    };
+    return ends("proj.weight") || ends("proj_with_mqa.weight");
+  }
+  kernels::Fp8Weight fp8(const std::string& name, const Shape& full_shape) const {
+    return kernels::quantize_fp8(dummy_.get(name, full_shape, DType::kF32, Slice::full()));
+  }
+  DummyWeights dummy_;
+  bool as_dense_;
+};
+
+// Greedy continuation of `prompt` (prefill, then `steps` decodes) on T in-process ranks with
+// N, and the prefill's last logits row.
+std::pair<std::vector<int32_t>, std::vector<float>> greedy(
+    const ModelConfig& config, const WeightSource& weights, const ModelOptions& options, int tp,
+    int dcp, const std::vector<int32_t>& prompt, int steps) {
+  std::vector<int32_t> tokens;
+  std::vector<float> first_logits;
+  run_inprocess_ranks(tp, [&](Communicator& world) {
+    ParallelGroups groups(world, tp, dcp);
+    ThreadPool pool(2);
+    const ModelContext ctx{weights, groups, options, pool};
+    CausalLM lm(config, ctx);
+    lm.allocate_kv_cache(16);
+    const auto builder = make_metadata_builder(config, ctx);
+    kv::BlockPool blocks(16);
+    kv::BlockTable table(blocks, kv::DcpLayout(dcp, options.block_size, 1));
+    std::vector<int32_t> known = prompt;
+    int64_t done = 0;
+    for (int s = 0; s <= steps; ++s) {
+      const int64_t n = static_cast<int64_t>(known.size()) - done;
+      EXPECT_TRUE(table.grow(done + n));
+      attention::ScheduledRequest r;
+      r.num_computed = done;
+      r.num_scheduled = n;
+      r.block_table.assign(table.ids().begin(), table.ids().end());
+      const std::vector<attention::ScheduledRequest> batch{r};
+      const auto md = builder->build(batch);
+      Tensor ids = Tensor::empty({n}, DType::kI32);
+      for (int64_t i = 0; i < n; ++i) ids.data<int32_t>()[i] = known[static_cast<size_t>(done + i)];
+      Tensor rows = Tensor::empty({1}, DType::kI64);
+      rows.data<int64_t>()[0] = n - 1;
+      const Tensor logits = lm.forward(md, ids, rows);
+      const float* l = logits.data<float>();
+      int32_t best = 0;
+      for (int32_t v = 1; v < logits.size(1); ++v) best = l[v] > l[best] ? v : best;
+      if (world.rank() == 0 && s == 0) first_logits.assign(l, l + logits.size(1));
+      done += n;
+      known.push_back(best);
+    }
+    if (world.rank() == 0)
+      tokens.assign(known.begin() + static_cast<int64_t>(prompt.size()), known.end());
+  });
+  return {tokens, first_logits};
+}
+
+std::vector<int32_t> random_prompt(int n) {
+  std::mt19937 rng(std::random_device{}());
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < n; ++i) prompt.push_back(static_cast<int32_t>(rng() % 512));
+  return prompt;
+}
+
+TEST(Fp8Dummy, QuantizedAtLoadGreedyTokensAgreeForEveryLayout) {
+  const ModelConfig config = parse_model_config(kAlignedMla, "aligned-mla");
+  const std::vector<int32_t> prompt = random_prompt(13);
+  const DummyWeights weights(99);
+  ModelOptions fp8;
+  fp8.quantize_fp8 = true;
+  const auto want = greedy(config, weights, fp8, 1, 1, prompt, 5);
+  const auto f32 = greedy(config, weights, ModelOptions{}, 1, 1, prompt, 0);
+  EXPECT_NE(want.second, f32.second) << "quantized weights must change the logits";
+  for (const auto& [tp, dcp] : std::vector<std::pair<int, int>>{{2, 1}, {2, 2}}) {
+    SCOPED_TRACE(fmt::format("T={} N={}", tp, dcp));
+    EXPECT_EQ(greedy(config, weights, fp8, tp, dcp, prompt, 5).first, want.first);
+  }
+}
+
+TEST(Fp8Dummy, Fp8LinearsGiveTheLogitsOfTheDequantizedDenseModel) {
+  const ModelConfig config = parse_model_config(kAlignedMla, "aligned-mla");
+  const std::vector<int32_t> prompt = random_prompt(9);
+  const QuantizedDummy fp8(5, false), dense(5, true);
+  for (int tp : {1, 2}) {
+    SCOPED_TRACE(fmt::format("T={}", tp));
+    const auto a = greedy(config, fp8, ModelOptions{}, tp, 1, prompt, 0).second;
+    const auto b = greedy(config, dense, ModelOptions{}, tp, 1, prompt, 0).second;
+    double num = 0, den = 0;
+    for (size_t v = 0; v < a.size(); ++v) {
+      num += (a[v] - b[v]) * (a[v] - b[v]);
+      den += b[v] * b[v];
+    }
+    EXPECT_LE(std::sqrt(num / den), 1e-4);
+  }
+}
+
+}  // namespace
+}  // namespace ctxpar::model
