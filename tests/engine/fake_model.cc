@@ -5,6 +5,7 @@ namespace ctxpar::engine::testing {
 FakeModel::FakeModel(const kv::DcpLayout& layout, int32_t num_blocks, int32_t vocab_size)
     : layout_(layout),
       vocab_size_(vocab_size),
+      tables_(layout.tokens_per_virtual_block()),
       cache_(static_cast<size_t>(layout.dcp_size()),
              std::vector<Row>(static_cast<size_t>(int64_t{num_blocks} * layout.block_size()))) {}
 
@@ -27,14 +28,23 @@ int32_t FakeModel::tag(const RequestId& id) {
 
 std::vector<int32_t> FakeModel::step(const SchedulerOutput& output) {
   const int n = layout_.dcp_size();
+  const StepPlan plan = StepPlan::decode(plans_.build(output).encode());
+  const std::vector<attention::ScheduledRequest> batch = tables_.apply(plan);
+  EXPECT_EQ(batch.size(), output.entries.size());
+  if (batch.size() != output.entries.size()) return std::vector<int32_t>(output.entries.size(), -1);
   // Write first (as the attention layers do), then read.
-  for (const ScheduledEntry& e : output.entries) {
+  for (size_t k = 0; k < output.entries.size(); ++k) {
+    const ScheduledEntry& e = output.entries[k];
+    const std::vector<int32_t>& table = batch[k].block_table;
+    EXPECT_EQ(batch[k].num_computed, e.num_computed_tokens);
+    EXPECT_EQ(batch[k].num_scheduled, e.num_new_tokens);
+    EXPECT_EQ(plan.entries[k].token_ids, e.new_token_ids);
     const int32_t req = tag(e.request_id);
     for (int64_t i = 0; i < e.num_new_tokens; ++i) {
       const int64_t p = e.num_computed_tokens + i;
       const int owner = layout_.owner(p);
       for (int r = 0; r < n; ++r) {
-        const int64_t slot = layout_.slot(p, r, e.block_table);
+        const int64_t slot = layout_.slot(p, r, table);
         if (r != owner) {
           EXPECT_EQ(slot, -1) << "rank " << r << " got a slot for position " << p;
           continue;
@@ -54,12 +64,13 @@ std::vector<int32_t> FakeModel::step(const SchedulerOutput& output) {
   for (size_t k = 0; k < output.entries.size(); ++k) {
     const ScheduledEntry& e = output.entries[k];
     if (!e.samples) continue;
+    const std::vector<int32_t>& table = batch[k].block_table;
     const int32_t req = tag(e.request_id);
     const int64_t len = e.num_computed_tokens + e.num_new_tokens;
     history.assign(static_cast<size_t>(len), -1);
     for (int64_t p = 0; p < len; ++p) {
       const int owner = layout_.owner(p);
-      const int64_t slot = layout_.slot(p, owner, e.block_table);
+      const int64_t slot = layout_.slot(p, owner, table);
       const auto& rows = cache_[static_cast<size_t>(owner)];
       if (slot < 0 || slot >= static_cast<int64_t>(rows.size())) {
         ADD_FAILURE() << "slot " << slot << " of position " << p << " is outside the cache";

@@ -1,12 +1,15 @@
 // FakeModel: a deterministic stand-in for the model runner that really uses the KV cache.
 //
-// Each step it writes every new token (its id, position and request) into the cache rows
-// the DCP layout gives it on its owner rank, then, for each entry that samples, reads the
-// request's whole history back from the cache through the entry's block table and returns
+// Each step it does what a rank does with the scheduler's output: turns it into a StepPlan
+// (StepPlanBuilder), sends it through the byte encoding, and applies the plan's deltas to its
+// own RequestBlockTables. Then it writes every new token (its id, position and request) into
+// the cache rows the DCP layout gives it on its owner rank through those tables, and, for each
+// entry that samples, reads the request's whole history back from the cache and returns
 // next_token(history). So a block table that points at the wrong rows, a block owned by two
-// requests, or a recompute that does not rebuild the cache exactly changes the tokens (and is
-// also caught directly by the position/request tags): outputs equal the reference only if the
-// scheduler's KV bookkeeping is right.
+// requests, a plan delta that rebuilds the wrong table, or a recompute that does not rebuild
+// the cache exactly changes the tokens (and is also caught directly by the position/request
+// tags): outputs equal the reference only if the scheduler's KV bookkeeping and the plans are
+// right.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -16,7 +19,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ctxpar/engine/request_block_tables.h"
 #include "ctxpar/engine/scheduler.h"
+#include "ctxpar/engine/step_plan.h"
 #include "ctxpar/kv/dcp_layout.h"
 
 namespace ctxpar::engine::testing {
@@ -31,6 +36,13 @@ class FakeModel {
   // One forward step over `output`: one value per entry (-1 where the entry does not sample).
   // Failures are non-fatal gtest failures naming the request and position.
   std::vector<int32_t> step(const SchedulerOutput& output);
+  // The request left the scheduler (take_finished): the next plan tells the rank to forget it.
+  void finished(const RequestId& id) { plans_.finished(id); }
+  // The table this rank rebuilt for a request scheduled at least once and not finished.
+  std::span<const int32_t> table(const RequestId& id) const {
+    return tables_.table(plans_.handle(id));
+  }
+  size_t num_tables() const { return tables_.num_requests(); }
 
  private:
   struct Row {
@@ -42,6 +54,8 @@ class FakeModel {
 
   kv::DcpLayout layout_;
   int32_t vocab_size_;
+  StepPlanBuilder plans_;
+  RequestBlockTables tables_;
   std::vector<std::vector<Row>> cache_;  // [N][num_blocks·B]
   std::unordered_map<RequestId, int32_t> tags_;
 };

@@ -43,7 +43,8 @@ std::vector<float> random_logits(std::mt19937_64& rng, int64_t vocab, float scal
 
 SamplingParams random_params(std::mt19937_64& rng, int64_t vocab) {
   SamplingParams p;
-  p.temperature = static_cast<float>(0.05 + 3.0 * uniform01(rng));
+  p.temperature = static_cast<float>(0.05 + 1.95 * uniform01(rng));
+  if (uniform(rng, 0, 2) == 0) p.min_p = static_cast<float>(0.5 * uniform01(rng));
   switch (uniform(rng, 0, 3)) {
     case 0:
       p.top_k = 0;
@@ -118,7 +119,8 @@ bool top_p_boundary_is_ambiguous(std::span<const float> logits, const SamplingPa
   std::vector<double> w;
   double total = 0;
   for (size_t i = 0; i < keep; ++i) {
-    w.push_back(std::exp((double(ranked[i].first) - ranked[0].first) / p.temperature));
+    const double x = std::exp((double(ranked[i].first) - ranked[0].first) / p.temperature);
+    w.push_back(x < p.min_p ? 0.0 : x);  // min-p drops it before top-p sees it
     total += w.back();
   }
   double mass = 0;
@@ -142,7 +144,7 @@ TEST(Sampler, MasksAndProbabilitiesMatchTheReference) {
     }
     const SamplingParams p = random_params(rng, vocab);
     SCOPED_TRACE(::testing::Message() << "vocab " << vocab << " T " << p.temperature << " k "
-                                      << p.top_k << " p " << p.top_p);
+                                      << p.top_k << " p " << p.top_p << " min_p " << p.min_p);
     if (top_p_boundary_is_ambiguous(logits, p, 1e-5)) continue;
     ++compared;
     const auto fast = sampling_distribution(logits, p);
@@ -174,8 +176,18 @@ TEST(Sampler, MasksAndProbabilitiesMatchTheReference) {
         EXPECT_LE(logits[v], worst_kept) << "token " << v << " dropped for a worse one";
       }
     }
+    // min-p keeps exactly the tokens at least min_p times as likely as the best one.
+    const float best = *std::max_element(logits.begin(), logits.end());
+    const auto relative = [&](int32_t v) {
+      return std::exp((double(logits[size_t(v)]) - best) / p.temperature);
+    };
+    for (const auto& t : fast) EXPECT_GE(relative(t.token), p.min_p) << "token " << t.token;
     if ((p.top_k <= 0 || p.top_k >= vocab) && p.top_p >= 1.0f) {
-      EXPECT_EQ(static_cast<int64_t>(fast.size()), finite);
+      int64_t passing = 0;
+      for (size_t v = 0; v < logits.size(); ++v) {
+        passing += logits[v] > -kInf && relative(int32_t(v)) >= p.min_p;
+      }
+      EXPECT_EQ(static_cast<int64_t>(fast.size()), passing);
     }
     // Sampled tokens agree for the same variate, except when u sits on a CDF boundary.
     for (int d = 0; d < 5; ++d) {

@@ -18,9 +18,9 @@ TEST(SamplingParams, ProblemsNameTheFieldAndValue) {
   std::uniform_real_distribution<float> unit(0.0f, 1.0f);
   for (int trial = 0; trial < 50; ++trial) {
     SamplingParams ok;
-    ok.temperature = 5 * unit(rng);
+    ok.temperature = 2 * unit(rng);
     ok.top_p = std::max(1e-3f, unit(rng));
-    ok.top_k = static_cast<int32_t>(rng() % 100) - 10;
+    ok.top_k = static_cast<int32_t>(rng() % 100) - 1;
     ok.max_tokens = 1 + static_cast<int64_t>(rng() % 1000);
     ok.stop_token_ids = {static_cast<int32_t>(rng() % 500)};
     EXPECT_FALSE(ok.problem().has_value()) << *ok.problem();
@@ -44,7 +44,7 @@ TEST(SamplingParams, ProblemsNameTheFieldAndValue) {
     expect_problem(p, "top_p");
     p = ok;
     p.max_tokens = -static_cast<int64_t>(rng() % 5);
-    expect_problem(p, "max_tokens " + std::to_string(p.max_tokens));
+    expect_problem(p, "max_tokens must be at least 1, got " + std::to_string(p.max_tokens));
     p = ok;
     p.stop_token_ids.push_back(-1 - static_cast<int32_t>(rng() % 9));
     expect_problem(p, std::to_string(p.stop_token_ids.back()));

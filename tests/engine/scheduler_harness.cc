@@ -95,9 +95,17 @@ void StepChecker::after_schedule(const SchedulerOutput& out, DriveResult& result
       }
     }
     const auto ids = r->block_table().ids();
-    EXPECT_EQ(e.block_table, std::vector<int32_t>(ids.begin(), ids.end()));
-    EXPECT_EQ(static_cast<int64_t>(e.block_table.size()), c.layout.num_virtual_blocks(nc + nn))
+    EXPECT_EQ(static_cast<int64_t>(ids.size()), c.layout.num_virtual_blocks(nc + nn))
         << "the table must hold exactly the blocks of " << nc + nn << " tokens";
+    // The delta: a new table is all of it, else the blocks this step appended.
+    EXPECT_EQ(e.new_table, nc == 0) << "a table starts exactly when a request (re)starts";
+    ASSERT_LE(e.new_block_ids.size(), ids.size());
+    EXPECT_TRUE(std::equal(e.new_block_ids.begin(), e.new_block_ids.end(),
+                           ids.end() - static_cast<std::ptrdiff_t>(e.new_block_ids.size())))
+        << "new blocks are not the table's tail";
+    if (e.new_table) {
+      EXPECT_EQ(e.new_block_ids.size(), ids.size());
+    }
 
     const int group = is_decode(e, *r) ? 0 : nc > 0 ? 1 : 2;
     EXPECT_GE(group, phase) << "entry of group " << group << " after group " << phase;
@@ -216,6 +224,7 @@ DriveResult drive(Scheduler& scheduler, const std::vector<WorkloadRequest>& work
       EXPECT_TRUE(r->is_finished()) << r->id();
       EXPECT_EQ(r->block_table().num_blocks(), 0) << r->id() << " finished holding blocks";
       const RequestId id = r->id();
+      model.finished(id);
       EXPECT_TRUE(result.finished.emplace(id, std::move(r)).second) << id << " finished twice";
     }
   };
@@ -249,6 +258,16 @@ DriveResult drive(Scheduler& scheduler, const std::vector<WorkloadRequest>& work
     checker.after_schedule(out, result);
     abort_random();  // in flight: update() must skip it
     const std::vector<int32_t> sampled = model.step(out);
+    // The table the rank rebuilt from the plans is the scheduler's (aborted ones are freed).
+    for (const ScheduledEntry& e : out.entries) {
+      const Request* r = scheduler.find(e.request_id);
+      if (r == nullptr || r->is_finished()) continue;
+      const auto want = r->block_table().ids();
+      const auto got = model.table(e.request_id);
+      EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin(), want.end()))
+          << e.request_id << ": the plans rebuilt a table of " << got.size() << " blocks, not the "
+          << want.size() << " the scheduler holds";
+    }
     const std::vector<RequestUpdate> updates = scheduler.update(out, sampled);
     checker.after_update(out);
     for (const RequestUpdate& u : updates) {

@@ -9,7 +9,9 @@
 
 #include "ctxpar/attention/attention_metadata.h"
 #include "ctxpar/core/error.h"
+#include "ctxpar/engine/request_block_tables.h"
 #include "ctxpar/engine/scheduler.h"
+#include "ctxpar/engine/step_plan.h"
 
 namespace ctxpar::engine {
 namespace {
@@ -110,8 +112,9 @@ TEST(Scheduler, ChunkedPrefillSplitsALongPromptAcrossSteps) {
       EXPECT_EQ(e.samples, computed + want == prompt_len);
       EXPECT_EQ(e.new_token_ids,
                 std::vector<int32_t>(prompt.begin() + computed, prompt.begin() + computed + want));
-      EXPECT_EQ(static_cast<int64_t>(e.block_table.size()),
+      EXPECT_EQ(s.find("a")->block_table().num_blocks(),
                 config.layout.num_virtual_blocks(computed + want));
+      EXPECT_EQ(e.new_table, computed == 0);
       computed += want;
       EXPECT_EQ(s.find("a")->num_output_tokens(), computed == prompt_len ? 1 : 0)
           << "a partial prefill sampled";
@@ -410,27 +413,34 @@ TEST(Scheduler, ProtocolMisuseThrows) {
   EXPECT_NO_THROW(s.update(next, std::vector<int32_t>{1, 2}));
 }
 
-TEST(Scheduler, AttentionBatchIsWhatTheMetadataBuilderNeeds) {
+TEST(Scheduler, PlanDeltasRebuildTheTablesTheMetadataBuilderNeeds) {
   SEEDED_RNG(rng);
   SchedulerConfig config;
+  // N = 1: the normal metadata builder consumes the batch (the workload tests cover N > 1).
   config.layout = kv::DcpLayout(1, static_cast<int>(uniform(rng, 1, 8)), 1);
   config.max_num_batched_tokens = uniform(rng, 16, 64);
   config.max_num_seqs = 8;
-  Scheduler s(config, 200);
+  // Few blocks, so requests are preempted and resume with new tables.
+  Scheduler s(config, static_cast<int32_t>(uniform(rng, 16, 40)));
   const attention::AttentionMetadataBuilder builder(config.layout.block_size());
+  StepPlanBuilder plans;
+  RequestBlockTables tables(config.layout.tokens_per_virtual_block());
   int next_id = 0;
-  for (int step = 0; step < 60; ++step) {
+  for (int step = 0; step < 80; ++step) {
     if (uniform(rng, 0, 2) == 0) {
       s.add_request(std::to_string(next_id++), random_tokens(rng, uniform(rng, 1, 40)),
                     long_running(uniform(rng, 1, 20)));
     }
     const SchedulerOutput out = s.schedule();
-    const std::vector<attention::ScheduledRequest> batch = to_attention_batch(out);
+    const StepPlan plan = StepPlan::decode(plans.build(out).encode());
+    const std::vector<attention::ScheduledRequest> batch = tables.apply(plan);
     ASSERT_EQ(batch.size(), out.entries.size());
     for (size_t i = 0; i < batch.size(); ++i) {
+      const Request* r = s.find(out.entries[i].request_id);
+      const auto want = r->block_table().ids();
       EXPECT_EQ(batch[i].num_computed, out.entries[i].num_computed_tokens);
       EXPECT_EQ(batch[i].num_scheduled, out.entries[i].num_new_tokens);
-      EXPECT_EQ(batch[i].block_table, out.entries[i].block_table);
+      EXPECT_EQ(batch[i].block_table, std::vector<int32_t>(want.begin(), want.end()));
     }
     if (!batch.empty()) {
       const attention::AttentionMetadata md = builder.build(batch);
@@ -438,8 +448,12 @@ TEST(Scheduler, AttentionBatchIsWhatTheMetadataBuilderNeeds) {
       EXPECT_EQ(md.common.num_tokens, out.total_num_new_tokens());
       EXPECT_EQ(md.common.num_decode_reqs, out.num_decode_entries());
     }
-    s.update(out, std::vector<int32_t>(out.entries.size(), 11));
+    s.update(out, std::vector<int32_t>(out.entries.size(), 1));
+    for (const auto& r : s.take_finished()) plans.finished(r->id());
   }
+  // Every finished request is forgotten once the next plan goes out.
+  tables.apply(plans.build(SchedulerOutput{}));
+  EXPECT_EQ(tables.num_requests(), static_cast<size_t>(s.num_running()));
 }
 
 TEST(Request, KeepsPromptAndOutputsAsOneSequence) {

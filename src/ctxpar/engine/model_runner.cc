@@ -8,11 +8,13 @@ namespace ctxpar::engine {
 ModelRunner::ModelRunner(const model::ModelConfig& config, const model::ModelContext& ctx)
     : model_(std::make_unique<model::CausalLM>(config, ctx)),
       builder_(model::make_metadata_builder(config, ctx)),
+      tables_(int64_t{ctx.options.block_size} * ctx.dcp_size()),
       world_rank_(ctx.groups.world().rank()) {}
 
 Tensor ModelRunner::execute(const StepPlan& plan, bool all_positions) {
   inject_test_fault(FaultPoint::kDecode, world_rank_, num_steps_++);
-  const std::vector<attention::ScheduledRequest> batch = plan.attention_batch();
+  const std::vector<attention::ScheduledRequest> batch = tables_.apply(plan);
+  if (batch.empty()) return Tensor::empty({0, 0}, DType::kF32);
   const attention::AttentionMetadata md = builder_->build(batch);
   Tensor token_ids = Tensor::empty({md.common.num_tokens}, DType::kI32);
   std::vector<int64_t> rows;

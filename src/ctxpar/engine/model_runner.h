@@ -1,10 +1,12 @@
 // ModelRunner: one rank's model and the per-step work around it (DESIGN.md §6). Every rank
-// of the TP group builds one; each step all of them execute the same StepPlan.
+// of the TP group builds one; each step all of them execute the same StepPlan, and each keeps
+// the requests' block tables the plans build up (RequestBlockTables).
 #pragma once
 
 #include <memory>
 
 #include "ctxpar/attention/attention_metadata.h"
+#include "ctxpar/engine/request_block_tables.h"
 #include "ctxpar/engine/step_plan.h"
 #include "ctxpar/model/causal_lm.h"
 
@@ -18,13 +20,17 @@ class ModelRunner {
   model::CausalLM& model() { return *model_; }
   void allocate_kv_cache(int32_t num_blocks) { model_->allocate_kv_cache(num_blocks); }
 
-  // Runs the step; returns logits [sampling entries, vocab] f32 (same on every rank), rows in
-  // entry order. With all_positions, the rows are every new token's instead (verify/tests).
+  // Applies the plan to the block tables and runs the step; returns logits [sampling entries,
+  // vocab] f32 (same on every rank), rows in entry order. With all_positions, the rows are
+  // every new token's instead (verify/tests). A plan without entries only updates the tables.
   Tensor execute(const StepPlan& plan, bool all_positions = false);
+
+  const RequestBlockTables& block_tables() const { return tables_; }
 
  private:
   std::unique_ptr<model::CausalLM> model_;
   std::unique_ptr<attention::AttentionMetadataBuilder> builder_;
+  RequestBlockTables tables_;
   int world_rank_;
   int64_t num_steps_ = 0;  // execute() calls so far (test fault injection counts them)
 };

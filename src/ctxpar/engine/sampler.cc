@@ -8,6 +8,7 @@
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/core/fault_injection.h"
+#include "ctxpar/engine/logits_processors.h"
 
 namespace ctxpar::engine {
 namespace {
@@ -65,7 +66,20 @@ class TokenPicker {
   int32_t last_kept(std::span<const float> logits, const SamplingParams& params, float max_logit);
 
   std::vector<int32_t> order_;  // [vocab] token ids, partially ranked
+  std::vector<float> min_p_masked_;  // [vocab] the row with min-p's dropped tokens at -inf
 };
+
+// Copies the row with every token below min-p at -inf (the most likely one always stays).
+// The same expression as the reference, so both drop the same tokens.
+std::span<const float> mask_min_p(std::span<const float> logits, const SamplingParams& params,
+                                  float max_logit, std::vector<float>& masked) {
+  masked.assign(logits.begin(), logits.end());
+  const double min_p = params.min_p;
+  for (float& l : masked) {
+    if (std::exp((static_cast<double>(l) - max_logit) / params.temperature) < min_p) l = kNegInf;
+  }
+  return masked;
+}
 
 int32_t TokenPicker::last_kept(std::span<const float> logits, const SamplingParams& params,
                                float max_logit) {
@@ -118,6 +132,7 @@ int32_t TokenPicker::pick(std::span<const float> logits, const SamplingParams& p
     if (distribution) distribution->push_back({token, 1.0});
     return distribution ? -1 : token;
   }
+  if (params.min_p > 0.0f) logits = mask_min_p(logits, params, max_logit, min_p_masked_);
   const int32_t cut = last_kept(logits, params, max_logit);
   const float cut_logit = cut < 0 ? kNegInf : logits[static_cast<size_t>(cut)];
   const auto kept = [&](int32_t v) {
@@ -211,10 +226,18 @@ std::vector<int32_t> Sampler::sample(const Tensor& logits, std::span<const Sampl
   const int64_t row_stride = logits.stride(0);
   const int num_threads = pool ? pool->num_threads() : 1;
   std::vector<TokenPicker> pickers(static_cast<size_t>(num_threads));
+  std::vector<std::vector<float>> processed(static_cast<size_t>(num_threads));
   const auto run_row = [&](int64_t i, int thread) {
-    const std::span<const float> row(base + i * row_stride, static_cast<size_t>(vocab));
+    std::span<const float> row(base + i * row_stride, static_cast<size_t>(vocab));
     const auto r = static_cast<size_t>(i);
-    tokens[r] = pickers[static_cast<size_t>(thread)].pick(row, *rows[r].params, u[r], i, nullptr);
+    const SamplingRow& sr = rows[r];
+    if (changes_logits(*sr.params, static_cast<int64_t>(sr.output_token_ids.size()))) {
+      std::vector<float>& copy = processed[static_cast<size_t>(thread)];
+      copy.assign(row.begin(), row.end());
+      apply_logits_processors(copy, *sr.params, sr.prompt_token_ids, sr.output_token_ids);
+      row = copy;
+    }
+    tokens[r] = pickers[static_cast<size_t>(thread)].pick(row, *sr.params, u[r], i, nullptr);
   };
   if (pool) {
     pool->run(num_rows, run_row);

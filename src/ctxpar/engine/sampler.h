@@ -1,9 +1,11 @@
 // Sampler: turns each request's row of logits into its next token (DESIGN.md §6: rank 0
 // samples after the logits are gathered).
 //
-// Per row, with the request's SamplingParams:
+// Per row, with the request's SamplingParams, after the logits processors (min_tokens and
+// penalties, logits_processors.h) changed a copy of the row:
 //   greedy (temperature ~ 0): argmax, ties -> the lowest id; draws no random number;
 //   otherwise: softmax of logits / temperature, restricted to
+//     min-p: the tokens whose probability is at least min_p x the largest one, then
 //     top-k: the k tokens ranked first (rank: higher logit first, ties -> lower id), then
 //     top-p: the shortest rank-order prefix of those whose probability mass, renormalized
 //            over them, reaches top_p (at least one token);
@@ -31,6 +33,9 @@ struct SamplingRow {
   const SamplingParams* params = nullptr;  // required
   // The request's own generator (Request::generator()), or null for the sampler's shared one.
   std::mt19937_64* generator = nullptr;
+  // The request's tokens so far, for the penalties and min_tokens.
+  std::span<const int32_t> prompt_token_ids;
+  std::span<const int32_t> output_token_ids;
 };
 
 class Sampler {
@@ -57,7 +62,7 @@ double uniform_variate(std::mt19937_64& generator);
 // Argmax of one row; ties go to the lowest id. Throws for NaN / +inf or no finite logit.
 int32_t greedy_token(std::span<const float> logits);
 
-// A kept token and its probability after temperature, top-k and top-p.
+// A kept token and its probability after temperature, min-p, top-k and top-p.
 struct TokenProbability {
   int32_t token;
   double probability;

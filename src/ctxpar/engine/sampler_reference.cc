@@ -28,14 +28,17 @@ std::vector<TokenProbability> kept_weights(std::span<const float> logits,
     return std::exp((static_cast<double>(logits[v]) - max_logit) / params.temperature);
   };
 
+  // min-p drops tokens first; they keep their rank but weigh nothing.
+  const auto passes_min_p = [&](int32_t v) { return weight(v) >= params.min_p; };
+  const auto kept_weight = [&](int32_t v) { return passes_min_p(v) ? weight(v) : 0.0; };
   int64_t keep = vocab;
   if (params.top_k > 0 && params.top_k < vocab) keep = params.top_k;
   if (params.top_p < 1.0f) {
     double total = 0.0;
-    for (int64_t i = 0; i < keep; ++i) total += weight(ranked[i]);
+    for (int64_t i = 0; i < keep; ++i) total += kept_weight(ranked[i]);
     double mass = 0.0;
     for (int64_t i = 0; i < keep; ++i) {
-      mass += weight(ranked[i]);
+      mass += kept_weight(ranked[i]);
       if (mass >= params.top_p * total) {
         keep = i + 1;
         break;
@@ -45,7 +48,9 @@ std::vector<TokenProbability> kept_weights(std::span<const float> logits,
   std::vector<TokenProbability> kept;
   for (int64_t i = 0; i < keep; ++i) {
     const int32_t v = ranked[i];
-    if (logits[v] != -std::numeric_limits<float>::infinity()) kept.push_back({v, weight(v)});
+    if (logits[v] != -std::numeric_limits<float>::infinity() && passes_min_p(v)) {
+      kept.push_back({v, weight(v)});
+    }
   }
   std::sort(kept.begin(), kept.end(),
             [](const TokenProbability& a, const TokenProbability& b) { return a.token < b.token; });

@@ -33,17 +33,52 @@ bool SamplingParams::is_stop_token(int32_t token) const {
 }
 
 std::optional<std::string> SamplingParams::problem() const {
-  // !(x >= 0) also catches NaN.
-  if (!(temperature >= 0.0f) || std::isinf(temperature)) {
-    return fmt::format("temperature {} is invalid; it must be finite and >= 0 (0 = greedy)",
-                       temperature);
+  // The messages are vLLM's (sampling_params.py _verify_args), which clients match on, with
+  // the rule added where vLLM leaves it out. Negated comparisons also catch NaN.
+  if (!(presence_penalty >= -kMaxPenalty && presence_penalty <= kMaxPenalty)) {
+    return fmt::format("presence_penalty must be in [-2, 2], got {}.", presence_penalty);
+  }
+  if (!(frequency_penalty >= -kMaxPenalty && frequency_penalty <= kMaxPenalty)) {
+    return fmt::format("frequency_penalty must be in [-2, 2], got {}.", frequency_penalty);
+  }
+  if (!std::isfinite(repetition_penalty)) {
+    return fmt::format("repetition_penalty must be a finite number, got {}.",
+                       repetition_penalty);
+  }
+  if (!(repetition_penalty > 0.0f)) {
+    return fmt::format("repetition_penalty must be greater than zero, got {}.",
+                       repetition_penalty);
+  }
+  if (!std::isfinite(temperature)) {
+    return fmt::format("temperature must be a finite number, got {}.", temperature);
+  }
+  if (temperature < 0.0f) {
+    return fmt::format("temperature must be non-negative, got {} (0 = greedy).", temperature);
+  }
+  if (temperature > kMaxTemperature) {
+    return fmt::format("temperature must be in [0, 2], got {}.", temperature);
   }
   if (!(top_p > 0.0f && top_p <= 1.0f)) {
-    return fmt::format("top_p {} is outside (0, 1]; 1 turns nucleus sampling off", top_p);
+    return fmt::format("top_p must be in (0, 1], got {} (1 turns nucleus sampling off).", top_p);
+  }
+  if (top_k < -1) {
+    return fmt::format("top_k must be 0 (disable), or at least 1, got {}.", top_k);
+  }
+  if (!(min_p >= 0.0f && min_p <= 1.0f)) {
+    return fmt::format("min_p must be in [0, 1], got {}.", min_p);
   }
   if (max_tokens < 1) {
-    return fmt::format("max_tokens {} is invalid; a request generates at least 1 token",
-                       max_tokens);
+    return fmt::format("max_tokens must be at least 1, got {}.", max_tokens);
+  }
+  if (min_tokens < 0) {
+    return fmt::format("min_tokens must be greater than or equal to 0, got {}.", min_tokens);
+  }
+  if (min_tokens > max_tokens) {
+    return fmt::format("min_tokens must be less than or equal to max_tokens={}, got {}.",
+                       max_tokens, min_tokens);
+  }
+  if (logprobs && (*logprobs < 0 || *logprobs > kMaxLogprobs)) {
+    return fmt::format("logprobs must be in [0, {}], got {}.", kMaxLogprobs, *logprobs);
   }
   if (auto bad = negative_id(stop_token_ids, "stop_token_ids")) return bad;
   if (auto bad = negative_id(eos_token_ids, "eos_token_ids")) return bad;

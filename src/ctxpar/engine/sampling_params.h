@@ -1,5 +1,6 @@
 // SamplingParams: how one request turns logits into tokens and when it stops (vLLM's
-// SamplingParams, the subset this engine implements).
+// SamplingParams, the subset this engine implements, with vLLM's defaults and rules).
+// Stop strings and n > 1 live above the engine (the server detokenizes and fans out).
 #pragma once
 
 #include <cstdint>
@@ -15,16 +16,37 @@ struct SamplingParams {
   // tiny temperature overflows and means argmax anyway.
   static constexpr float kGreedyTemperature = 1e-5f;
 
-  float temperature = 1.0f;  // >= 0; below kGreedyTemperature: greedy (argmax, ties -> lowest id)
-  int32_t top_k = 0;         // keep the k most likely tokens; <= 0 (or >= vocab): off
-  float top_p = 1.0f;        // nucleus mass in (0, 1]; 1: off
+  static constexpr float kMaxTemperature = 2.0f;
+  static constexpr float kMaxPenalty = 2.0f;  // |presence_penalty|, |frequency_penalty|
+
+  // In [0, 2]; below kGreedyTemperature: greedy (argmax, ties -> lowest id).
+  float temperature = 1.0f;
+  int32_t top_k = 0;    // keep the k most likely tokens; 0 or -1 (or >= vocab): off
+  float top_p = 1.0f;   // nucleus mass in (0, 1]; 1: off
+  float min_p = 0.0f;   // in [0, 1]: drop tokens less likely than min_p x the most likely one
+  // Penalties on the logits before temperature, as vLLM applies them: repetition (> 0, 1 off)
+  // divides positive / multiplies negative logits of every token in the prompt or output;
+  // frequency and presence (in [-2, 2], 0 off) subtract their value x the token's count in
+  // the output, and x (count > 0).
+  float repetition_penalty = 1.0f;
+  float frequency_penalty = 0.0f;
+  float presence_penalty = 0.0f;
   // Set: the request draws from its own std::mt19937_64 seeded with it, so its tokens do not
   // depend on what else is in the batch. Unset: draws come from the sampler's shared generator.
   std::optional<uint64_t> seed;
-  int64_t max_tokens = 16;              // output tokens at most, >= 1
+  int64_t max_tokens = 16;  // output tokens at most, >= 1
+  // Until this many output tokens, EOS and stop_token_ids can be neither sampled (their
+  // logits are masked) nor end the request. In [0, max_tokens].
+  int64_t min_tokens = 0;
   std::vector<int32_t> stop_token_ids;  // any of these ends the request (kept in the output)
   bool ignore_eos = false;              // keep generating past an EOS token
   std::vector<int32_t> eos_token_ids;  // the model's EOS ids (generation config), set by the engine
+  // Set: each output token comes with its log-probability and those of the `logprobs` most
+  // likely tokens (0: the sampled one only), from the raw logits (before penalties and
+  // temperature) over the whole vocabulary, as vLLM returns them by default. At most
+  // kMaxLogprobs.
+  std::optional<int32_t> logprobs;
+  static constexpr int32_t kMaxLogprobs = 20;
 
   bool is_greedy() const { return temperature < kGreedyTemperature; }
   bool is_eos(int32_t token) const;

@@ -118,8 +118,9 @@ void Scheduler::schedule_running(SchedulerOutput& output, int64_t& budget) {
     if (budget == 0) break;
     if (r->status() != RequestStatus::kRunning) continue;  // preempted earlier in this step
     const int64_t n = std::min(pending_tokens(*r), budget);
+    const int64_t blocks_before = r->block_table().num_blocks();
     if (!grow_or_preempt(*r, r->num_computed_tokens() + n, output, budget)) continue;
-    add_entry(*r, n, output);
+    add_entry(*r, n, /*new_table=*/false, blocks_before, output);
     budget -= n;
   }
 }
@@ -141,7 +142,7 @@ void Scheduler::schedule_waiting(SchedulerOutput& output, int64_t& budget) {
         running_.begin(), running_.end(), r.arrival_index(),
         [](int64_t arrival, const Request* other) { return arrival < other->arrival_index(); });
     running_.insert(pos, &r);
-    add_entry(r, n, output);
+    add_entry(r, n, /*new_table=*/true, 0, output);
     budget -= n;
   }
 }
@@ -175,17 +176,19 @@ void Scheduler::preempt(Request& request, SchedulerOutput& output, int64_t& budg
   ++num_preemptions_;
 }
 
-void Scheduler::add_entry(Request& request, int64_t num_new_tokens, SchedulerOutput& output) {
+void Scheduler::add_entry(Request& request, int64_t num_new_tokens, bool new_table,
+                          int64_t first_new_block, SchedulerOutput& output) {
   const int64_t computed = request.num_computed_tokens();
   const auto tokens = request.all_token_ids().subspan(static_cast<size_t>(computed),
                                                       static_cast<size_t>(num_new_tokens));
-  const auto table = request.block_table().ids();
+  const auto added = request.block_table().ids().subspan(static_cast<size_t>(first_new_block));
   output.entries.push_back(ScheduledEntry{
       .request_id = request.id(),
       .num_computed_tokens = computed,
       .num_new_tokens = num_new_tokens,
       .new_token_ids = std::vector<int32_t>(tokens.begin(), tokens.end()),
-      .block_table = std::vector<int32_t>(table.begin(), table.end()),
+      .new_table = new_table,
+      .new_block_ids = std::vector<int32_t>(added.begin(), added.end()),
       .samples = computed + num_new_tokens == request.num_tokens(),
   });
 }
@@ -247,6 +250,8 @@ void Scheduler::check_stop(Request& request, int32_t token) {
            max_request_len_ == config_.max_model_len
                ? fmt::format("reached max_model_len {}", config_.max_model_len)
                : fmt::format("reached the KV cache capacity of {} tokens", max_request_len_));
+  } else if (request.num_output_tokens() < params.min_tokens) {
+    // min_tokens holds back EOS and stop tokens (the sampler masks them too).
   } else if (!params.ignore_eos && params.is_eos(token)) {
     finish(request, RequestStatus::kFinishedStopped, fmt::format("EOS token {}", token), token);
   } else if (params.is_stop_token(token)) {
@@ -313,19 +318,6 @@ SchedulerStats Scheduler::stats() const {
       .num_used_blocks = pool_.used_count(),
       .num_free_blocks = pool_.free_count(),
   };
-}
-
-std::vector<attention::ScheduledRequest> to_attention_batch(const SchedulerOutput& output) {
-  std::vector<attention::ScheduledRequest> batch;
-  batch.reserve(output.entries.size());
-  for (const ScheduledEntry& e : output.entries) {
-    batch.push_back(attention::ScheduledRequest{
-        .num_computed = e.num_computed_tokens,
-        .num_scheduled = e.num_new_tokens,
-        .block_table = e.block_table,
-    });
-  }
-  return batch;
 }
 
 }  // namespace ctxpar::engine

@@ -30,7 +30,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ctxpar/attention/attention_metadata.h"
 #include "ctxpar/engine/request.h"
 #include "ctxpar/engine/sampling_params.h"
 #include "ctxpar/engine/scheduler_config.h"
@@ -38,14 +37,21 @@
 
 namespace ctxpar::engine {
 
-// One request's share of a step. Self-contained (copies, not pointers), so it stays valid
-// whatever happens to the request afterwards, and can be broadcast as is.
+// One request's share of a step: only what changed since the request's previous entry, as in
+// vLLM v1's SchedulerOutput. Self-contained (copies, not pointers), so it stays valid whatever
+// happens to the request afterwards. The request's whole block table is Request::block_table()
+// here and RequestBlockTables on every rank (rebuilt from these deltas).
 struct ScheduledEntry {
   RequestId request_id;
   int64_t num_computed_tokens = 0;     // tokens already in the KV cache (context)
   int64_t num_new_tokens = 0;          // >= 1, at positions num_computed_tokens ...
   std::vector<int32_t> new_token_ids;  // [num_new_tokens] the tokens at those positions
-  std::vector<int32_t> block_table;    // virtual block ids covering num_computed + num_new
+  // True on the request's first step with its current table: a new request, or one resumed
+  // after preemption. Its table is then exactly new_block_ids (a prefix-cache hit would start
+  // it with num_computed_tokens > 0 on blocks listed here too). False: new_block_ids are
+  // appended to the table the request already has.
+  bool new_table = false;
+  std::vector<int32_t> new_block_ids;  // blocks allocated for this step, in table order
   // This step reaches the request's last token, so its logits are sampled. False for a
   // prefill chunk that leaves part of the sequence for later steps.
   bool samples = false;
@@ -146,7 +152,9 @@ class Scheduler {
   bool grow_or_preempt(Request& request, int64_t num_tokens, SchedulerOutput& output,
                        int64_t& budget);
   void preempt(Request& request, SchedulerOutput& output, int64_t& budget);
-  void add_entry(Request& request, int64_t num_new_tokens, SchedulerOutput& output);
+  // first_new_block: the table's size before this step grew it (0 with new_table).
+  void add_entry(Request& request, int64_t num_new_tokens, bool new_table,
+                 int64_t first_new_block, SchedulerOutput& output);
   void schedule_running(SchedulerOutput& output, int64_t& budget);
   void schedule_waiting(SchedulerOutput& output, int64_t& budget);
   // Finishes the request if the token just appended to it ends it (vLLM's check_stop).
@@ -171,9 +179,5 @@ class Scheduler {
   std::optional<int64_t> unapplied_step_;  // a non-empty output awaiting update()
   int64_t num_preemptions_ = 0;
 };
-
-// The attention layer's per-step input for `output`, entry for entry, in the same order
-// (attention::AttentionMetadataBuilder::build consumes it on every rank).
-std::vector<attention::ScheduledRequest> to_attention_batch(const SchedulerOutput& output);
 
 }  // namespace ctxpar::engine

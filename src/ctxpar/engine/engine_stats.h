@@ -1,0 +1,25 @@
+// EngineStats: what a run of the engine measured, on rank 0. The KV fields are fixed at load;
+// the counters grow with every step.
+#pragma once
+
+#include <cstdint>
+
+namespace ctxpar::engine {
+
+struct EngineStats {
+  int64_t kv_bytes_per_rank = 0;  // allocated KV cache on one rank, all layers
+  int32_t blocks_per_rank = 0;
+  int64_t token_capacity = 0;              // tokens the DCP group holds: blocks·B·N
+  int64_t token_capacity_without_dcp = 0;  // the same memory with N = 1
+  // This rank's KV bytes per sequence token, all layers: a sharded cache row counts 1/N.
+  int64_t kv_bytes_per_token_per_rank = 0;
+  int64_t prefill_tokens = 0;
+  double prefill_seconds = 0;  // steps that carried prompt tokens
+  int64_t decode_tokens = 0;   // tokens sampled by decode-only steps (not the prefill's token)
+  double decode_seconds = 0;   // decode-only steps
+  int64_t steps = 0;
+  int64_t preemptions = 0;
+  double load_seconds = 0;
+};
+
+}  // namespace ctxpar::engine

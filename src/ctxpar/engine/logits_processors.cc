@@ -1,0 +1,63 @@
+#include "ctxpar/engine/logits_processors.h"
+
+#include <limits>
+#include <vector>
+
+namespace ctxpar::engine {
+namespace {
+
+bool in_vocab(int32_t token, size_t vocab) {
+  return token >= 0 && static_cast<size_t>(token) < vocab;
+}
+
+}  // namespace
+
+bool changes_logits(const SamplingParams& params, int64_t num_output_tokens) {
+  const bool min_tokens = num_output_tokens < params.min_tokens &&
+                          (!params.eos_token_ids.empty() || !params.stop_token_ids.empty());
+  return min_tokens || params.repetition_penalty != 1.0f || params.frequency_penalty != 0.0f ||
+         params.presence_penalty != 0.0f;
+}
+
+void apply_logits_processors(std::span<float> logits, const SamplingParams& params,
+                             std::span<const int32_t> prompt, std::span<const int32_t> output) {
+  const size_t vocab = logits.size();
+  if (static_cast<int64_t>(output.size()) < params.min_tokens) {
+    for (const auto* ids : {&params.eos_token_ids, &params.stop_token_ids}) {
+      for (const int32_t t : *ids) {
+        if (in_vocab(t, vocab)) logits[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
+      }
+    }
+  }
+  const bool repetition = params.repetition_penalty != 1.0f;
+  const bool counted = params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f;
+  if (!repetition && !counted) return;
+  // A few hundred tokens against a vocabulary of 10^5: mark the tokens that occur instead of
+  // scanning the vocabulary per token.
+  std::vector<int32_t> output_count(vocab, 0);
+  std::vector<uint8_t> seen(repetition ? vocab : 0, 0);
+  for (const int32_t t : output) {
+    if (!in_vocab(t, vocab)) continue;
+    ++output_count[static_cast<size_t>(t)];
+    if (repetition) seen[static_cast<size_t>(t)] = 1;
+  }
+  if (repetition) {
+    for (const int32_t t : prompt) {
+      if (in_vocab(t, vocab)) seen[static_cast<size_t>(t)] = 1;
+    }
+    for (size_t v = 0; v < vocab; ++v) {
+      if (!seen[v]) continue;
+      float& l = logits[v];
+      l = l > 0.0f ? l / params.repetition_penalty : l * params.repetition_penalty;
+    }
+  }
+  if (counted) {
+    for (size_t v = 0; v < vocab; ++v) {
+      const int32_t c = output_count[v];
+      if (c == 0) continue;
+      logits[v] -= params.frequency_penalty * static_cast<float>(c) + params.presence_penalty;
+    }
+  }
+}
+
+}  // namespace ctxpar::engine

@@ -1,0 +1,548 @@
+#include "ctxpar/engine/online_engine.h"
+
+#include <omp.h>
+
+#include <fmt/format.h>
+#include <cstdio>
+#include <thread>
+#include <utility>
+
+#include "ctxpar/comm/group_agreement.h"
+#include "ctxpar/comm/inprocess_communicator.h"
+#include "ctxpar/comm/mpi_communicator.h"
+#include "ctxpar/comm/mpi_session.h"
+#include "ctxpar/comm/parallel_groups.h"
+#include "ctxpar/core/error.h"
+#include "ctxpar/core/fault_injection.h"
+#include "ctxpar/engine/model_runner.h"
+#include "ctxpar/engine/sampler.h"
+#include "ctxpar/engine/scheduler.h"
+#include "ctxpar/engine/step_plan.h"
+#include "ctxpar/kv/kv_cache_spec.h"
+#include "ctxpar/model/checkpoint.h"
+#include "ctxpar/model/dummy_weights.h"
+
+namespace ctxpar::engine {
+namespace {
+
+std::string message_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+// The stop_token_ids entry that ended a stopped request, or nullopt when EOS did (vLLM's
+// check_stop tests EOS first, unless ignore_eos).
+std::optional<int32_t> stop_token_id(const Request& r) {
+  const auto token = r.stop_token();
+  if (!token) return std::nullopt;
+  const SamplingParams& p = r.sampling_params();
+  if (!p.ignore_eos && p.is_eos(*token)) return std::nullopt;
+  return p.is_stop_token(*token) ? token : std::nullopt;
+}
+
+FinishReason reason_of(RequestStatus status) {
+  switch (status) {
+    case RequestStatus::kFinishedStopped:
+      return FinishReason::kStop;
+    case RequestStatus::kFinishedLength:
+      return FinishReason::kLength;
+    case RequestStatus::kFinishedAborted:
+      return FinishReason::kAbort;
+    default:
+      return FinishReason::kError;  // rejected by the scheduler (add_request checks first)
+  }
+}
+
+// Calls a consumer, turning an exception into an abort of its request (it must not throw).
+bool consume(const OutputConsumer& consumer, RequestOutput output) {
+  try {
+    consumer(std::move(output));
+    return true;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ctxpar: an output consumer threw (%s); its request is aborted\n",
+                 e.what());
+  } catch (...) {
+    std::fprintf(stderr, "ctxpar: an output consumer threw; its request is aborted\n");
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string_view finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kAbort:
+      return "abort";
+    case FinishReason::kError:
+      return "error";
+  }
+  return "error";
+}
+
+OnlineEngine::OnlineEngine(const ResolvedEngineConfig& config, OnlineEngineOptions options)
+    : config_(config), options_(std::move(options)) {}
+
+OnlineEngine::~OnlineEngine() = default;
+
+std::optional<std::string> OnlineEngine::problem(const EngineRequest& request) const {
+  const auto& prompt = request.prompt_token_ids;
+  if (prompt.empty()) return "the prompt has 0 tokens; a request needs at least 1";
+  const int64_t vocab = config_.model.vocab_size;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (prompt[i] < 0 || prompt[i] >= vocab) {
+      return fmt::format("token id {} at prompt position {} is outside the vocabulary [0, {})",
+                         prompt[i], i, vocab);
+    }
+  }
+  const int64_t max_len = config_.scheduler.max_model_len;
+  if (static_cast<int64_t>(prompt.size()) > max_len) {
+    return fmt::format("the prompt has {} tokens, more than max_model_len {}", prompt.size(),
+                       max_len);
+  }
+  return request.params.problem();
+}
+
+void OnlineEngine::add_request(EngineRequest request, OutputConsumer consumer) {
+  std::vector<std::pair<EngineRequest, OutputConsumer>> one;
+  one.emplace_back(std::move(request), std::move(consumer));
+  add_requests(std::move(one));
+}
+
+void OnlineEngine::check_can_add(const std::vector<Queued>& batch) const {
+  CTXPAR_CHECK(state_ != State::kFailed, "the engine failed and takes no requests: {}",
+               failure_);
+  CTXPAR_CHECK(!shutdown_ && state_ != State::kStopped,
+               "the engine is shutting down and takes no new requests");
+  std::unordered_set<RequestId> ids;
+  for (const Queued& q : batch) {
+    const RequestId& id = q.request.id;
+    CTXPAR_CHECK(!unfinished_ids_.contains(id) && ids.insert(id).second,
+                 "request id '{}' is already in use by an unfinished request", id);
+  }
+}
+
+void OnlineEngine::add_requests(std::vector<std::pair<EngineRequest, OutputConsumer>> requests) {
+  std::vector<Queued> batch;
+  batch.reserve(requests.size());
+  for (auto& [request, consumer] : requests) {
+    CTXPAR_CHECK(consumer != nullptr, "request '{}' has no output consumer", request.id);
+    if (auto why = problem(request)) CTXPAR_FAIL("{}", *why);
+    batch.push_back({std::move(request), std::move(consumer)});
+  }
+  {
+    std::lock_guard lock(mu_);
+    check_can_add(batch);
+    for (Queued& q : batch) {
+      unfinished_ids_.insert(q.request.id);
+      inbox_.push_back(std::move(q));
+    }
+  }
+  cv_.notify_all();
+}
+
+void OnlineEngine::abort(const RequestId& id) {
+  {
+    std::lock_guard lock(mu_);
+    aborts_.push_back(id);
+  }
+  cv_.notify_all();
+}
+
+void OnlineEngine::shutdown(ShutdownMode mode) {
+  {
+    std::lock_guard lock(mu_);
+    if (!shutdown_ || mode == ShutdownMode::kAbort) shutdown_ = mode;
+  }
+  cv_.notify_all();
+}
+
+bool OnlineEngine::wait_until_loaded() const {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return state_ != State::kLoading; });
+  return loaded_;
+}
+
+OnlineEngine::State OnlineEngine::state() const {
+  std::lock_guard lock(mu_);
+  return state_;
+}
+
+std::string OnlineEngine::failure() const {
+  std::lock_guard lock(mu_);
+  return failure_;
+}
+
+EngineSnapshot OnlineEngine::snapshot() const {
+  std::lock_guard lock(mu_);
+  return snapshot_;
+}
+
+EngineStats OnlineEngine::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void OnlineEngine::run(Communicator& world, ModelRunner& runner, int32_t num_blocks,
+                       const EngineStats& load_stats) {
+  scheduler_ = std::make_unique<Scheduler>(config_.scheduler, num_blocks);
+  sampler_ = std::make_unique<Sampler>(config_.raw.seed);
+  plans_ = std::make_unique<StepPlanBuilder>();
+  {
+    std::lock_guard lock(mu_);
+    stats_ = load_stats;
+    state_ = State::kRunning;
+    loaded_ = true;
+  }
+  publish_snapshot();
+  cv_.notify_all();
+  for (;;) {
+    std::vector<Queued> batch;
+    std::vector<RequestId> aborts;
+    std::optional<ShutdownMode> shutdown;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] {
+        return !inbox_.empty() || !aborts_.empty() || shutdown_ || scheduler_->has_unfinished();
+      });
+      batch.swap(inbox_);
+      aborts.swap(aborts_);
+      shutdown = shutdown_;
+    }
+    admit(std::move(batch));
+    for (const RequestId& id : aborts) scheduler_->abort(id);
+    if (shutdown == ShutdownMode::kAbort) {
+      for (const auto& [id, live] : live_) scheduler_->abort(id);
+    }
+    collect_finished();
+    deliver();
+    if (scheduler_->has_unfinished()) {
+      step(world, runner);
+    } else {
+      publish_snapshot();
+      if (shutdown) break;
+    }
+  }
+  StepPlan stop;
+  stop.command = StepPlan::Command::kStop;
+  std::vector<uint8_t> bytes = stop.encode();
+  world.broadcast_bytes(bytes, 0);
+  {
+    std::lock_guard lock(mu_);
+    state_ = State::kStopped;
+  }
+  cv_.notify_all();
+}
+
+void OnlineEngine::admit(std::vector<Queued> batch) {
+  for (Queued& q : batch) {
+    EngineRequest& r = q.request;
+    SamplingParams params = std::move(r.params);
+    if (config_.raw.prefill_only) {
+      // The prefill role: the first token comes from the prefill's logits; nothing decodes.
+      params.max_tokens = 1;
+      params.min_tokens = std::min<int64_t>(params.min_tokens, 1);
+    }
+    if (params.eos_token_ids.empty()) {
+      params.eos_token_ids.assign(config_.model.eos_token_ids.begin(),
+                                  config_.model.eos_token_ids.end());
+    }
+    Live live{std::move(q.consumer), r.return_logits, {}};
+    live.pending.num_prompt_tokens = static_cast<int64_t>(r.prompt_token_ids.size());
+    live_.emplace(r.id, std::move(live));
+    scheduler_->add_request(r.id, std::move(r.prompt_token_ids), std::move(params));
+  }
+}
+
+void OnlineEngine::step(Communicator& world, ModelRunner& runner) {
+  const SchedulerOutput out = scheduler_->schedule();
+  CTXPAR_CHECK(!out.entries.empty(),
+               "the scheduler made no progress with {} running and {} waiting requests",
+               scheduler_->num_running(), scheduler_->num_waiting());
+  const StepPlan plan = plans_->build(out);
+  std::vector<uint8_t> bytes = plan.encode();
+  world.broadcast_bytes(bytes, 0);
+  const auto start = Clock::now();
+  const Tensor logits = runner.execute(plan);
+
+  // One row of logits per sampling entry, in entry order.
+  std::vector<SamplingRow> rows;
+  std::unordered_map<RequestId, int64_t> row_of;
+  for (const ScheduledEntry& e : out.entries) {
+    if (!e.samples) continue;
+    const Request* r = scheduler_->find(e.request_id);
+    row_of.emplace(e.request_id, static_cast<int64_t>(rows.size()));
+    rows.push_back({&r->sampling_params(), r->generator(), r->prompt_token_ids(),
+                    r->output_token_ids()});
+  }
+  const std::vector<int32_t> sampled_rows = sampler_->sample(logits, rows);
+  std::vector<int32_t> sampled(out.entries.size(), 0);
+  for (size_t i = 0; i < out.entries.size(); ++i) {
+    const auto it = row_of.find(out.entries[i].request_id);
+    if (out.entries[i].samples) sampled[i] = sampled_rows[static_cast<size_t>(it->second)];
+  }
+  const std::vector<RequestUpdate> updates = scheduler_->update(out, sampled);
+
+  const int64_t vocab = logits.ndim() == 2 ? logits.size(1) : 0;
+  for (const RequestUpdate& u : updates) {
+    Live& live = live_.at(u.request_id);
+    RequestOutput& pending = live.pending;
+    if (pending.token_ids.empty()) pending_order_.push_back(u.request_id);
+    pending.token_ids.push_back(u.new_token);
+    const std::span<const float> row(logits.data<float>() + row_of.at(u.request_id) * vocab,
+                                     static_cast<size_t>(vocab));
+    const SamplingParams& params = scheduler_->find(u.request_id)->sampling_params();
+    if (params.logprobs) pending.logprobs.push_back(token_logprobs(row, u.new_token, *params.logprobs));
+    if (live.return_logits) pending.logits.emplace_back(row.begin(), row.end());
+    ++pending.num_output_tokens;
+  }
+
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const int64_t decode_entries = out.num_decode_entries();
+  const int64_t tokens = out.total_num_new_tokens();
+  StepReport report;
+  report.num_prompt_tokens = tokens - decode_entries;
+  report.num_sampled = static_cast<int64_t>(sampled_rows.size());
+  report.seconds = seconds;
+  {
+    std::lock_guard lock(mu_);
+    if (tokens > decode_entries) {
+      stats_.prefill_tokens += tokens - decode_entries;
+      stats_.prefill_seconds += seconds;
+    } else {
+      stats_.decode_seconds += seconds;
+      stats_.decode_tokens += static_cast<int64_t>(sampled_rows.size());
+    }
+    ++stats_.steps;
+    stats_.preemptions = scheduler_->stats().num_preemptions;
+  }
+  collect_finished();
+  deliver();
+  publish_snapshot();
+  if (options_.on_step) {
+    report.snapshot = snapshot();
+    options_.on_step(report);
+  }
+}
+
+void OnlineEngine::collect_finished() {
+  for (const auto& r : scheduler_->take_finished()) {
+    plans_->finished(r->id());
+    RequestOutput& pending = live_.at(r->id()).pending;
+    if (pending.token_ids.empty()) pending_order_.push_back(r->id());
+    pending.finish_reason = reason_of(r->status());
+    pending.stop_token_id = stop_token_id(*r);
+    pending.finish_message = r->finish_message();
+    pending.num_output_tokens = r->num_output_tokens();
+  }
+}
+
+void OnlineEngine::deliver() {
+  for (const RequestId& id : pending_order_) {
+    const auto it = live_.find(id);
+    RequestOutput output = std::move(it->second.pending);
+    it->second.pending = RequestOutput{};
+    it->second.pending.num_prompt_tokens = output.num_prompt_tokens;
+    it->second.pending.num_output_tokens = output.num_output_tokens;
+    if (output.finished()) {
+      // Free the id before the consumer learns the request ended, so it can reuse it at once.
+      OutputConsumer consumer = std::move(it->second.consumer);
+      live_.erase(it);
+      {
+        std::lock_guard lock(mu_);
+        unfinished_ids_.erase(id);
+      }
+      consume(consumer, std::move(output));
+    } else if (!consume(it->second.consumer, std::move(output))) {
+      abort(id);
+    }
+  }
+  pending_order_.clear();
+}
+
+void OnlineEngine::publish_snapshot() {
+  const SchedulerStats s = scheduler_->stats();
+  std::lock_guard lock(mu_);
+  snapshot_.num_running = s.num_running;
+  snapshot_.num_waiting = s.num_waiting + static_cast<int32_t>(inbox_.size());
+  snapshot_.num_blocks = s.num_blocks;
+  snapshot_.num_used_blocks = s.num_used_blocks;
+  snapshot_.num_preemptions = s.num_preemptions;
+  snapshot_.num_steps = s.num_steps;
+}
+
+void OnlineEngine::fail(const std::exception_ptr& error) {
+  const std::string message = message_of(error);
+  std::vector<Queued> queued;
+  {
+    std::lock_guard lock(mu_);
+    state_ = State::kFailed;
+    failure_ = message;
+    queued.swap(inbox_);
+    aborts_.clear();
+    unfinished_ids_.clear();
+  }
+  cv_.notify_all();
+  const auto ended = [&](RequestOutput output) {
+    output.finish_reason = FinishReason::kError;
+    output.finish_message = message;
+    return output;
+  };
+  for (Queued& q : queued) {
+    RequestOutput output;
+    output.num_prompt_tokens = static_cast<int64_t>(q.request.prompt_token_ids.size());
+    consume(q.consumer, ended(std::move(output)));
+  }
+  for (auto& [id, live] : live_) consume(live.consumer, ended(std::move(live.pending)));
+  live_.clear();
+  pending_order_.clear();
+}
+
+namespace {
+
+// One rank's loaded model and KV cache.
+struct LoadedRank {
+  std::unique_ptr<ParallelGroups> groups;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<model::WeightSource> weights;
+  std::unique_ptr<model::ModelContext> ctx;
+  std::unique_ptr<ModelRunner> runner;
+  int32_t num_blocks = 0;
+  EngineStats stats;  // the KV geometry and load time (rank 0 reports them)
+};
+
+// Loads this rank's weights and allocates its KV cache. Throws ctxpar::Error for a KV budget
+// that cannot hold one max_model_len request.
+LoadedRank load_rank(const ResolvedEngineConfig& cfg, Communicator& world) {
+  const auto load_start = Clock::now();
+  omp_set_num_threads(cfg.threads_per_rank);  // oneDNN's threads for this rank
+  LoadedRank r;
+  r.groups = std::make_unique<ParallelGroups>(world, cfg.raw.tensor_parallel_size,
+                                              cfg.raw.decode_context_parallel_size);
+  r.pool = std::make_unique<ThreadPool>(cfg.threads_per_rank);
+  if (cfg.use_dummy_weights) {
+    r.weights = std::make_unique<model::DummyWeights>(cfg.raw.seed);
+  } else {
+    r.weights = model::Checkpoint::open(cfg.raw.model);
+  }
+  inject_test_fault(FaultPoint::kLoad, world.rank());
+  inject_test_fault(FaultPoint::kOutOfMemory, world.rank());
+  r.ctx = std::make_unique<model::ModelContext>(
+      model::ModelContext{*r.weights, *r.groups, cfg.options, *r.pool});
+  r.runner = std::make_unique<ModelRunner>(cfg.model, *r.ctx);
+
+  const std::vector<kv::KvCacheSpec> specs = r.runner->model().kv_cache_specs();
+  const kv::KvCapacity cap =
+      kv::plan_kv_capacity(cfg.raw.kv_cache_memory, cfg.scheduler.layout, specs);
+  CTXPAR_CHECK_INPUT(
+      cap.token_capacity >= cfg.scheduler.max_model_len,
+      "--kv-cache-memory {} bytes per rank holds {} blocks = {} tokens per DCP group "
+      "({} bytes per block), fewer than one request of --max-model-len {}; raise "
+      "--kv-cache-memory or lower --max-model-len",
+      cfg.raw.kv_cache_memory, cap.num_blocks, cap.token_capacity, cap.bytes_per_block,
+      cfg.scheduler.max_model_len);
+  r.runner->allocate_kv_cache(cap.num_blocks);
+  r.num_blocks = cap.num_blocks;
+
+  EngineStats& s = r.stats;
+  s.kv_bytes_per_rank = r.runner->model().kv_cache_bytes();
+  s.blocks_per_rank = cap.num_blocks;
+  s.token_capacity = cap.token_capacity;
+  s.token_capacity_without_dcp = cap.token_capacity_without_dcp;
+  for (const kv::KvCacheSpec& spec : specs) {
+    s.kv_bytes_per_token_per_rank +=
+        spec.bytes_per_block(cfg.scheduler.layout) / cfg.scheduler.layout.tokens_per_virtual_block();
+  }
+  s.load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
+  return r;
+}
+
+// Ranks > 0: run whatever rank 0 broadcasts until it says stop.
+void worker_loop(Communicator& world, ModelRunner& runner) {
+  for (;;) {
+    std::vector<uint8_t> bytes;
+    world.broadcast_bytes(bytes, 0);
+    const StepPlan plan = StepPlan::decode(bytes);
+    if (plan.command == StepPlan::Command::kStop) return;
+    runner.execute(plan);
+  }
+}
+
+void run_rank(const ResolvedEngineConfig& cfg, Communicator& world,
+              const std::function<void(OnlineEngine&)>& client,
+              const OnlineEngineOptions& options) {
+  if (world.rank() != 0) {
+    LoadedRank loaded = load_rank(cfg, world);
+    worker_loop(world, *loaded.runner);
+    return;
+  }
+  OnlineEngine engine(cfg, options);
+  std::exception_ptr client_error;
+  std::thread client_thread([&] {
+    try {
+      client(engine);
+    } catch (...) {
+      client_error = std::current_exception();
+    }
+    engine.shutdown(ShutdownMode::kAbort);
+  });
+  try {
+    LoadedRank loaded = load_rank(cfg, world);
+    engine.run(world, *loaded.runner, loaded.num_blocks, loaded.stats);
+  } catch (...) {
+    engine.fail(std::current_exception());
+    client_thread.join();
+    throw;
+  }
+  client_thread.join();
+  if (client_error) std::rethrow_exception(client_error);
+}
+
+}  // namespace
+
+void run_online_engine(const EngineConfig& config,
+                       const std::function<void(OnlineEngine&)>& client,
+                       const OnlineEngineOptions& options) {
+  if (config.distributed_executor_backend == "mpi") {
+    CTXPAR_CHECK_INPUT(launched_by_mpirun(),
+                       "--distributed-executor-backend mpi needs the process to "
+                       "be started by mpirun (mpirun -np {} ctxpar ...)",
+                       config.tensor_parallel_size);
+    const auto world = MpiCommunicator::world();
+    // Every rank validates the same flags, but files and environments may differ between
+    // hosts: agree on the outcome before the first collective that needs all ranks, so one
+    // rank's bad value stops every rank with its message. After this, a failing rank aborts
+    // the job (main's run_or_abort_mpi).
+    ResolvedEngineConfig cfg;
+    run_agreed(*world, [&] {
+      cfg = resolve_engine_config(config);
+      CTXPAR_CHECK_INPUT(
+          world->size() == config.tensor_parallel_size,
+          "mpirun started {} processes but --tensor-parallel-size is {}; they must match",
+          world->size(), config.tensor_parallel_size);
+      inject_test_fault(FaultPoint::kStartup, world->rank());
+    });
+    run_rank(cfg, *world, client, options);
+  } else {
+    const ResolvedEngineConfig cfg = resolve_engine_config(config);
+    // The first rank to fail aborts the group; its error (naming it) is what this throws.
+    run_inprocess_ranks(config.tensor_parallel_size, [&](Communicator& world) {
+      try {
+        inject_test_fault(FaultPoint::kStartup, world.rank());
+        run_rank(cfg, world, client, options);
+      } catch (...) {
+        rethrow_naming_rank(world.rank());
+      }
+    });
+  }
+}
+
+}  // namespace ctxpar::engine
