@@ -160,7 +160,7 @@ void OnlineEngine::abort(const RequestId& id) {
 void OnlineEngine::shutdown(ShutdownMode mode) {
   {
     std::lock_guard lock(mu_);
-    if (!shutdown_ || mode == ShutdownMode::kAbort) shutdown_ = mode;
+    if (!shutdown_) shutdown_ = mode;
   }
   cv_.notify_all();
 }

@@ -138,7 +138,7 @@ class OnlineEngine {
   void abort(const RequestId& id);
 
   // Stops taking requests and ends the run as `mode` says; returns at once. The first call
-  // decides (a later kAbort still turns a drain into an abort).
+  // decides. A client that returns without calling it gets kAbort.
   void shutdown(ShutdownMode mode);
 
   // Blocks until the model is loaded (true) or loading failed or the engine stopped (false).

@@ -1,0 +1,79 @@
+// The request bodies of POST /v1/completions and /v1/chat/completions, parsed and checked as
+// vLLM's pydantic models do (vllm/entrypoints/openai/{completion,chat_completion}/protocol.py):
+// unknown fields are ignored, null means "not given", a field of the wrong type or out of range
+// is a 400 ApiError naming it (param) and the rule. Fields ctxpar does not implement are
+// accepted only at their defaults; any other value is a 400 saying so.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ctxpar/engine/sampling_params.h"
+#include "ctxpar/server/output_text.h"
+
+namespace ctxpar::server {
+
+// Defaults a request falls back on before the OpenAI ones (generation_config.json, as vLLM's
+// --generation-config auto).
+struct GenerationDefaults {
+  std::optional<float> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int32_t> top_k;
+  std::optional<int64_t> max_tokens;
+};
+
+// What both endpoints take.
+struct SamplingRequest {
+  std::optional<std::string> model;
+  engine::SamplingParams params;  // max_tokens is set per prompt (GenerationPlan)
+  std::optional<int64_t> max_tokens;  // as given (completions default 16, chat none)
+  int32_t n = 1;
+  StopStrings stop;
+  bool skip_special_tokens = true;
+  std::optional<bool> add_special_tokens;  // unset: the endpoint's default
+  bool stream = false;
+  bool include_usage = false;             // stream_options.include_usage
+  bool continuous_usage_stats = false;    // stream_options.continuous_usage_stats
+  bool return_token_ids = false;
+  bool echo = false;
+};
+
+// A prompt as given: text, or token ids.
+using Prompt = std::variant<std::string, std::vector<int32_t>>;
+
+struct CompletionRequest : SamplingRequest {
+  std::vector<Prompt> prompts;  // one or more, none empty
+  std::optional<int32_t> logprobs;
+};
+
+struct ChatRequest : SamplingRequest {
+  nlohmann::json messages;  // a non-empty array of {role: string, content: string | parts | null}
+  bool add_generation_prompt = true;
+  bool continue_final_message = false;
+  bool logprobs = false;
+  std::optional<int32_t> top_logprobs;
+  nlohmann::json tools;                // null or an array, for the template
+  nlohmann::json chat_template_kwargs;  // null or an object
+};
+
+// Throw ApiError (400) for anything vLLM would refuse.
+CompletionRequest parse_completion_request(const nlohmann::json& body,
+                                           const GenerationDefaults& defaults);
+ChatRequest parse_chat_request(const nlohmann::json& body, const GenerationDefaults& defaults);
+
+// The text of a chat message's content: a string, null (""), or a list of {"type": "text",
+// "text": ...} parts joined with "\n" (as vLLM's "string" content format). Throws ApiError for
+// anything else.
+std::string message_text(const nlohmann::json& message, size_t index);
+
+// max_tokens for one prompt of `prompt_len` tokens under vLLM's rules (renderers/params.py and
+// serve/utils/api_utils.py get_max_tokens): a request for more than max_model_len, or a prompt
+// longer than max_model_len - max_tokens, is a 400 naming the numbers; otherwise the requested
+// value (none: what the context leaves) capped by the context left.
+int64_t resolve_max_tokens(std::optional<int64_t> requested, int64_t prompt_len,
+                           int64_t max_model_len, const char* max_tokens_param);
+
+}  // namespace ctxpar::server

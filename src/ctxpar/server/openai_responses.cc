@@ -1,0 +1,95 @@
+#include "ctxpar/server/openai_responses.h"
+
+#include <algorithm>
+#include <array>
+
+#include "ctxpar/server/utf8.h"
+
+namespace ctxpar::server {
+namespace {
+
+using nlohmann::json;
+
+constexpr float kLowestLogprob = -9999.0f;
+
+float clamped(float logprob) { return std::max(logprob, kLowestLogprob); }
+
+// The sampled token first, then the most likely ones without it: the order of vLLM's logprob
+// dicts (row 0 is the sampled token, rows 1.. the top-k).
+std::vector<engine::TokenLogprob> ranked_entries(const engine::SampledLogprobs& lp) {
+  std::vector<engine::TokenLogprob> out = {lp.sampled};
+  for (const engine::TokenLogprob& t : lp.top) {
+    if (t.token != lp.sampled.token) out.push_back(t);
+  }
+  return out;
+}
+
+json utf8_bytes(const std::string& text) {
+  json bytes = json::array();
+  for (const char c : text) bytes.push_back(static_cast<uint8_t>(c));
+  return bytes;
+}
+
+}  // namespace
+
+std::string token_text(const tokenizer::Tokenizer& tokenizer, int32_t token) {
+  const std::array<int32_t, 1> one = {token};
+  return valid_utf8(tokenizer.decode(one, /*skip_special_tokens=*/false));
+}
+
+json completion_logprobs(const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& tokens,
+                         const std::vector<engine::SampledLogprobs>& logprobs, int32_t num_top,
+                         int64_t text_offset) {
+  json out = {{"text_offset", json::array()},
+              {"token_logprobs", json::array()},
+              {"tokens", json::array()},
+              {"top_logprobs", json::array()}};
+  int64_t offset = text_offset;
+  for (size_t i = 0; i < tokens.size() && i < logprobs.size(); ++i) {
+    const std::string text = token_text(tokenizer, tokens[i]);
+    out["text_offset"].push_back(offset);
+    // Python counts characters.
+    offset += static_cast<int64_t>(utf8_length(text));
+    out["tokens"].push_back(text);
+    out["token_logprobs"].push_back(clamped(logprobs[i].sampled.logprob));
+    json top = json::object();
+    const auto entries = ranked_entries(logprobs[i]);
+    for (size_t k = 0; k < entries.size() && k <= static_cast<size_t>(num_top); ++k) {
+      const std::string key = token_text(tokenizer, entries[k].token);
+      if (!top.contains(key)) top[key] = clamped(entries[k].logprob);
+    }
+    out["top_logprobs"].push_back(top);
+  }
+  return out;
+}
+
+json chat_logprobs(const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& tokens,
+                   const std::vector<engine::SampledLogprobs>& logprobs, int32_t num_top) {
+  json content = json::array();
+  for (size_t i = 0; i < tokens.size() && i < logprobs.size(); ++i) {
+    const std::string text = token_text(tokenizer, tokens[i]);
+    json top = json::array();
+    const auto entries = ranked_entries(logprobs[i]);
+    for (size_t k = 0; k < entries.size() && k < static_cast<size_t>(num_top); ++k) {
+      const std::string t = token_text(tokenizer, entries[k].token);
+      top.push_back({{"token", t}, {"logprob", clamped(entries[k].logprob)}, {"bytes", utf8_bytes(t)}});
+    }
+    content.push_back({{"token", text},
+                       {"logprob", clamped(logprobs[i].sampled.logprob)},
+                       {"bytes", utf8_bytes(text)},
+                       {"top_logprobs", top}});
+  }
+  return {{"content", content}};
+}
+
+json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
+  return {{"prompt_tokens", prompt_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens},
+          {"completion_tokens", completion_tokens}};
+}
+
+std::string sse_event(const json& data) {
+  return "data: " + data.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+}
+
+}  // namespace ctxpar::server

@@ -1,0 +1,44 @@
+// The JSON of vLLM's responses (completion and chat, whole and streamed chunk by chunk), from
+// the server's choice deltas. Field sets follow vLLM's pydantic models as dumped: whole
+// responses with every field, stream chunks with the fields vLLM sets (exclude_unset), the
+// final usage chunk without nulls (exclude_none).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ctxpar/engine/logprobs.h"
+#include "ctxpar/tokenizer/tokenizer.h"
+
+namespace ctxpar::server {
+
+// The text a token stands for in logprobs: its decoding alone, special tokens included, as
+// valid UTF-8.
+std::string token_text(const tokenizer::Tokenizer& tokenizer, int32_t token);
+
+// Completions: {text_offset, token_logprobs, tokens, top_logprobs} for `tokens`, whose text
+// starts at `text_offset` of the choice's text. top_logprobs holds the sampled token and the
+// `num_top` most likely ones (a dict, so the sampled one is not repeated), logprobs clamped at
+// -9999 as vLLM does.
+nlohmann::json completion_logprobs(const tokenizer::Tokenizer& tokenizer,
+                                   const std::vector<int32_t>& tokens,
+                                   const std::vector<engine::SampledLogprobs>& logprobs,
+                                   int32_t num_top, int64_t text_offset);
+
+// Chat: {content: [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]} with the
+// first `num_top` of the sampled token and the most likely ones.
+nlohmann::json chat_logprobs(const tokenizer::Tokenizer& tokenizer,
+                             const std::vector<int32_t>& tokens,
+                             const std::vector<engine::SampledLogprobs>& logprobs,
+                             int32_t num_top);
+
+nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
+
+// A Server-Sent Event: "data: <json>\n\n" (invalid UTF-8 never reaches it; see utf8.h).
+std::string sse_event(const nlohmann::json& data);
+inline constexpr const char* kSseDone = "data: [DONE]\n\n";
+
+}  // namespace ctxpar::server

@@ -1,0 +1,156 @@
+#include "ctxpar/server/openai_server.h"
+
+#include <httplib.h>
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+#include "ctxpar/core/error.h"
+#include "ctxpar/server/api_error.h"
+#include "ctxpar/server/openai_handlers.h"
+
+namespace ctxpar::server {
+namespace {
+
+using nlohmann::json;
+
+void write_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status();
+  res.set_content(e.to_json().dump(-1, ' ', false, json::error_handler_t::replace),
+                  "application/json");
+}
+
+// Runs a handler, answering its ApiError (or any other exception, as a 500) in vLLM's shape.
+template <typename F>
+httplib::Server::Handler guarded(F handler) {
+  return [handler](const httplib::Request& req, httplib::Response& res) {
+    try {
+      handler(req, res);
+    } catch (const ApiError& e) {
+      write_error(res, e);
+    } catch (const Error& e) {
+      write_error(res, bad_request(e.what()));
+    } catch (const std::exception& e) {
+      write_error(res, internal_error(e.what()));
+    }
+  };
+}
+
+// Compares in time independent of where the strings differ (vLLM's secrets.compare_digest).
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const auto x = static_cast<unsigned char>(i < a.size() ? a[i] : 0);
+    const auto y = static_cast<unsigned char>(i < b.size() ? b[i] : 0);
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+bool is_json_route(const std::string& path) {
+  return path == "/v1/completions" || path == "/v1/chat/completions" || path == "/tokenize" ||
+         path == "/detokenize";
+}
+
+}  // namespace
+
+OpenAiServer::OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokenizer& tokenizer,
+                           ServerOptions options)
+    : engine_(engine),
+      options_(std::move(options)),
+      metrics_(options_.served_model_name),
+      handlers_(std::make_unique<Handlers>(engine, tokenizer, options_, metrics_, stopping_)),
+      http_(std::make_unique<httplib::Server>()) {
+  httplib::Server& s = *http_;
+  const int workers = options_.worker_threads > 0
+                          ? options_.worker_threads
+                          : 2 * engine.config().scheduler.max_num_seqs + 16;
+  s.new_task_queue = [workers] { return new httplib::ThreadPool(static_cast<size_t>(workers)); };
+  s.set_payload_max_length(options_.max_body_bytes);
+  s.set_keep_alive_max_count(1000);
+
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // vLLM's --api-key guards the /v1 routes only (OPTIONS exempt), with a plain error body.
+    if (!options_.api_key.empty() && req.path.rfind("/v1", 0) == 0 && req.method != "OPTIONS" &&
+        !constant_time_equal(req.get_header_value("Authorization"), "Bearer " + options_.api_key)) {
+      res.status = 401;
+      res.set_content(R"({"error":"Unauthorized"})", "application/json");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (req.method == "POST" && is_json_route(req.path)) {
+      std::string type = req.get_header_value("Content-Type");
+      type = type.substr(0, type.find(';'));
+      std::transform(type.begin(), type.end(), type.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      type.erase(type.find_last_not_of(" \t") + 1);
+      if (type != "application/json") {
+        write_error(res, http_error(415, "Unsupported Media Type: Only 'application/json' is allowed"));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  // Statuses httplib sets itself (unknown route, body over the limit, bad request line) get a
+  // vLLM-shaped body; responses that already have one keep it.
+  s.set_error_handler([this](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    std::string message = res.status == 404 ? "Not Found" : "";
+    if (res.status == 413) {
+      message = fmt::format("The request body is larger than the limit of {} bytes",
+                            options_.max_body_bytes);
+    }
+    write_error(res, http_error(res.status, message.empty() ? "Request failed" : message));
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      write_error(res, internal_error(x.what()));
+    } catch (...) {
+      write_error(res, internal_error("unknown error"));
+    }
+  });
+
+  Handlers& h = *handlers_;
+  s.Post("/v1/completions", guarded([&h](const auto& req, auto& res) { h.completions(req, res); }));
+  s.Post("/v1/chat/completions", guarded([&h](const auto& req, auto& res) { h.chat(req, res); }));
+  s.Post("/tokenize", guarded([&h](const auto& req, auto& res) { h.tokenize(req, res); }));
+  s.Post("/detokenize", guarded([&h](const auto& req, auto& res) { h.detokenize(req, res); }));
+  s.Get("/v1/models", guarded([&h](const auto&, auto& res) { h.models(res); }));
+  for (const char* path : {"/health", "/ping"}) {
+    s.Get(path, guarded([&h](const auto&, auto& res) { h.health(res); }));
+  }
+  s.Post("/ping", guarded([&h](const auto&, auto& res) { h.health(res); }));
+  s.Get("/metrics", guarded([&h](const auto&, auto& res) { h.metrics(res); }));
+  s.Get("/version", guarded([](const auto&, auto& res) {
+    res.set_content(json{{"version", CTXPAR_VERSION}}.dump(), "application/json");
+  }));
+}
+
+OpenAiServer::~OpenAiServer() = default;
+
+int OpenAiServer::bind() {
+  const int port = options_.port == 0 ? http_->bind_to_any_port(options_.host)
+                                      : (http_->bind_to_port(options_.host, options_.port)
+                                             ? options_.port
+                                             : -1);
+  CTXPAR_CHECK(port > 0, "cannot listen on {}:{} (address in use, or not an address of this host)",
+               options_.host, options_.port);
+  return port;
+}
+
+void OpenAiServer::serve() {
+  if (!stopping_) http_->listen_after_bind();
+}
+
+void OpenAiServer::stop() {
+  stopping_ = true;
+  engine_.shutdown(engine::ShutdownMode::kAbort);
+  http_->stop();
+}
+
+}  // namespace ctxpar::server

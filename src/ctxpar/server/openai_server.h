@@ -1,0 +1,76 @@
+// OpenAiServer: vLLM's OpenAI-compatible HTTP surface over the online engine (cpp-httplib):
+//   POST /v1/completions, /v1/chat/completions   (JSON, or Server-Sent Events with stream)
+//   GET  /v1/models, /health, /ping, /version, /metrics
+//   POST /tokenize, /detokenize
+// HTTP worker threads parse and check the JSON, tokenize, render the chat prompt, detokenize
+// and write responses; the engine thread only schedules and runs. Errors are vLLM-shaped
+// (api_error.h): 400 invalid input, 401 without the API key (paths under /v1), 404 unknown
+// model or route, 413 body over the limit, 415 non-JSON body, 503 while loading or once the
+// engine failed, 500 when a generation fails. A client that disconnects from a stream aborts
+// its requests, which frees their KV blocks.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ctxpar/engine/online_engine.h"
+#include "ctxpar/server/metrics.h"
+#include "ctxpar/server/openai_protocol.h"
+#include "ctxpar/tokenizer/tokenizer.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace ctxpar::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;                 // 0: any free port (bind() returns it)
+  std::string served_model_name;   // the model's id in requests and /v1/models
+  std::string model_root;          // /v1/models "root": where the model comes from
+  std::string api_key;             // empty: no authentication
+  size_t max_body_bytes = size_t{32} << 20;
+  // HTTP worker threads; 0: 2 x max_num_seqs + 16. Each open stream holds one, so this must
+  // exceed the streams served at once (running and waiting) plus the probes beside them.
+  int worker_threads = 0;
+  GenerationDefaults defaults;
+  // While nothing arrives for this long, a stream sends an SSE comment (": ping"), which
+  // clients skip; a write that fails then aborts a request of a client that left.
+  std::chrono::milliseconds keepalive{2000};
+};
+
+class OpenAiServer {
+ public:
+  // `engine` and `tokenizer` outlive the server. The engine may still be loading (requests
+  // then get 503).
+  OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokenizer& tokenizer,
+               ServerOptions options);
+  ~OpenAiServer();
+  OpenAiServer(const OpenAiServer&) = delete;
+  OpenAiServer& operator=(const OpenAiServer&) = delete;
+
+  // Binds host:port and returns the port. Throws ctxpar::Error when it cannot.
+  int bind();
+  // Serves until stop(); call after bind(), on one thread.
+  void serve();
+  // Any thread: new requests get 503, in-flight generations are aborted (streams end with
+  // finish_reason "abort"), and serve() returns once their responses are written. Safe to call
+  // more than once, and before serve() starts.
+  void stop();
+
+ private:
+  class Handlers;
+  engine::OnlineEngine& engine_;
+  const ServerOptions options_;
+  ServerMetrics metrics_;
+  std::unique_ptr<Handlers> handlers_;
+  std::unique_ptr<httplib::Server> http_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace ctxpar::server

@@ -1,0 +1,139 @@
+// min_tokens masking and the repetition / frequency / presence penalties against the formulas
+// vLLM documents, and the sampler applying them to a copy of the row.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "ctxpar/core/tensor.h"
+#include "ctxpar/engine/logits_processors.h"
+#include "ctxpar/engine/sampler.h"
+
+namespace ctxpar::engine {
+namespace {
+
+#define SEEDED_RNG(rng)                                  \
+  const uint32_t seed = std::random_device{}();          \
+  SCOPED_TRACE(::testing::Message() << "seed " << seed); \
+  std::mt19937_64 rng(seed)
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+int64_t uniform(std::mt19937_64& rng, int64_t lo, int64_t hi) {
+  return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+}
+float uniform_float(std::mt19937_64& rng, float lo, float hi) {
+  return std::uniform_real_distribution<float>(lo, hi)(rng);
+}
+
+std::vector<int32_t> random_ids(std::mt19937_64& rng, int64_t n, int64_t vocab) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  for (auto& t : ids) t = static_cast<int32_t>(uniform(rng, 0, vocab - 1));
+  return ids;
+}
+
+TEST(LogitsProcessors, PenaltiesFollowTheirFormulas) {
+  SEEDED_RNG(rng);
+  for (int trial = 0; trial < 100; ++trial) {
+    const int64_t vocab = uniform(rng, 1, 400);
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    for (float& l : logits) l = uniform_float(rng, -6.0f, 6.0f);
+    const auto prompt = random_ids(rng, uniform(rng, 0, 30), vocab);
+    const auto output = random_ids(rng, uniform(rng, 0, 30), vocab);
+    SamplingParams p;
+    p.repetition_penalty = uniform(rng, 0, 3) == 0 ? 1.0f : uniform_float(rng, 0.2f, 3.0f);
+    p.frequency_penalty = uniform(rng, 0, 3) == 0 ? 0.0f : uniform_float(rng, -2.0f, 2.0f);
+    p.presence_penalty = uniform(rng, 0, 3) == 0 ? 0.0f : uniform_float(rng, -2.0f, 2.0f);
+    std::vector<float> got = logits;
+    apply_logits_processors(got, p, prompt, output);
+
+    std::map<int32_t, int> count;
+    for (const int32_t t : output) ++count[t];
+    const std::set<int32_t> seen_prompt(prompt.begin(), prompt.end());
+    for (int32_t v = 0; v < vocab; ++v) {
+      double want = logits[size_t(v)];
+      const int c = count.count(v) ? count[v] : 0;
+      if (seen_prompt.count(v) || c > 0) {
+        want = want > 0 ? want / p.repetition_penalty : want * p.repetition_penalty;
+      }
+      if (c > 0) want -= double(p.frequency_penalty) * c + p.presence_penalty;
+      EXPECT_NEAR(got[size_t(v)], want, 1e-4 * (1 + std::abs(want))) << "token " << v;
+    }
+    EXPECT_EQ(changes_logits(p, static_cast<int64_t>(output.size())),
+              p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f ||
+                  p.presence_penalty != 0.0f);
+  }
+}
+
+TEST(LogitsProcessors, MinTokensMasksEosAndStopIdsUntilReached) {
+  SEEDED_RNG(rng);
+  for (int trial = 0; trial < 50; ++trial) {
+    const int64_t vocab = uniform(rng, 4, 300);
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    for (float& l : logits) l = uniform_float(rng, -3.0f, 3.0f);
+    SamplingParams p;
+    p.min_tokens = uniform(rng, 1, 10);
+    p.max_tokens = p.min_tokens + 5;
+    p.eos_token_ids = random_ids(rng, uniform(rng, 1, 3), vocab);
+    p.stop_token_ids = random_ids(rng, uniform(rng, 0, 3), vocab);
+    p.ignore_eos = uniform(rng, 0, 1) == 1;  // EOS is held back either way, as in vLLM
+    std::set<int32_t> masked(p.eos_token_ids.begin(), p.eos_token_ids.end());
+    masked.insert(p.stop_token_ids.begin(), p.stop_token_ids.end());
+    for (int64_t produced : {int64_t{0}, p.min_tokens - 1, p.min_tokens, p.min_tokens + 2}) {
+      const std::vector<int32_t> output = random_ids(rng, produced, vocab);
+      std::vector<float> got = logits;
+      EXPECT_EQ(changes_logits(p, produced), produced < p.min_tokens);
+      apply_logits_processors(got, p, {}, output);
+      for (int32_t v = 0; v < vocab; ++v) {
+        if (produced < p.min_tokens && masked.count(v)) {
+          EXPECT_EQ(got[size_t(v)], -kInf) << "token " << v << " after " << produced;
+        } else {
+          EXPECT_EQ(got[size_t(v)], logits[size_t(v)]) << "token " << v << " after " << produced;
+        }
+      }
+    }
+  }
+}
+
+TEST(LogitsProcessors, TheSamplerAppliesThemToACopy) {
+  SEEDED_RNG(rng);
+  const int64_t vocab = uniform(rng, 8, 200);
+  Tensor logits = Tensor::empty({2, vocab}, DType::kF32);
+  float* l = logits.data<float>();
+  for (int64_t i = 0; i < 2 * vocab; ++i) l[i] = uniform_float(rng, -1.0f, 1.0f);
+  // Row 0: its best token is an EOS, held back by min_tokens; row 1: its best token occurs in
+  // the output and a large presence penalty pushes it below the second best.
+  const auto best_two = [&](int64_t row) {
+    std::vector<int32_t> ids(static_cast<size_t>(vocab));
+    for (int32_t v = 0; v < vocab; ++v) ids[size_t(v)] = v;
+    std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
+      return l[row * vocab + a] > l[row * vocab + b];
+    });
+    return std::pair{ids[0], ids[1]};
+  };
+  const auto [eos, second0] = best_two(0);
+  const auto [repeated, second1] = best_two(1);
+  SamplingParams held;
+  held.temperature = 0;
+  held.min_tokens = 3;
+  held.eos_token_ids = {eos};
+  SamplingParams penalized;
+  penalized.temperature = 0;
+  penalized.presence_penalty = 2.0f;
+  penalized.frequency_penalty = 2.0f;
+  const std::vector<int32_t> output = {repeated, repeated};
+  const std::vector<float> before(l, l + 2 * vocab);
+  Sampler sampler(rng());
+  const SamplingRow rows[] = {{&held, nullptr, {}, {}}, {&penalized, nullptr, {}, output}};
+  const auto tokens = sampler.sample(logits, rows);
+  EXPECT_EQ(tokens[0], second0);
+  EXPECT_EQ(tokens[1], second1);
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), l)) << "the model's logits changed";
+}
+
+}  // namespace
+}  // namespace ctxpar::engine
