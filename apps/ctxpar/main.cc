@@ -30,6 +30,7 @@ int run(int argc, char** argv) {
   ctxpar::app::add_plan_command(app);
   ctxpar::app::add_bench_command(app);
   ctxpar::app::add_tokenize_commands(app);
+  ctxpar::app::add_serve_command(app);
 
   const bool output_rank = ctxpar::app::is_output_rank();
   const bool under_mpi = ctxpar::launched_by_mpirun();

@@ -95,7 +95,8 @@ OpenAiServer::OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokeni
   });
   // Statuses httplib sets itself (unknown route, body over the limit, bad request line) get a
   // vLLM-shaped body; responses that already have one keep it.
-  s.set_error_handler([this](const httplib::Request&, httplib::Response& res) {
+  s.set_error_handler(httplib::Server::HandlerWithResponse(
+      [this](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     std::string message = res.status == 404 ? "Not Found" : "";
     if (res.status == 413) {
@@ -104,7 +105,7 @@ OpenAiServer::OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokeni
     }
     write_error(res, http_error(res.status, message.empty() ? "Request failed" : message));
     return httplib::Server::HandlerResponse::Handled;
-  });
+  }));
   s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr e) {
     try {
       std::rethrow_exception(e);

@@ -1,0 +1,144 @@
+// `ctxpar serve MODEL`: the OpenAI-compatible HTTP server over the online engine, with vLLM's
+// flags (`vllm serve MODEL --host --port --served-model-name --api-key` plus the engine flags
+// of generate). Rank 0 serves HTTP; under mpirun the other ranks run the worker loop.
+// SIGINT / SIGTERM stop taking requests, abort the ones in flight (streams end with
+// finish_reason "abort"), stop every rank and exit 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "commands.h"
+#include "ctxpar/core/error.h"
+#include "ctxpar/engine/online_engine.h"
+#include "ctxpar/model/model_config.h"
+#include "ctxpar/server/openai_server.h"
+#include "ctxpar/tokenizer/byte_tokenizer.h"
+#include "engine_flags.h"
+
+namespace ctxpar::app {
+namespace {
+
+struct ServeOptions {
+  EngineFlags engine;
+  std::string model_tag;  // the positional MODEL
+  server::ServerOptions server;
+  std::string max_body = "32MiB";
+};
+
+// The served model's tokenizer. Built-in models use their byte tokenizer; checkpoint
+// directories need the tokenizer layer's tokenizer.json support.
+std::unique_ptr<tokenizer::Tokenizer> load_tokenizer(const engine::ResolvedEngineConfig& cfg) {
+  CTXPAR_CHECK(model::is_builtin_model(cfg.raw.model),
+               "serving {} needs its tokenizer (tokenizer.json), which ctxpar cannot read yet; "
+               "serve a built-in model (builtin:tiny-llama, ...)",
+               cfg.raw.model);
+  const model::ModelConfig& m = cfg.model;
+  return std::make_unique<tokenizer::ByteTokenizer>(
+      static_cast<int32_t>(m.vocab_size),
+      m.bos_token_id >= 0 ? std::optional<int32_t>(static_cast<int32_t>(m.bos_token_id))
+                          : std::nullopt);
+}
+
+// Waits on this thread for SIGINT or SIGTERM (blocked in every thread) or for the engine to fail
+// while loading, then stops the server until serve() has returned.
+void stop_on_signal_or_load_failure(server::OpenAiServer& server,
+                                    const std::atomic<bool>& load_failed,
+                                    const std::atomic<bool>& served) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  const timespec tick{0, 100'000'000};
+  while (!served) {
+    const int got = sigtimedwait(&signals, nullptr, &tick);
+    if (got == SIGINT || got == SIGTERM) {
+      std::fprintf(stderr, "ctxpar serve: %s received, shutting down\n",
+                   got == SIGINT ? "SIGINT" : "SIGTERM");
+      break;
+    }
+    if (load_failed) break;
+  }
+  // stop() before serve() has started listening would be lost: repeat until it returned.
+  while (!served) {
+    server.stop();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+void run(ServeOptions& o) {
+  if (!o.model_tag.empty()) {
+    CTXPAR_CHECK(o.engine.config.model == engine::EngineConfig{}.model ||
+                     o.engine.config.model == o.model_tag,
+                 "the model is given twice ({} and --model {}); give it once, as the positional "
+                 "argument (vLLM's `serve MODEL`) or with --model",
+                 o.model_tag, o.engine.config.model);
+    o.engine.config.model = o.model_tag;
+  }
+  const engine::EngineConfig config = finish_engine_config(o.engine);
+  o.server.max_body_bytes = static_cast<size_t>(engine::parse_memory_size(o.max_body));
+  const engine::ResolvedEngineConfig resolved = engine::resolve_engine_config(config);
+  const std::unique_ptr<tokenizer::Tokenizer> tok = load_tokenizer(resolved);
+  if (o.server.served_model_name.empty()) o.server.served_model_name = config.model;
+  o.server.model_root = config.model;
+
+  // Every thread started from here on inherits the mask; one waits for the signals.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  engine::run_online_engine(config, [&](engine::OnlineEngine& engine) {
+    server::OpenAiServer server(engine, *tok, o.server);
+    const int port = server.bind();
+    std::fprintf(stderr, "ctxpar serve: %s on http://%s:%d (T=%d N=%d), loading\n",
+                 o.server.served_model_name.c_str(), o.server.host.c_str(), port,
+                 config.tensor_parallel_size, config.decode_context_parallel_size);
+    std::atomic<bool> served{false}, load_failed{false};
+    std::thread stopper([&] { stop_on_signal_or_load_failure(server, load_failed, served); });
+    std::thread announce([&] {
+      if (!engine.wait_until_loaded()) {
+        load_failed = true;  // run_online_engine reports why once the server stopped
+      } else {
+        const engine::EngineStats s = engine.stats();
+        std::fprintf(stderr,
+                     "ctxpar serve: ready: KV cache %ld blocks per rank, %ld tokens per DCP group "
+                     "(%ld without DCP)\n",
+                     static_cast<long>(s.blocks_per_rank), static_cast<long>(s.token_capacity),
+                     static_cast<long>(s.token_capacity_without_dcp));
+      }
+    });
+    server.serve();
+    served = true;
+    stopper.join();
+    announce.join();
+  });
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "an OpenAI-compatible HTTP server (vLLM's API) over the engine with TP and DCP");
+  cmd->add_option("model_tag", o->model_tag, "the model (vLLM's positional MODEL; or --model)");
+  add_engine_flags(cmd, o->engine);
+  cmd->add_option("--host", o->server.host, "address to listen on")->capture_default_str();
+  cmd->add_option("--port", o->server.port, "port to listen on (0: any free port)")
+      ->capture_default_str();
+  cmd->add_option("--served-model-name", o->server.served_model_name,
+                  "the model name in the API (default: the model)");
+  cmd->add_option("--api-key", o->server.api_key,
+                  "require `Authorization: Bearer KEY` on /v1 routes");
+  cmd->add_option("--max-request-body-bytes", o->max_body,
+                  "larger request bodies get 413 (e.g. 32MiB)")
+      ->capture_default_str();
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace ctxpar::app

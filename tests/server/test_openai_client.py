@@ -1,0 +1,232 @@
+"""`ctxpar serve` through the official openai client: greedy tokens equal `ctxpar generate`,
+streams equal whole responses, 64 concurrent streams, stop strings, logprobs, n with seeds,
+min_tokens, and the small routes (/v1/models, /version, /tokenize, /detokenize)."""
+
+import concurrent.futures
+import math
+import unittest
+
+import openai
+
+import server_fixture as fx
+
+
+class OpenAiClient(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = fx.Server().__enter__()
+        cls.client = openai.OpenAI(base_url=cls.server.url + "/v1", api_key="unused",
+                                   max_retries=0, timeout=120)
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.server.terminate()
+        cls.server.__exit__(None, None, None)
+        assert rc == 0, f"ctxpar serve exited with {rc}"
+
+    def complete(self, **kwargs):
+        return self.client.completions.create(model=fx.MODEL, **kwargs).model_dump()
+
+    def test_greedy_tokens_equal_generate(self):
+        rng = fx.seeded_rng(self)
+        prompts = fx.random_prompts(rng, 6)
+        max_tokens = rng.randint(1, 12)
+        want = fx.generate(prompts, max_tokens)
+        got = self.complete(prompt=prompts, max_tokens=max_tokens, temperature=0,
+                            extra_body={"ignore_eos": True, "return_token_ids": True})
+        self.assertEqual(len(got["choices"]), len(prompts))
+        for i, choice in enumerate(got["choices"]):
+            self.assertEqual(choice["index"], i)
+            self.assertEqual(choice["token_ids"], want[i], f"prompt {i}")
+            self.assertEqual(choice["prompt_token_ids"], prompts[i])
+            self.assertEqual(choice["finish_reason"], "length")
+        self.assertEqual(got["usage"]["prompt_tokens"], sum(map(len, prompts)))
+        self.assertEqual(got["usage"]["completion_tokens"], max_tokens * len(prompts))
+        # One prompt per request, while others run: the same tokens.
+        with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+            singles = list(pool.map(lambda p: self.complete(
+                prompt=p, max_tokens=max_tokens, temperature=0,
+                extra_body={"ignore_eos": True, "return_token_ids": True}), prompts))
+        for i, single in enumerate(singles):
+            self.assertEqual(single["choices"][0]["token_ids"], want[i], f"prompt {i} alone")
+
+    def test_text_prompt_is_byte_tokenized_with_bos(self):
+        text = "Decode context parallelism"
+        ids = [256] + list(text.encode())  # BOS, then the bytes
+        want = fx.generate([ids], 8)[0]
+        got = self.complete(prompt=text, max_tokens=8, temperature=0,
+                            extra_body={"ignore_eos": True, "return_token_ids": True})
+        self.assertEqual(got["choices"][0]["prompt_token_ids"], ids)
+        self.assertEqual(got["choices"][0]["token_ids"], want)
+
+    def stream_completion(self, **kwargs):
+        text, token_ids, finish, usage, stop_reason = "", [], None, None, None
+        for chunk in self.client.completions.create(model=fx.MODEL, stream=True, **kwargs):
+            c = chunk.model_dump()
+            if c["choices"]:
+                self.assertIsNone(finish, "a chunk after the finish_reason")
+                choice = c["choices"][0]
+                text += choice["text"]
+                token_ids += choice.get("token_ids") or []
+                finish = choice["finish_reason"]
+                stop_reason = choice.get("stop_reason")
+            if c.get("usage"):
+                usage = c["usage"]
+        return text, token_ids, finish, usage, stop_reason
+
+    def test_stream_equals_whole_response(self):
+        rng = fx.seeded_rng(self)
+        for _ in range(3):
+            prompt = fx.random_prompts(rng, 1)[0]
+            args = dict(prompt=prompt, max_tokens=rng.randint(1, 40), temperature=0,
+                        extra_body={"ignore_eos": True, "return_token_ids": True})
+            whole = self.complete(**args)
+            text, token_ids, finish, usage, _ = self.stream_completion(
+                stream_options={"include_usage": True}, **args)
+            self.assertEqual(text, whole["choices"][0]["text"])
+            self.assertEqual(token_ids, whole["choices"][0]["token_ids"])
+            self.assertEqual(finish, "length")
+            self.assertEqual(usage["prompt_tokens"], whole["usage"]["prompt_tokens"])
+            self.assertEqual(usage["completion_tokens"], whole["usage"]["completion_tokens"])
+            self.assertEqual(usage["total_tokens"], whole["usage"]["total_tokens"])
+
+    def test_chat_stream_starts_with_the_role_and_equals_the_whole_message(self):
+        messages = [{"role": "system", "content": "Be brief."},
+                    {"role": "user", "content": "What is DCP?"}]
+        args = dict(model=fx.MODEL, messages=messages, max_completion_tokens=24, temperature=0,
+                    extra_body={"ignore_eos": True, "skip_special_tokens": False})
+        whole = self.client.chat.completions.create(**args).model_dump()
+        self.assertEqual(whole["object"], "chat.completion")
+        self.assertEqual(whole["choices"][0]["message"]["role"], "assistant")
+        chunks = [c.model_dump() for c in self.client.chat.completions.create(
+            stream=True, stream_options={"include_usage": True}, **args)]
+        first = chunks[0]["choices"][0]
+        self.assertEqual(first["delta"]["role"], "assistant")
+        self.assertEqual(first["delta"]["content"], "")
+        self.assertIsNone(first["finish_reason"])
+        content = "".join(c["choices"][0]["delta"]["content"] or "" for c in chunks if c["choices"])
+        self.assertEqual(content, whole["choices"][0]["message"]["content"])
+        finishes = [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]]
+        self.assertEqual(finishes[-1], "length")
+        self.assertTrue(all(f is None for f in finishes[:-1]))
+        self.assertEqual(chunks[-1]["choices"], [])
+        self.assertEqual(chunks[-1]["usage"]["completion_tokens"], 24)
+        self.assertEqual(chunks[-1]["usage"]["prompt_tokens"], whole["usage"]["prompt_tokens"])
+
+    def test_64_concurrent_streams_finish_with_the_right_usage(self):
+        rng = fx.seeded_rng(self)
+        jobs = [(fx.random_prompts(rng, 1, 1, 40)[0], rng.randint(1, 24)) for _ in range(64)]
+
+        def run(job):
+            prompt, max_tokens = job
+            return self.stream_completion(prompt=prompt, max_tokens=max_tokens, temperature=0,
+                                          stream_options={"include_usage": True},
+                                          extra_body={"ignore_eos": True})
+
+        with concurrent.futures.ThreadPoolExecutor(64) as pool:
+            results = list(pool.map(run, jobs))
+        for (prompt, max_tokens), (_, _, finish, usage, _) in zip(jobs, results):
+            self.assertEqual(finish, "length")
+            self.assertEqual(usage["prompt_tokens"], len(prompt))
+            self.assertEqual(usage["completion_tokens"], max_tokens)
+        self.server.wait_idle()
+
+    def test_stop_strings_cut_the_text_and_name_the_string(self):
+        rng = fx.seeded_rng(self)
+        for _ in range(20):
+            prompt = fx.random_prompts(rng, 1)[0]
+            base = self.complete(prompt=prompt, max_tokens=30, temperature=0,
+                                 extra_body={"ignore_eos": True})["choices"][0]["text"]
+            if len(base) >= 6 and "\ufffd" not in base[2:6]:
+                break
+        else:
+            self.fail("no greedy text long enough to cut")
+        at = rng.randint(2, len(base) - 3)
+        stop = base[at:at + 2]
+        first = base.index(stop)
+        for include in (False, True):
+            args = dict(prompt=prompt, max_tokens=30, temperature=0, stop=[stop, "\x00never"],
+                        extra_body={"ignore_eos": True, "include_stop_str_in_output": include})
+            got = self.complete(**args)["choices"][0]
+            want = base[:first + len(stop)] if include else base[:first]
+            self.assertEqual(got["text"], want)
+            self.assertEqual(got["finish_reason"], "stop")
+            self.assertEqual(got["stop_reason"], stop)
+            text, _, finish, _, stop_reason = self.stream_completion(**args)
+            self.assertEqual(text, want)
+            self.assertEqual((finish, stop_reason), ("stop", stop))
+
+    def test_logprobs_of_greedy_tokens(self):
+        rng = fx.seeded_rng(self)
+        prompt = fx.random_prompts(rng, 1)[0]
+        got = self.complete(prompt=prompt, max_tokens=6, temperature=0, logprobs=3,
+                            extra_body={"ignore_eos": True})["choices"][0]["logprobs"]
+        self.assertEqual(len(got["tokens"]), 6)
+        for token, lp, top in zip(got["tokens"], got["token_logprobs"], got["top_logprobs"]):
+            self.assertLessEqual(lp, 0)
+            self.assertIn(token, top)
+            self.assertAlmostEqual(top[token], lp, places=5)
+            # Greedy: the sampled token is the most likely one.
+            self.assertAlmostEqual(max(top.values()), lp, places=5)
+            self.assertLessEqual(sum(math.exp(v) for v in top.values()), 1 + 1e-5)
+        self.assertEqual(got["text_offset"][0], 0)
+        chat = self.client.chat.completions.create(
+            model=fx.MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=4,
+            temperature=0, logprobs=True, top_logprobs=2,
+            extra_body={"ignore_eos": True}).model_dump()
+        content = chat["choices"][0]["logprobs"]["content"]
+        self.assertEqual(len(content), 4)
+        for entry in content:
+            self.assertEqual(len(entry["top_logprobs"]), 2)
+            self.assertAlmostEqual(entry["top_logprobs"][0]["logprob"], entry["logprob"], places=5)
+            self.assertEqual(entry["bytes"], list(entry["token"].encode()))
+
+    def test_n_choices_are_seeded_consistently(self):
+        args = dict(prompt=[1, 2, 3, 4], max_tokens=8, temperature=1.0, n=3, seed=1234,
+                    extra_body={"ignore_eos": True, "return_token_ids": True})
+        first = self.complete(**args)
+        again = self.complete(**args)
+        self.assertEqual([c["index"] for c in first["choices"]], [0, 1, 2])
+        self.assertEqual([c["token_ids"] for c in first["choices"]],
+                         [c["token_ids"] for c in again["choices"]])
+        self.assertEqual(first["usage"]["completion_tokens"], 24)
+        self.assertEqual(first["usage"]["prompt_tokens"], 4)
+
+    def test_stop_token_ids_and_min_tokens(self):
+        rng = fx.seeded_rng(self)
+        prompt = fx.random_prompts(rng, 1)[0]
+        extra = {"ignore_eos": True, "return_token_ids": True}
+        greedy = self.complete(prompt=prompt, max_tokens=8, temperature=0,
+                               extra_body=extra)["choices"][0]["token_ids"]
+        stop_id = greedy[0]
+        got = self.complete(prompt=prompt, max_tokens=8, temperature=0,
+                            extra_body={**extra, "stop_token_ids": [stop_id]})["choices"][0]
+        self.assertEqual(got["token_ids"], [stop_id])
+        self.assertEqual((got["finish_reason"], got["stop_reason"]), ("stop", stop_id))
+        # min_tokens masks the stop id (and EOS) for the first outputs: they cannot end it.
+        got = self.complete(prompt=prompt, max_tokens=8, temperature=0,
+                            extra_body={**extra, "stop_token_ids": [stop_id],
+                                        "min_tokens": 4})["choices"][0]
+        self.assertGreaterEqual(len(got["token_ids"]), 4)
+        self.assertNotIn(stop_id, got["token_ids"][:4])
+
+    def test_models_version_tokenize_detokenize(self):
+        models = self.client.models.list().model_dump()["data"]
+        self.assertEqual(len(models), 1)
+        self.assertEqual(models[0]["id"], fx.MODEL)
+        self.assertEqual(models[0]["root"], fx.MODEL)
+        self.assertEqual(models[0]["max_model_len"], 512)
+        status, version, _ = self.server.request("GET", "/version")
+        self.assertEqual(status, 200)
+        self.assertIn("version", version)
+        status, tok, _ = self.server.request("POST", "/tokenize", {"prompt": "hello"})
+        self.assertEqual(status, 200)
+        self.assertEqual(tok["tokens"], [256] + list(b"hello"))
+        self.assertEqual(tok["count"], 6)
+        self.assertEqual(tok["max_model_len"], 512)
+        status, detok, _ = self.server.request("POST", "/detokenize", {"tokens": tok["tokens"]})
+        self.assertEqual((status, detok["prompt"]), (200, "hello"))
+
+
+if __name__ == "__main__":
+    unittest.main()
