@@ -3,12 +3,15 @@
 // of generate). Rank 0 serves HTTP; under mpirun the other ranks run the worker loop.
 // SIGINT / SIGTERM stop taking requests, abort the ones in flight (streams end with
 // finish_reason "abort"), stop every rank and exit 0.
-#include <pthread.h>
+#include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <thread>
 
@@ -44,24 +47,62 @@ std::unique_ptr<tokenizer::Tokenizer> load_tokenizer(const engine::ResolvedEngin
                           : std::nullopt);
 }
 
-// Waits on this thread for SIGINT or SIGTERM (blocked in every thread) or for the engine to fail
-// while loading, then stops the server until serve() has returned.
-void stop_on_signal_or_load_failure(server::OpenAiServer& server,
+// SIGINT and SIGTERM, whichever thread of the process they reach (MPI's threads included):
+// the handler only writes the signal number to a pipe, which the stopper thread reads.
+class StopSignals {
+ public:
+  StopSignals() {
+    CTXPAR_CHECK(pipe(fds_) == 0, "cannot create the signal pipe: {}", std::strerror(errno));
+    write_end() = fds_[1];
+    struct sigaction action {};
+    action.sa_handler = [](int sig) {
+      const auto byte = static_cast<char>(sig);
+      [[maybe_unused]] const ssize_t n = write(write_end(), &byte, 1);
+    };
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+    write_end() = -1;
+    close(fds_[0]);
+    close(fds_[1]);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+  // The signal that arrived within `timeout`, or 0.
+  int wait(std::chrono::milliseconds timeout) const {
+    pollfd p{fds_[0], POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return 0;
+    char byte = 0;
+    return read(fds_[0], &byte, 1) == 1 ? byte : 0;
+  }
+
+ private:
+  static int& write_end() {
+    static int fd = -1;
+    return fd;
+  }
+  int fds_[2] = {-1, -1};
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+// Waits for SIGINT or SIGTERM or for the engine to fail while loading, then stops the server
+// until serve() has returned.
+void stop_on_signal_or_load_failure(server::OpenAiServer& server, const StopSignals& signals,
                                     const std::atomic<bool>& load_failed,
                                     const std::atomic<bool>& served) {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  const timespec tick{0, 100'000'000};
-  while (!served) {
-    const int got = sigtimedwait(&signals, nullptr, &tick);
-    if (got == SIGINT || got == SIGTERM) {
+  while (!served && !load_failed) {
+    const int got = signals.wait(std::chrono::milliseconds(100));
+    if (got != 0) {
       std::fprintf(stderr, "ctxpar serve: %s received, shutting down\n",
                    got == SIGINT ? "SIGINT" : "SIGTERM");
       break;
     }
-    if (load_failed) break;
   }
   // stop() before serve() has started listening would be lost: repeat until it returned.
   while (!served) {
@@ -86,13 +127,8 @@ void run(ServeOptions& o) {
   if (o.server.served_model_name.empty()) o.server.served_model_name = config.model;
   o.server.model_root = config.model;
 
-  // Every thread started from here on inherits the mask; one waits for the signals.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
+  // On every rank: the other ranks ignore the signals too (rank 0 stops them).
+  const StopSignals signals;
   engine::run_online_engine(config, [&](engine::OnlineEngine& engine) {
     server::OpenAiServer server(engine, *tok, o.server);
     const int port = server.bind();
@@ -100,7 +136,8 @@ void run(ServeOptions& o) {
                  o.server.served_model_name.c_str(), o.server.host.c_str(), port,
                  config.tensor_parallel_size, config.decode_context_parallel_size);
     std::atomic<bool> served{false}, load_failed{false};
-    std::thread stopper([&] { stop_on_signal_or_load_failure(server, load_failed, served); });
+    std::thread stopper(
+        [&] { stop_on_signal_or_load_failure(server, signals, load_failed, served); });
     std::thread announce([&] {
       if (!engine.wait_until_loaded()) {
         load_failed = true;  // run_online_engine reports why once the server stopped

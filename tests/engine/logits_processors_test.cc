@@ -63,9 +63,9 @@ TEST(LogitsProcessors, PenaltiesFollowTheirFormulas) {
       if (c > 0) want -= double(p.frequency_penalty) * c + p.presence_penalty;
       EXPECT_NEAR(got[size_t(v)], want, 1e-4 * (1 + std::abs(want))) << "token " << v;
     }
-    EXPECT_EQ(changes_logits(p, static_cast<int64_t>(output.size())),
-              p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f ||
-                  p.presence_penalty != 0.0f);
+    EXPECT_EQ(
+        changes_logits(p, static_cast<int64_t>(output.size())),
+        p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f);
   }
 }
 
@@ -110,9 +110,8 @@ TEST(LogitsProcessors, TheSamplerAppliesThemToACopy) {
   const auto best_two = [&](int64_t row) {
     std::vector<int32_t> ids(static_cast<size_t>(vocab));
     for (int32_t v = 0; v < vocab; ++v) ids[size_t(v)] = v;
-    std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
-      return l[row * vocab + a] > l[row * vocab + b];
-    });
+    std::sort(ids.begin(), ids.end(),
+              [&](int32_t a, int32_t b) { return l[row * vocab + a] > l[row * vocab + b]; });
     return std::pair{ids[0], ids[1]};
   };
   const auto [eos, second0] = best_two(0);

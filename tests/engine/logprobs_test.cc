@@ -48,9 +48,8 @@ TEST(Logprobs, LogSoftmaxRankAndTopMatchAFullSort) {
     const auto logprob = [&](int32_t v) { return double(logits[size_t(v)]) - max - std::log(z); };
     std::vector<int32_t> order(static_cast<size_t>(vocab));
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-      return logits[size_t(a)] > logits[size_t(b)];
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t a, int32_t b) { return logits[size_t(a)] > logits[size_t(b)]; });
     EXPECT_EQ(got.sampled.token, token);
     if (std::isinf(logits[size_t(token)])) {
       EXPECT_EQ(got.sampled.logprob, -std::numeric_limits<float>::infinity());

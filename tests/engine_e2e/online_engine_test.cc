@@ -188,7 +188,8 @@ TEST(OnlineEngine, PlanDeltasRebuildTheSameTablesOnEveryRank) {
           SamplingParams p;
           p.max_tokens = uniform(local, 1, 20);
           scheduler->add_request(std::to_string(next_id++), prompt, p);
-          if (uniform(local, 0, 9) == 0) scheduler->abort(std::to_string(uniform(local, 0, next_id - 1)));
+          if (uniform(local, 0, 9) == 0)
+            scheduler->abort(std::to_string(uniform(local, 0, next_id - 1)));
         }
         out = scheduler->schedule();
         bytes = plans.build(out).encode();
@@ -248,14 +249,14 @@ TEST(OnlineEngine, AFailingStepEndsEveryRequestWithAnErrorAndReturns) {
           for (const GenerationRequest& g : requests) {
             GenerationRequest long_one = g;
             long_one.params.max_tokens = 40;  // still running when the step fails
-            engine.add_request(EngineRequest{.id = g.id,
-                                             .prompt_token_ids = g.prompt_token_ids,
-                                             .params = long_one.params},
-                               [&, id = g.id](RequestOutput o) {
-                                 std::lock_guard lock(mu);
-                                 if (o.finished()) last[id] = std::move(o);
-                                 cv.notify_all();
-                               });
+            engine.add_request(
+                EngineRequest{
+                    .id = g.id, .prompt_token_ids = g.prompt_token_ids, .params = long_one.params},
+                [&, id = g.id](RequestOutput o) {
+                  std::lock_guard lock(mu);
+                  if (o.finished()) last[id] = std::move(o);
+                  cv.notify_all();
+                });
           }
           std::unique_lock lock(mu);
           ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60),

@@ -57,7 +57,8 @@ GenerationResult generate(const EngineConfig& config,
             generated += static_cast<int64_t>(o.token_ids.size());
             if (!o.finished()) return;
             out.finish_reason = std::string(finish_reason_name(*o.finish_reason));
-            if (*o.finish_reason == FinishReason::kError) out.finish_reason += ": " + o.finish_message;
+            if (*o.finish_reason == FinishReason::kError)
+              out.finish_reason += ": " + o.finish_message;
             ++finished;
             done.notify_all();
           });

@@ -25,7 +25,8 @@ void apply_logits_processors(std::span<float> logits, const SamplingParams& para
   if (static_cast<int64_t>(output.size()) < params.min_tokens) {
     for (const auto* ids : {&params.eos_token_ids, &params.stop_token_ids}) {
       for (const int32_t t : *ids) {
-        if (in_vocab(t, vocab)) logits[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
+        if (in_vocab(t, vocab))
+          logits[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
       }
     }
   }

@@ -36,7 +36,8 @@ SampledLogprobs token_logprobs(std::span<const float> logits, int32_t token, int
   };
   std::partial_sort(ids.begin(), ids.begin() + num_top, ids.end(), before);
   out.top.reserve(static_cast<size_t>(num_top));
-  for (int32_t i = 0; i < num_top; ++i) out.top.push_back({ids[static_cast<size_t>(i)], logprob(ids[static_cast<size_t>(i)])});
+  for (int32_t i = 0; i < num_top; ++i)
+    out.top.push_back({ids[static_cast<size_t>(i)], logprob(ids[static_cast<size_t>(i)])});
   return out;
 }
 

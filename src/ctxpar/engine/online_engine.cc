@@ -118,8 +118,7 @@ void OnlineEngine::add_request(EngineRequest request, OutputConsumer consumer) {
 }
 
 void OnlineEngine::check_can_add(const std::vector<Queued>& batch) const {
-  CTXPAR_CHECK(state_ != State::kFailed, "the engine failed and takes no requests: {}",
-               failure_);
+  CTXPAR_CHECK(state_ != State::kFailed, "the engine failed and takes no requests: {}", failure_);
   CTXPAR_CHECK(!shutdown_ && state_ != State::kStopped,
                "the engine is shutting down and takes no new requests");
   std::unordered_set<RequestId> ids;
@@ -280,8 +279,8 @@ void OnlineEngine::step(Communicator& world, ModelRunner& runner) {
     if (!e.samples) continue;
     const Request* r = scheduler_->find(e.request_id);
     row_of.emplace(e.request_id, static_cast<int64_t>(rows.size()));
-    rows.push_back({&r->sampling_params(), r->generator(), r->prompt_token_ids(),
-                    r->output_token_ids()});
+    rows.push_back(
+        {&r->sampling_params(), r->generator(), r->prompt_token_ids(), r->output_token_ids()});
   }
   const std::vector<int32_t> sampled_rows = sampler_->sample(logits, rows);
   std::vector<int32_t> sampled(out.entries.size(), 0);
@@ -300,7 +299,8 @@ void OnlineEngine::step(Communicator& world, ModelRunner& runner) {
     const std::span<const float> row(logits.data<float>() + row_of.at(u.request_id) * vocab,
                                      static_cast<size_t>(vocab));
     const SamplingParams& params = scheduler_->find(u.request_id)->sampling_params();
-    if (params.logprobs) pending.logprobs.push_back(token_logprobs(row, u.new_token, *params.logprobs));
+    if (params.logprobs)
+      pending.logprobs.push_back(token_logprobs(row, u.new_token, *params.logprobs));
     if (live.return_logits) pending.logits.emplace_back(row.begin(), row.end());
     ++pending.num_output_tokens;
   }
@@ -458,8 +458,8 @@ LoadedRank load_rank(const ResolvedEngineConfig& cfg, Communicator& world) {
   s.token_capacity = cap.token_capacity;
   s.token_capacity_without_dcp = cap.token_capacity_without_dcp;
   for (const kv::KvCacheSpec& spec : specs) {
-    s.kv_bytes_per_token_per_rank +=
-        spec.bytes_per_block(cfg.scheduler.layout) / cfg.scheduler.layout.tokens_per_virtual_block();
+    s.kv_bytes_per_token_per_rank += spec.bytes_per_block(cfg.scheduler.layout) /
+                                     cfg.scheduler.layout.tokens_per_virtual_block();
   }
   s.load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
   return r;
@@ -508,8 +508,7 @@ void run_rank(const ResolvedEngineConfig& cfg, Communicator& world,
 
 }  // namespace
 
-void run_online_engine(const EngineConfig& config,
-                       const std::function<void(OnlineEngine&)>& client,
+void run_online_engine(const EngineConfig& config, const std::function<void(OnlineEngine&)>& client,
                        const OnlineEngineOptions& options) {
   if (config.distributed_executor_backend == "mpi") {
     CTXPAR_CHECK_INPUT(launched_by_mpirun(),

@@ -46,7 +46,7 @@ using Clock = std::chrono::steady_clock;
 struct EngineRequest {
   RequestId id;  // unique among the engine's unfinished requests
   std::vector<int32_t> prompt_token_ids;
-  SamplingParams params;  // empty eos_token_ids: the model's (config.json) EOS ids
+  SamplingParams params;       // empty eos_token_ids: the model's (config.json) EOS ids
   bool return_logits = false;  // each output token comes with the row of logits it came from
   Clock::time_point arrival_time = Clock::now();  // for the consumer's latency metrics
 };
@@ -61,11 +61,11 @@ std::string_view finish_reason_name(FinishReason reason);  // "stop", "length", 
 
 // What one request produced since its previous output (a delta), and finally how it ended.
 struct RequestOutput {
-  std::vector<int32_t> token_ids;         // the new output tokens, in order
-  std::vector<SampledLogprobs> logprobs;  // one per new token when params.logprobs is set
+  std::vector<int32_t> token_ids;          // the new output tokens, in order
+  std::vector<SampledLogprobs> logprobs;   // one per new token when params.logprobs is set
   std::vector<std::vector<float>> logits;  // one row [vocab] per new token with return_logits
   int64_t num_prompt_tokens = 0;
-  int64_t num_output_tokens = 0;  // all output tokens so far, these included
+  int64_t num_output_tokens = 0;              // all output tokens so far, these included
   std::optional<FinishReason> finish_reason;  // set on the request's last output only
   // The stop_token_ids entry that ended a kStop request (vLLM's stop_reason; unset for EOS).
   std::optional<int32_t> stop_token_id;
@@ -211,8 +211,7 @@ class OnlineEngine {
 // engine still holds is aborted) and every rank has stopped. Under MPI every process calls
 // this and only rank 0 runs `client`. Rethrows, once every rank has stopped: the error that
 // failed the engine (loading or a step), else the client's exception.
-void run_online_engine(const EngineConfig& config,
-                       const std::function<void(OnlineEngine&)>& client,
+void run_online_engine(const EngineConfig& config, const std::function<void(OnlineEngine&)>& client,
                        const OnlineEngineOptions& options = {});
 
 }  // namespace ctxpar::engine

@@ -65,7 +65,7 @@ class TokenPicker {
   // The last kept token in rank order, or -1 when every token is kept.
   int32_t last_kept(std::span<const float> logits, const SamplingParams& params, float max_logit);
 
-  std::vector<int32_t> order_;  // [vocab] token ids, partially ranked
+  std::vector<int32_t> order_;       // [vocab] token ids, partially ranked
   std::vector<float> min_p_masked_;  // [vocab] the row with min-p's dropped tokens at -inf
 };
 

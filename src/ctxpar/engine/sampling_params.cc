@@ -42,12 +42,10 @@ std::optional<std::string> SamplingParams::problem() const {
     return fmt::format("frequency_penalty must be in [-2, 2], got {}.", frequency_penalty);
   }
   if (!std::isfinite(repetition_penalty)) {
-    return fmt::format("repetition_penalty must be a finite number, got {}.",
-                       repetition_penalty);
+    return fmt::format("repetition_penalty must be a finite number, got {}.", repetition_penalty);
   }
   if (!(repetition_penalty > 0.0f)) {
-    return fmt::format("repetition_penalty must be greater than zero, got {}.",
-                       repetition_penalty);
+    return fmt::format("repetition_penalty must be greater than zero, got {}.", repetition_penalty);
   }
   if (!std::isfinite(temperature)) {
     return fmt::format("temperature must be a finite number, got {}.", temperature);

@@ -21,9 +21,9 @@ struct SamplingParams {
 
   // In [0, 2]; below kGreedyTemperature: greedy (argmax, ties -> lowest id).
   float temperature = 1.0f;
-  int32_t top_k = 0;    // keep the k most likely tokens; 0 or -1 (or >= vocab): off
-  float top_p = 1.0f;   // nucleus mass in (0, 1]; 1: off
-  float min_p = 0.0f;   // in [0, 1]: drop tokens less likely than min_p x the most likely one
+  int32_t top_k = 0;   // keep the k most likely tokens; 0 or -1 (or >= vocab): off
+  float top_p = 1.0f;  // nucleus mass in (0, 1]; 1: off
+  float min_p = 0.0f;  // in [0, 1]: drop tokens less likely than min_p x the most likely one
   // Penalties on the logits before temperature, as vLLM applies them: repetition (> 0, 1 off)
   // divides positive / multiplies negative logits of every token in the prompt or output;
   // frequency and presence (in [-2, 2], 0 off) subtract their value x the token's count in

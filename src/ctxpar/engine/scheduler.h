@@ -153,8 +153,8 @@ class Scheduler {
                        int64_t& budget);
   void preempt(Request& request, SchedulerOutput& output, int64_t& budget);
   // first_new_block: the table's size before this step grew it (0 with new_table).
-  void add_entry(Request& request, int64_t num_new_tokens, bool new_table,
-                 int64_t first_new_block, SchedulerOutput& output);
+  void add_entry(Request& request, int64_t num_new_tokens, bool new_table, int64_t first_new_block,
+                 SchedulerOutput& output);
   void schedule_running(SchedulerOutput& output, int64_t& budget);
   void schedule_waiting(SchedulerOutput& output, int64_t& budget);
   // Finishes the request if the token just appended to it ends it (vLLM's check_stop).

@@ -34,10 +34,14 @@ std::string reason_phrase(int status) {
 
 ApiError::ApiError(int status, std::string type, const std::string& message,
                    std::optional<std::string> param)
-    : std::runtime_error(message), status_(status), type_(std::move(type)), param_(std::move(param)) {}
+    : std::runtime_error(message),
+      status_(status),
+      type_(std::move(type)),
+      param_(std::move(param)) {}
 
 nlohmann::json ApiError::to_json() const {
-  nlohmann::json error = {{"message", what()}, {"type", type_}, {"param", nullptr}, {"code", status_}};
+  nlohmann::json error = {
+      {"message", what()}, {"type", type_}, {"param", nullptr}, {"code", status_}};
   if (param_) error["param"] = *param_;
   return {{"error", error}};
 }

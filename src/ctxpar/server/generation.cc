@@ -105,9 +105,11 @@ ChoiceDelta Generation::apply(size_t i, engine::RequestOutput output) {
   d.text = text.text;
   // Only the tokens up to a matched stop string count.
   const auto kept = static_cast<size_t>(text.num_tokens - c.counted);
-  d.token_ids.assign(output.token_ids.begin(), output.token_ids.begin() + static_cast<std::ptrdiff_t>(kept));
+  d.token_ids.assign(output.token_ids.begin(),
+                     output.token_ids.begin() + static_cast<std::ptrdiff_t>(kept));
   if (!output.logprobs.empty()) {
-    d.logprobs.assign(output.logprobs.begin(), output.logprobs.begin() + static_cast<std::ptrdiff_t>(kept));
+    d.logprobs.assign(output.logprobs.begin(),
+                      output.logprobs.begin() + static_cast<std::ptrdiff_t>(kept));
   }
   c.counted = text.num_tokens;
   if (text.stop_string) {

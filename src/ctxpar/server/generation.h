@@ -36,9 +36,9 @@ struct ChoiceDelta {
   std::string text;
   std::vector<int32_t> token_ids;
   std::vector<engine::SampledLogprobs> logprobs;  // one per token with logprobs
-  std::optional<std::string> finish_reason;  // "stop", "length" or "abort" once it ended
-  nlohmann::json stop_reason;                // the stop string or stop token id, else null
-  std::optional<std::string> error;          // the engine failed: why
+  std::optional<std::string> finish_reason;       // "stop", "length" or "abort" once it ended
+  nlohmann::json stop_reason;                     // the stop string or stop token id, else null
+  std::optional<std::string> error;               // the engine failed: why
 };
 
 class Generation {
@@ -46,8 +46,8 @@ class Generation {
   // `engine`, `metrics` and `tokenizer` outlive the generation.
   Generation(engine::OnlineEngine& engine, ServerMetrics& metrics,
              const tokenizer::Tokenizer& tokenizer, std::string request_id,
-             std::vector<ChoiceRequest> choices, const StopStrings& stop,
-             bool skip_special_tokens, engine::Clock::time_point arrival);
+             std::vector<ChoiceRequest> choices, const StopStrings& stop, bool skip_special_tokens,
+             engine::Clock::time_point arrival);
   ~Generation();
   Generation(const Generation&) = delete;
   Generation& operator=(const Generation&) = delete;

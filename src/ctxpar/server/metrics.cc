@@ -29,8 +29,7 @@ std::string number(double v) {
   return fmt::format("{}", v);
 }
 
-void family(std::string& out, std::string_view name, std::string_view type,
-            std::string_view help) {
+void family(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
   out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
 }
 
@@ -52,7 +51,8 @@ std::string Histogram::render(std::string_view name, std::string_view labels) co
   for (size_t i = 0; i <= bounds_.size(); ++i) {
     cumulative += counts_[i];
     const std::string le = i < bounds_.size() ? number(bounds_[i]) : "+Inf";
-    out += fmt::format("{}_bucket{{{},le=\"{}\"}} {}\n", name, labels, le, number(double(cumulative)));
+    out +=
+        fmt::format("{}_bucket{{{},le=\"{}\"}} {}\n", name, labels, le, number(double(cumulative)));
   }
   out += fmt::format("{}_count{{{}}} {}\n", name, labels, number(double(count_)));
   out += fmt::format("{}_sum{{{}}} {}\n", name, labels, number(sum_));
@@ -61,12 +61,12 @@ std::string Histogram::render(std::string_view name, std::string_view labels) co
 
 ServerMetrics::ServerMetrics(std::string model_name)
     : labels_(fmt::format("model_name=\"{}\",engine=\"0\"", escape_label(model_name))),
-      ttft_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5,
-             10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}),
+      ttft_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+             1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}),
       itl_({0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
             20.0, 40.0, 80.0}),
-      e2e_({0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0,
-            120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}) {
+      e2e_({0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
+            30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}) {
   for (const char* reason : {"stop", "length", "abort", "error"}) success_[reason] = 0;
 }
 
@@ -142,8 +142,7 @@ std::string ServerMetrics::render(const engine::EngineSnapshot& snapshot,
   gauge("ctxpar:kv_cache_token_capacity_without_dcp",
         "Tokens the same KV memory would hold without DCP (DCP size 1).",
         double(stats.token_capacity_without_dcp));
-  gauge("ctxpar:tensor_parallel_size", "Tensor-parallel size T.",
-        config.raw.tensor_parallel_size);
+  gauge("ctxpar:tensor_parallel_size", "Tensor-parallel size T.", config.raw.tensor_parallel_size);
   gauge("ctxpar:decode_context_parallel_size", "Decode-context-parallel size N.",
         config.raw.decode_context_parallel_size);
   return out;

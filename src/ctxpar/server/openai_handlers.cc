@@ -51,7 +51,7 @@ struct GenerationPlan {
   int64_t created = 0;
   std::string model;
   std::vector<std::vector<int32_t>> prompts;
-  std::vector<std::string> echo;  // per prompt: the text to echo first (completions, echo)
+  std::vector<std::string> echo;       // per prompt: the text to echo first (completions, echo)
   std::vector<ChoiceRequest> choices;  // prompt-major: choice k of prompt p is p·n + k
   int32_t num_top_logprobs = -1;       // -1: no logprobs
   int64_t prompt_tokens = 0;
@@ -86,7 +86,7 @@ class GenerationResponder {
 
   // Folds deltas into the choices; returns the stream events they make (when streaming).
   std::string add(const std::vector<ChoiceDelta>& deltas, bool streaming);
-  std::string first_events();  // chat: the role chunk of every choice
+  std::string first_events();        // chat: the role chunk of every choice
   std::string final_events() const;  // usage chunk (include_usage) and [DONE]
   json whole_response() const;
   const std::optional<std::string>& error() const { return error_; }
@@ -94,10 +94,11 @@ class GenerationResponder {
 
  private:
   json chunk_base() const {
-    return {{"id", plan_.id},
-            {"object", plan_.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion"},
-            {"created", plan_.created},
-            {"model", plan_.model}};
+    return {
+        {"id", plan_.id},
+        {"object", plan_.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion"},
+        {"created", plan_.created},
+        {"model", plan_.model}};
   }
   json stream_choice(size_t i, const ChoiceDelta& d, int64_t text_offset);
 
@@ -140,21 +141,28 @@ json GenerationResponder::stream_choice(size_t i, const ChoiceDelta& d, int64_t 
   if (!s.sent_first && request_.echo && plan_.endpoint == Endpoint::kCompletion) {
     text = plan_.echo[c.prompt_index] + text;
   }
-  const json logprobs = completion_choice_logprobs(tokenizer_, plan_, d.token_ids, d.logprobs, text_offset);
+  const json logprobs =
+      completion_choice_logprobs(tokenizer_, plan_, d.token_ids, d.logprobs, text_offset);
   const json finish = d.finish_reason ? json(*d.finish_reason) : json(nullptr);
   const json token_ids = request_.return_token_ids ? json(d.token_ids) : json(nullptr);
   json choice;
   if (plan_.endpoint == Endpoint::kChat) {
-    choice = {{"index", i}, {"delta", {{"content", text}}}, {"logprobs", logprobs},
-              {"finish_reason", finish}, {"token_ids", token_ids}};
+    choice = {{"index", i},
+              {"delta", {{"content", text}}},
+              {"logprobs", logprobs},
+              {"finish_reason", finish},
+              {"token_ids", token_ids}};
     if (d.finish_reason) choice["stop_reason"] = d.stop_reason;
   } else {
     const json prompt_ids = request_.return_token_ids && !s.sent_first
                                 ? json(plan_.prompts[c.prompt_index])
                                 : json(nullptr);
-    choice = {{"index", i},           {"text", text},
-              {"logprobs", logprobs}, {"finish_reason", finish},
-              {"stop_reason", d.stop_reason}, {"prompt_token_ids", prompt_ids},
+    choice = {{"index", i},
+              {"text", text},
+              {"logprobs", logprobs},
+              {"finish_reason", finish},
+              {"stop_reason", d.stop_reason},
+              {"prompt_token_ids", prompt_ids},
               {"token_ids", token_ids}};
   }
   s.sent_first = true;
@@ -184,9 +192,9 @@ std::string GenerationResponder::add(const std::vector<ChoiceDelta>& deltas, boo
     json chunk = chunk_base();
     chunk["choices"] = json::array({stream_choice(i, d, offset)});
     if (request_.continuous_usage_stats) {
-      chunk["usage"] = usage_json(
-          static_cast<int64_t>(plan_.prompts[plan_.choices[i].prompt_index].size()),
-          static_cast<int64_t>(s.token_ids.size()));
+      chunk["usage"] =
+          usage_json(static_cast<int64_t>(plan_.prompts[plan_.choices[i].prompt_index].size()),
+                     static_cast<int64_t>(s.token_ids.size()));
     }
     out += sse_event(chunk);
   }
@@ -222,16 +230,16 @@ json GenerationResponder::whole_response() const {
                          {"token_ids", token_ids}});
     } else {
       const std::string text = request_.echo ? plan_.echo[c.prompt_index] + s.text : s.text;
-      choices.push_back({{"index", i},
-                         {"text", text},
-                         {"logprobs", logprobs},
-                         {"finish_reason", s.finish_reason},
-                         {"stop_reason", s.stop_reason},
-                         {"prompt_logprobs", nullptr},
-                         {"prompt_token_ids", request_.return_token_ids
-                                                  ? json(plan_.prompts[c.prompt_index])
-                                                  : json(nullptr)},
-                         {"token_ids", token_ids}});
+      choices.push_back(
+          {{"index", i},
+           {"text", text},
+           {"logprobs", logprobs},
+           {"finish_reason", s.finish_reason},
+           {"stop_reason", s.stop_reason},
+           {"prompt_logprobs", nullptr},
+           {"prompt_token_ids",
+            request_.return_token_ids ? json(plan_.prompts[c.prompt_index]) : json(nullptr)},
+           {"token_ids", token_ids}});
     }
   }
   json usage = usage_json(plan_.prompt_tokens, completion_tokens());
@@ -256,9 +264,9 @@ void run_generation(engine::OnlineEngine& engine, ServerMetrics& metrics,
                     const tokenizer::Tokenizer& tokenizer, const ServerOptions& options,
                     std::unique_ptr<GenerationPlan> plan, const SamplingRequest& request,
                     bool skip_special_tokens, Clock::time_point arrival, httplib::Response& res) {
-  auto generation = std::make_shared<Generation>(engine, metrics, tokenizer, plan->id,
-                                                 plan->choices, request.stop,
-                                                 skip_special_tokens, arrival);
+  auto generation =
+      std::make_shared<Generation>(engine, metrics, tokenizer, plan->id, plan->choices,
+                                   request.stop, skip_special_tokens, arrival);
   try {
     generation->submit();
   } catch (const Error& e) {
@@ -268,7 +276,8 @@ void run_generation(engine::OnlineEngine& engine, ServerMetrics& metrics,
   }
   if (!request.stream) {
     GenerationResponder responder(*plan, request, tokenizer);
-    while (!generation->done()) responder.add(generation->next(std::chrono::milliseconds(500)), false);
+    while (!generation->done())
+      responder.add(generation->next(std::chrono::milliseconds(500)), false);
     if (responder.error()) throw internal_error(*responder.error());
     respond_json(res, responder.whole_response());
     return;
@@ -358,7 +367,8 @@ void OpenAiServer::Handlers::check_model(const std::optional<std::string>& model
 std::vector<int32_t> OpenAiServer::Handlers::checked_ids(std::vector<int32_t> ids) const {
   const int64_t vocab = engine_.config().model.vocab_size;
   for (const int32_t id : ids) {
-    if (id >= vocab) throw bad_request(fmt::format("Token id {} is out of vocabulary", id), "prompt");
+    if (id >= vocab)
+      throw bad_request(fmt::format("Token id {} is out of vocabulary", id), "prompt");
   }
   return ids;
 }
@@ -418,8 +428,8 @@ void OpenAiServer::Handlers::completions(const httplib::Request& req, httplib::R
                              : valid_utf8(tokenizer_.decode(plan->prompts.back(), false)));
   }
   add_choices(*plan, r, engine_.config().scheduler.max_model_len, "max_tokens");
-  run_generation(engine_, metrics_, tokenizer_, options_, std::move(plan), r,
-                 r.skip_special_tokens, arrival, res);
+  run_generation(engine_, metrics_, tokenizer_, options_, std::move(plan), r, r.skip_special_tokens,
+                 arrival, res);
 }
 
 void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response& res) {
@@ -437,8 +447,8 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
   // In chat the template emits BOS, so special tokens are not added by default.
   plan->prompts.push_back(tokenizer_.encode(chat_prompt(r), r.add_special_tokens.value_or(false)));
   add_choices(*plan, r, engine_.config().scheduler.max_model_len, "max_completion_tokens");
-  run_generation(engine_, metrics_, tokenizer_, options_, std::move(plan), r,
-                 r.skip_special_tokens, arrival, res);
+  run_generation(engine_, metrics_, tokenizer_, options_, std::move(plan), r, r.skip_special_tokens,
+                 arrival, res);
 }
 
 void OpenAiServer::Handlers::tokenize(const httplib::Request& req, httplib::Response& res) {
@@ -461,7 +471,8 @@ void OpenAiServer::Handlers::tokenize(const httplib::Request& req, httplib::Resp
     }
     const auto add = body.find("add_special_tokens");
     if (add != body.end() && !add->is_boolean()) {
-      throw bad_request("add_special_tokens: Input should be a valid boolean", "add_special_tokens");
+      throw bad_request("add_special_tokens: Input should be a valid boolean",
+                        "add_special_tokens");
     }
     ids = tokenizer_.encode(it->get<std::string>(), add == body.end() || add->get<bool>());
   }
@@ -472,7 +483,8 @@ void OpenAiServer::Handlers::tokenize(const httplib::Request& req, httplib::Resp
   const auto strs = body.find("return_token_strs");
   if (strs != body.end() && strs->is_boolean() && strs->get<bool>()) {
     json list = json::array();
-    for (const int32_t id : ids) list.push_back(valid_utf8(tokenizer_.id_to_token(id).value_or("")));
+    for (const int32_t id : ids)
+      list.push_back(valid_utf8(tokenizer_.id_to_token(id).value_or("")));
     out["token_strs"] = list;
   }
   respond_json(res, out);
@@ -488,7 +500,8 @@ void OpenAiServer::Handlers::detokenize(const httplib::Request& req, httplib::Re
   for (const json& t : body["tokens"]) {
     if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
         t.get<int64_t>() >= engine_.config().model.vocab_size) {
-      throw bad_request(fmt::format("tokens: {} is not a token id of this model", t.dump()), "tokens");
+      throw bad_request(fmt::format("tokens: {} is not a token id of this model", t.dump()),
+                        "tokens");
     }
     ids.push_back(t.get<int32_t>());
   }

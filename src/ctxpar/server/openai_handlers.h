@@ -24,8 +24,7 @@ namespace ctxpar::server {
 class OpenAiServer::Handlers {
  public:
   Handlers(engine::OnlineEngine& engine, const tokenizer::Tokenizer& tokenizer,
-           const ServerOptions& options, ServerMetrics& metrics,
-           const std::atomic<bool>& stopping);
+           const ServerOptions& options, ServerMetrics& metrics, const std::atomic<bool>& stopping);
 
   void completions(const httplib::Request& req, httplib::Response& res);
   void chat(const httplib::Request& req, httplib::Response& res);

@@ -26,8 +26,8 @@ class Fields {
  public:
   explicit Fields(const json& body) : body_(body) {
     if (!body.is_object()) {
-      throw bad_request(fmt::format("The request body must be a JSON object, got {}",
-                                    type_name(body)));
+      throw bad_request(
+          fmt::format("The request body must be a JSON object, got {}", type_name(body)));
     }
   }
 
@@ -81,7 +81,8 @@ class Fields {
 
   std::optional<int32_t> int32(const char* name) const {
     const auto v = integer(name);
-    if (v && (*v < std::numeric_limits<int32_t>::min() || *v > std::numeric_limits<int32_t>::max())) {
+    if (v &&
+        (*v < std::numeric_limits<int32_t>::min() || *v > std::numeric_limits<int32_t>::max())) {
       throw bad_request(fmt::format("{}: {} is out of range", name, *v), name);
     }
     return v ? std::optional<int32_t>(static_cast<int32_t>(*v)) : std::nullopt;
@@ -151,7 +152,8 @@ void check_params(const engine::SamplingParams& params) {
 void parse_sampling(const Fields& f, const GenerationDefaults& defaults, SamplingRequest& r) {
   r.model = f.string("model");
   engine::SamplingParams& p = r.params;
-  p.temperature = static_cast<float>(f.number("temperature").value_or(defaults.temperature.value_or(1.0f)));
+  p.temperature =
+      static_cast<float>(f.number("temperature").value_or(defaults.temperature.value_or(1.0f)));
   // vLLM raises a tiny positive temperature to 0.01 (the division would overflow).
   if (p.temperature > 0.0f && p.temperature < 0.01f) p.temperature = 0.01f;
   p.top_p = static_cast<float>(f.number("top_p").value_or(defaults.top_p.value_or(1.0f)));
@@ -205,12 +207,12 @@ void parse_sampling(const Fields& f, const GenerationDefaults& defaults, Samplin
   if (!options.is_null()) {
     if (!options.is_object()) f.wrong_type("stream_options", "a valid object");
     if (!r.stream) {
-      throw bad_request("Stream options can only be defined when `stream=True`.",
-                        "stream_options");
+      throw bad_request("Stream options can only be defined when `stream=True`.", "stream_options");
     }
     const Fields o(options);
     r.include_usage = o.boolean("include_usage").value_or(true);
-    r.continuous_usage_stats = r.include_usage && o.boolean("continuous_usage_stats").value_or(false);
+    r.continuous_usage_stats =
+        r.include_usage && o.boolean("continuous_usage_stats").value_or(false);
   }
 
   f.unsupported("logit_bias", json::object());
@@ -321,13 +323,14 @@ ChatRequest parse_chat_request(const json& body, const GenerationDefaults& defau
   r.messages = f.raw("messages");
   if (r.messages.is_null()) throw bad_request("messages: Field required", "messages");
   if (!r.messages.is_array()) f.wrong_type("messages", "a valid list");
-  if (r.messages.empty()) throw bad_request("messages: List should have at least 1 item", "messages");
+  if (r.messages.empty())
+    throw bad_request("messages: List should have at least 1 item", "messages");
   for (size_t i = 0; i < r.messages.size(); ++i) {
     const json& m = r.messages[i];
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
-      throw bad_request(fmt::format("messages[{}]: a message is an object with a string \"role\"",
-                                    i),
-                        "messages");
+      throw bad_request(
+          fmt::format("messages[{}]: a message is an object with a string \"role\"", i),
+          "messages");
     }
     message_text(m, i);  // checks the content
   }

@@ -28,15 +28,15 @@ struct GenerationDefaults {
 // What both endpoints take.
 struct SamplingRequest {
   std::optional<std::string> model;
-  engine::SamplingParams params;  // max_tokens is set per prompt (GenerationPlan)
+  engine::SamplingParams params;      // max_tokens is set per prompt (GenerationPlan)
   std::optional<int64_t> max_tokens;  // as given (completions default 16, chat none)
   int32_t n = 1;
   StopStrings stop;
   bool skip_special_tokens = true;
   std::optional<bool> add_special_tokens;  // unset: the endpoint's default
   bool stream = false;
-  bool include_usage = false;             // stream_options.include_usage
-  bool continuous_usage_stats = false;    // stream_options.continuous_usage_stats
+  bool include_usage = false;           // stream_options.include_usage
+  bool continuous_usage_stats = false;  // stream_options.continuous_usage_stats
   bool return_token_ids = false;
   bool echo = false;
 };
@@ -55,7 +55,7 @@ struct ChatRequest : SamplingRequest {
   bool continue_final_message = false;
   bool logprobs = false;
   std::optional<int32_t> top_logprobs;
-  nlohmann::json tools;                // null or an array, for the template
+  nlohmann::json tools;                 // null or an array, for the template
   nlohmann::json chat_template_kwargs;  // null or an object
 };
 

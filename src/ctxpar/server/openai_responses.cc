@@ -12,7 +12,9 @@ using nlohmann::json;
 
 constexpr float kLowestLogprob = -9999.0f;
 
-float clamped(float logprob) { return std::max(logprob, kLowestLogprob); }
+float clamped(float logprob) {
+  return std::max(logprob, kLowestLogprob);
+}
 
 // The sampled token first, then the most likely ones without it: the order of vLLM's logprob
 // dicts (row 0 is the sampled token, rows 1.. the top-k).
@@ -72,7 +74,8 @@ json chat_logprobs(const tokenizer::Tokenizer& tokenizer, const std::vector<int3
     const auto entries = ranked_entries(logprobs[i]);
     for (size_t k = 0; k < entries.size() && k < static_cast<size_t>(num_top); ++k) {
       const std::string t = token_text(tokenizer, entries[k].token);
-      top.push_back({{"token", t}, {"logprob", clamped(entries[k].logprob)}, {"bytes", utf8_bytes(t)}});
+      top.push_back(
+          {{"token", t}, {"logprob", clamped(entries[k].logprob)}, {"bytes", utf8_bytes(t)}});
     }
     content.push_back({{"token", text},
                        {"logprob", clamped(logprobs[i].sampled.logprob)},

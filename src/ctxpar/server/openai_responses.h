@@ -32,8 +32,7 @@ nlohmann::json completion_logprobs(const tokenizer::Tokenizer& tokenizer,
 // first `num_top` of the sampled token and the most likely ones.
 nlohmann::json chat_logprobs(const tokenizer::Tokenizer& tokenizer,
                              const std::vector<int32_t>& tokens,
-                             const std::vector<engine::SampledLogprobs>& logprobs,
-                             int32_t num_top);
+                             const std::vector<engine::SampledLogprobs>& logprobs, int32_t num_top);
 
 nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
 

@@ -65,9 +65,8 @@ OpenAiServer::OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokeni
       handlers_(std::make_unique<Handlers>(engine, tokenizer, options_, metrics_, stopping_)),
       http_(std::make_unique<httplib::Server>()) {
   httplib::Server& s = *http_;
-  const int workers = options_.worker_threads > 0
-                          ? options_.worker_threads
-                          : 2 * engine.config().scheduler.max_num_seqs + 16;
+  const int workers = options_.worker_threads > 0 ? options_.worker_threads
+                                                  : 2 * engine.config().scheduler.max_num_seqs + 16;
   s.new_task_queue = [workers] { return new httplib::ThreadPool(static_cast<size_t>(workers)); };
   s.set_payload_max_length(options_.max_body_bytes);
   s.set_keep_alive_max_count(1000);
@@ -87,7 +86,8 @@ OpenAiServer::OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokeni
                      [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
       type.erase(type.find_last_not_of(" \t") + 1);
       if (type != "application/json") {
-        write_error(res, http_error(415, "Unsupported Media Type: Only 'application/json' is allowed"));
+        write_error(res,
+                    http_error(415, "Unsupported Media Type: Only 'application/json' is allowed"));
         return httplib::Server::HandlerResponse::Handled;
       }
     }
@@ -95,26 +95,27 @@ OpenAiServer::OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokeni
   });
   // Statuses httplib sets itself (unknown route, body over the limit, bad request line) get a
   // vLLM-shaped body; responses that already have one keep it.
-  s.set_error_handler(httplib::Server::HandlerWithResponse(
-      [this](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    std::string message = res.status == 404 ? "Not Found" : "";
-    if (res.status == 413) {
-      message = fmt::format("The request body is larger than the limit of {} bytes",
-                            options_.max_body_bytes);
-    }
-    write_error(res, http_error(res.status, message.empty() ? "Request failed" : message));
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr e) {
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& x) {
-      write_error(res, internal_error(x.what()));
-    } catch (...) {
-      write_error(res, internal_error("unknown error"));
-    }
-  });
+  s.set_error_handler(
+      httplib::Server::HandlerWithResponse([this](const httplib::Request&, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        std::string message = res.status == 404 ? "Not Found" : "";
+        if (res.status == 413) {
+          message = fmt::format("The request body is larger than the limit of {} bytes",
+                                options_.max_body_bytes);
+        }
+        write_error(res, http_error(res.status, message.empty() ? "Request failed" : message));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  s.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr e) {
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& x) {
+          write_error(res, internal_error(x.what()));
+        } catch (...) {
+          write_error(res, internal_error("unknown error"));
+        }
+      });
 
   Handlers& h = *handlers_;
   s.Post("/v1/completions", guarded([&h](const auto& req, auto& res) { h.completions(req, res); }));
@@ -128,17 +129,16 @@ OpenAiServer::OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokeni
   s.Post("/ping", guarded([&h](const auto&, auto& res) { h.health(res); }));
   s.Get("/metrics", guarded([&h](const auto&, auto& res) { h.metrics(res); }));
   s.Get("/version", guarded([](const auto&, auto& res) {
-    res.set_content(json{{"version", CTXPAR_VERSION}}.dump(), "application/json");
-  }));
+          res.set_content(json{{"version", CTXPAR_VERSION}}.dump(), "application/json");
+        }));
 }
 
 OpenAiServer::~OpenAiServer() = default;
 
 int OpenAiServer::bind() {
-  const int port = options_.port == 0 ? http_->bind_to_any_port(options_.host)
-                                      : (http_->bind_to_port(options_.host, options_.port)
-                                             ? options_.port
-                                             : -1);
+  const int port = options_.port == 0
+                       ? http_->bind_to_any_port(options_.host)
+                       : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
   CTXPAR_CHECK(port > 0, "cannot listen on {}:{} (address in use, or not an address of this host)",
                options_.host, options_.port);
   return port;

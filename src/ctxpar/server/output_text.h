@@ -54,9 +54,9 @@ class OutputText {
   std::vector<int32_t> ids_;
   size_t prefix_offset_ = 0;  // decode window: ids_[prefix_offset_, read_offset_) decoded
   size_t read_offset_ = 0;
-  std::string raw_;         // decoded bytes not yet turned into text
-  std::string candidate_;   // valid text not yet emitted (held back for stop strings)
-  std::string text_;        // emitted
+  std::string raw_;        // decoded bytes not yet turned into text
+  std::string candidate_;  // valid text not yet emitted (held back for stop strings)
+  std::string text_;       // emitted
   std::optional<std::string> stop_;
   int64_t counted_tokens_ = 0;
 };

@@ -1,0 +1,204 @@
+// Request parsing: vLLM's defaults, its 400s with the offending field as param, fields ctxpar
+// refuses unless at their defaults, and the max_tokens / context-length rules.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ctxpar/server/api_error.h"
+#include "ctxpar/server/openai_protocol.h"
+
+namespace ctxpar::server {
+namespace {
+
+using nlohmann::json;
+
+// The ApiError a parse throws (status 0 when it throws none).
+ApiError error_of(const json& body, bool chat = false) {
+  try {
+    if (chat) {
+      parse_chat_request(body, {});
+    } else {
+      parse_completion_request(body, {});
+    }
+  } catch (const ApiError& e) {
+    return e;
+  }
+  return ApiError(0, "", "no error");
+}
+
+void expect_400(const json& body, const std::string& fragment, const std::string& param,
+                bool chat = false) {
+  const ApiError e = error_of(body, chat);
+  EXPECT_EQ(e.status(), 400) << body.dump();
+  EXPECT_EQ(e.type(), "BadRequestError");
+  EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  if (!param.empty()) {
+    EXPECT_EQ(e.param().value_or(""), param) << e.what();
+  }
+  const json shape = e.to_json();
+  EXPECT_EQ(shape["error"]["code"], 400);
+  EXPECT_EQ(shape["error"]["message"], e.what());
+}
+
+TEST(OpenAiProtocol, CompletionDefaultsAreVllms) {
+  const CompletionRequest r = parse_completion_request({{"prompt", "hi"}}, {});
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(std::get<std::string>(r.prompts[0]), "hi");
+  EXPECT_EQ(r.max_tokens, 16);
+  EXPECT_EQ(r.params.temperature, 1.0f);
+  EXPECT_EQ(r.params.top_p, 1.0f);
+  EXPECT_EQ(r.params.top_k, 0);
+  EXPECT_EQ(r.n, 1);
+  EXPECT_FALSE(r.stream);
+  EXPECT_FALSE(r.logprobs.has_value());
+  EXPECT_FALSE(r.params.seed.has_value());
+  // A null max_tokens is the default too; generation_config defaults come before OpenAI's.
+  GenerationDefaults d;
+  d.temperature = 0.6f;
+  d.top_k = 20;
+  const CompletionRequest g =
+      parse_completion_request({{"prompt", "hi"}, {"max_tokens", nullptr}}, d);
+  EXPECT_EQ(g.max_tokens, 16);
+  EXPECT_EQ(g.params.temperature, 0.6f);
+  EXPECT_EQ(g.params.top_k, 20);
+  EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"temperature", 0.3}}, d).params.temperature,
+            0.3f);
+  // seed -1 means none; a tiny temperature is raised to 0.01 as vLLM does.
+  EXPECT_FALSE(parse_completion_request({{"prompt", "x"}, {"seed", -1}}, {}).params.seed);
+  EXPECT_EQ(
+      parse_completion_request({{"prompt", "x"}, {"temperature", 0.001}}, {}).params.temperature,
+      0.01f);
+}
+
+TEST(OpenAiProtocol, PromptsInEveryForm) {
+  const CompletionRequest texts = parse_completion_request({{"prompt", {"a", "b"}}}, {});
+  EXPECT_EQ(texts.prompts.size(), 2u);
+  const CompletionRequest ids = parse_completion_request({{"prompt", {1, 2, 3}}}, {});
+  ASSERT_EQ(ids.prompts.size(), 1u);
+  EXPECT_EQ(std::get<std::vector<int32_t>>(ids.prompts[0]), (std::vector<int32_t>{1, 2, 3}));
+  const CompletionRequest lists =
+      parse_completion_request({{"prompt", json::array({{1, 2}, {3}})}}, {});
+  EXPECT_EQ(lists.prompts.size(), 2u);
+  expect_400({{"max_tokens", 3}}, "Either prompt or prompt_embeds", "prompt");
+  expect_400({{"prompt", ""}}, "non-empty", "prompt");
+  expect_400({{"prompt", json::array()}}, "non-empty", "prompt");
+  expect_400({{"prompt", {1, -4}}}, "greater than or equal to 0", "prompt");
+  expect_400({{"prompt", {1, 2.5}}}, "valid integer", "prompt");
+  expect_400({{"prompt", json::array({{1}, 7})}}, "prompt[1]", "prompt");
+  expect_400({{"prompt", 3}}, "Input should be", "prompt");
+}
+
+TEST(OpenAiProtocol, WrongTypesAndValuesNameTheField) {
+  expect_400(json::array({1}), "JSON object", "");
+  expect_400({{"prompt", "x"}, {"max_tokens", "7"}}, "valid integer", "max_tokens");
+  expect_400({{"prompt", "x"}, {"max_tokens", 0}}, "max_tokens must be at least 1, got 0.",
+             "max_tokens");
+  expect_400({{"prompt", "x"}, {"temperature", -0.5}}, "temperature must be non-negative",
+             "temperature");
+  expect_400({{"prompt", "x"}, {"temperature", "warm"}}, "valid number", "temperature");
+  expect_400({{"prompt", "x"}, {"top_k", -2}}, "top_k must be 0 (disable), or at least 1", "top_k");
+  expect_400({{"prompt", "x"}, {"min_p", 1.5}}, "min_p must be in [0, 1], got 1.5", "min_p");
+  expect_400({{"prompt", "x"}, {"presence_penalty", 3}}, "presence_penalty must be in [-2, 2]",
+             "presence_penalty");
+  expect_400({{"prompt", "x"}, {"repetition_penalty", 0}}, "repetition_penalty must be greater",
+             "repetition_penalty");
+  expect_400({{"prompt", "x"}, {"n", 0}}, "n must be at least 1, got 0.", "n");
+  expect_400({{"prompt", "x"}, {"n", 2}, {"temperature", 0}}, "greedy sampling", "n");
+  expect_400({{"prompt", "x"}, {"stop", {"a", 1}}}, "string", "stop");
+  expect_400({{"prompt", "x"}, {"stop", ""}}, "stop cannot contain an empty string.", "stop");
+  expect_400({{"prompt", "x"}, {"stream", "true"}}, "valid boolean", "stream");
+  expect_400({{"prompt", "x"}, {"stream_options", {{"include_usage", true}}}},
+             "Stream options can only be defined when `stream=True`.", "stream_options");
+  expect_400({{"prompt", "x"}, {"logprobs", -1}}, "not supported", "logprobs");
+  expect_400({{"prompt", "x"}, {"logprobs", 21}}, "logprobs must be in [0, 20]", "logprobs");
+  expect_400({{"prompt", "x"}, {"stop_token_ids", {3, -1}}}, "greater than or equal to 0",
+             "stop_token_ids");
+  expect_400({{"prompt", "x"}, {"min_tokens", 20}}, "min_tokens must be less than or equal to",
+             "min_tokens");
+}
+
+TEST(OpenAiProtocol, UnimplementedFieldsOnlyAtTheirDefaults) {
+  EXPECT_NO_THROW(parse_completion_request({{"prompt", "x"},
+                                            {"logit_bias", json::object()},
+                                            {"use_beam_search", false},
+                                            {"response_format", {{"type", "text"}}},
+                                            {"user", "u"},
+                                            {"unknown_field", 3}},
+                                           {}));
+  expect_400({{"prompt", "x"}, {"logit_bias", {{"5", 1.0}}}}, "logit_bias is not supported",
+             "logit_bias");
+  expect_400({{"prompt", "x"}, {"use_beam_search", true}}, "not supported", "use_beam_search");
+  expect_400({{"prompt", "x"}, {"response_format", {{"type", "json_object"}}}}, "not supported",
+             "response_format");
+}
+
+TEST(OpenAiProtocol, StreamOptions) {
+  const CompletionRequest r = parse_completion_request(
+      {{"prompt", "x"}, {"stream", true}, {"stream_options", json::object()}}, {});
+  EXPECT_TRUE(r.include_usage);  // include_usage defaults to true once stream_options is given
+  const CompletionRequest c = parse_completion_request(
+      {{"prompt", "x"},
+       {"stream", true},
+       {"stream_options", {{"include_usage", true}, {"continuous_usage_stats", true}}}},
+      {});
+  EXPECT_TRUE(c.continuous_usage_stats);
+}
+
+TEST(OpenAiProtocol, ChatRequests) {
+  const json user = json::array({{{"role", "user"}, {"content", "hi"}}});
+  const ChatRequest r =
+      parse_chat_request({{"messages", user}, {"max_tokens", 5}, {"max_completion_tokens", 9}}, {});
+  EXPECT_EQ(r.max_tokens, 9);  // max_completion_tokens wins over the deprecated max_tokens
+  EXPECT_FALSE(parse_chat_request({{"messages", user}}, {}).max_tokens.has_value());
+  EXPECT_TRUE(r.add_generation_prompt);
+  const ChatRequest lp =
+      parse_chat_request({{"messages", user}, {"logprobs", true}, {"top_logprobs", 3}}, {});
+  EXPECT_EQ(lp.params.logprobs, 3);
+  expect_400({{"messages", user}, {"top_logprobs", 3}}, "`logprobs` must be set to true",
+             "top_logprobs", true);
+  expect_400({{"max_tokens", 3}}, "messages: Field required", "messages", true);
+  expect_400({{"messages", json::array()}}, "at least 1 item", "messages", true);
+  expect_400({{"messages", json::array({{{"content", "x"}}})}}, "\"role\"", "messages", true);
+  expect_400({{"messages", json::array({{{"role", "user"}, {"content", 5}}})}}, "content",
+             "messages", true);
+  expect_400({{"messages", user}, {"continue_final_message", true}},
+             "Cannot set both `continue_final_message` and `add_generation_prompt`", "", true);
+  expect_400({{"messages", user}, {"chat_template", "{{ x }}"}}, "not supported", "chat_template",
+             true);
+  const json parts = {{"role", "user"},
+                      {"content", json::array({{{"type", "text"}, {"text", "a"}},
+                                               {{"type", "text"}, {"text", "b"}}})}};
+  EXPECT_EQ(message_text(parts, 0), "a\nb");
+  EXPECT_EQ(message_text({{"role", "assistant"}, {"content", nullptr}}, 0), "");
+}
+
+TEST(OpenAiProtocol, MaxTokensFollowTheContextLength) {
+  EXPECT_EQ(resolve_max_tokens(16, 10, 512, "max_tokens"), 16);
+  EXPECT_EQ(resolve_max_tokens(std::nullopt, 10, 512, "max_tokens"), 502);  // what is left
+  EXPECT_EQ(resolve_max_tokens(16, 496, 512, "max_tokens"), 16);
+  const auto message = [](auto f) {
+    try {
+      f();
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400);
+      return std::string(e.what()) + " | " + e.param().value_or("");
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message([] { resolve_max_tokens(16, 497, 512, "max_tokens"); }),
+            "You passed 497 input tokens and requested 16 output tokens. However, the model's "
+            "context length is only 512 tokens, resulting in a maximum input length of 496 "
+            "tokens. Please reduce the length of the input prompt. | input_tokens");
+  EXPECT_NE(message([] {
+              resolve_max_tokens(600, 5, 512, "max_completion_tokens");
+            }).find("max_completion_tokens=600 cannot be greater than max_model_len=512"),
+            std::string::npos);
+  EXPECT_NE(message([] {
+              resolve_max_tokens(std::nullopt, 512, 512, "max_tokens");
+            }).find("leaves no room"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ctxpar::server

@@ -1,0 +1,142 @@
+// OutputText: streamed text equals the whole decode, multi-byte characters wait for their last
+// byte, stop strings match across token boundaries with vLLM's rules (hold-back, cut before or
+// after the string, min_tokens), against a direct reference over random byte outputs.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ctxpar/server/output_text.h"
+#include "ctxpar/server/utf8.h"
+#include "ctxpar/tokenizer/byte_tokenizer.h"
+
+namespace ctxpar::server {
+namespace {
+
+std::vector<int32_t> bytes_of(const std::string& s) {
+  std::vector<int32_t> ids;
+  for (const unsigned char c : s) ids.push_back(c);
+  return ids;
+}
+
+const tokenizer::ByteTokenizer kTokenizer(512, 256);
+
+TEST(OutputText, StreamsWholeCharacters) {
+  OutputText text(kTokenizer, {}, true);
+  EXPECT_EQ(text.add(bytes_of("h\xC3"), false).text, "h");  // é waits for its second byte
+  EXPECT_EQ(text.add(bytes_of("\xA9!"), false).text, "\xC3\xA9!");
+  EXPECT_EQ(text.add(std::vector<int32_t>{257}, false).text, "");  // a special token, skipped
+  const OutputText::Delta last = text.add(bytes_of("\xE2\x82"), true);
+  EXPECT_EQ(last.text, "\xEF\xBF\xBD");  // the request ended inside a character
+  EXPECT_EQ(last.num_tokens, 7);
+  EXPECT_EQ(text.text(), "h\xC3\xA9!\xEF\xBF\xBD");
+
+  OutputText specials(kTokenizer, {}, false);
+  EXPECT_EQ(specials.add(std::vector<int32_t>{104, 257}, true).text, "h<|257|>");
+}
+
+TEST(OutputText, StopStringsAcrossTokens) {
+  for (const bool include : {false, true}) {
+    SCOPED_TRACE(include ? "include" : "cut");
+    OutputText text(kTokenizer, {{"lo w", "zz"}, include, 0}, true);
+    std::string shown;
+    const std::vector<int32_t> ids = bytes_of("hello world");
+    OutputText::Delta d;
+    for (size_t i = 0; i < ids.size() && !d.stop_string; ++i) {
+      d = text.add({&ids[i], 1}, false);
+      shown += d.text;
+      if (!include && !d.stop_string) {
+        // Never shows what could still begin a stop string (3 characters held back).
+        EXPECT_LE(shown.size() + std::min<size_t>(3, i + 1), i + 1);
+      }
+    }
+    ASSERT_TRUE(d.stop_string.has_value());
+    EXPECT_EQ(*d.stop_string, "lo w");
+    EXPECT_EQ(d.num_tokens, 7);  // "hello w": the token that completed it counts
+    EXPECT_EQ(shown, include ? "hello w" : "hel");
+    EXPECT_TRUE(text.stopped());
+    EXPECT_EQ(text.add(bytes_of("orld"), true).text, "");  // after the stop: nothing
+  }
+}
+
+TEST(OutputText, StopStringsWaitForMinTokens) {
+  OutputText text(kTokenizer, {{"ab"}, false, 5}, true);
+  const OutputText::Delta d = text.add(bytes_of("abxxxxabzz"), false);
+  ASSERT_TRUE(d.stop_string.has_value());
+  EXPECT_EQ(d.text, "abxxxx");
+  EXPECT_EQ(d.num_tokens, 8);
+}
+
+// The reference: after each token k the text is the valid UTF-8 of the first k bytes (less a
+// trailing incomplete character); the first k whose text contains a stop string ends the
+// output there, the first such string in list order winning.
+struct Expected {
+  std::string text;
+  std::optional<std::string> stop;
+  int64_t tokens;
+};
+Expected reference(const std::string& bytes, const std::vector<std::string>& stops, bool include) {
+  for (size_t k = 1; k <= bytes.size(); ++k) {
+    std::string t;
+    append_valid_utf8(bytes.substr(0, k), false, t);
+    for (const std::string& s : stops) {
+      const size_t at = t.find(s);
+      if (at == std::string::npos) continue;
+      return {t.substr(0, include ? at + s.size() : at), s, static_cast<int64_t>(k)};
+    }
+  }
+  return {valid_utf8(bytes), std::nullopt, static_cast<int64_t>(bytes.size())};
+}
+
+TEST(OutputText, MatchesTheReferenceForRandomOutputsAndSplits) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  std::mt19937 rng(seed);
+  const std::string alphabet = "ab \xC3\xA9\xE2\x82\xAC\x80";
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string bytes;
+    for (int i = 0, n = static_cast<int>(rng() % 30); i < n; ++i) {
+      bytes += alphabet[rng() % alphabet.size()];
+    }
+    // Stop strings: pieces of the valid text (so they occur), or random ones.
+    const std::string valid = valid_utf8(bytes);
+    std::vector<std::string> stops;
+    for (int s = 0, n = 1 + static_cast<int>(rng() % 3); s < n; ++s) {
+      std::string stop;
+      if (!valid.empty() && rng() % 3 != 0) {
+        const size_t at = rng() % valid.size();
+        stop = valid.substr(at, 1 + rng() % 4);
+      } else {
+        stop = std::string(1 + rng() % 2, "ab"[rng() % 2]);
+      }
+      stop = valid_utf8(stop);  // whole characters only, as a request's strings are
+      if (!stop.empty()) stops.push_back(stop);
+    }
+    if (stops.empty()) continue;
+    const bool include = rng() % 2 == 0;
+    const Expected want = reference(bytes, stops, include);
+
+    OutputText text(kTokenizer, {stops, include, 0}, true);
+    const std::vector<int32_t> ids = bytes_of(bytes);
+    std::string shown;
+    std::optional<std::string> stop;
+    int64_t tokens = 0;
+    size_t at = 0;
+    do {
+      const size_t take = std::min(ids.size() - at, size_t{1} + rng() % 3);
+      const OutputText::Delta d = text.add({ids.data() + at, take}, at + take == ids.size());
+      at += take;
+      shown += d.text;
+      tokens = d.num_tokens;
+      if (d.stop_string) stop = d.stop_string;
+    } while (at < ids.size() && !stop);
+    SCOPED_TRACE(::testing::Message() << "trial " << trial << " include " << include);
+    ASSERT_EQ(stop, want.stop);
+    ASSERT_EQ(shown, want.text);
+    ASSERT_EQ(tokens, want.tokens);
+  }
+}
+
+}  // namespace
+}  // namespace ctxpar::server

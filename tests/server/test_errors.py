@@ -1,0 +1,142 @@
+"""Bad requests over raw HTTP get vLLM's status and error shape, and the server stays up:
+malformed JSON, wrong types, invalid values, unknown model, over-long prompts, a missing or
+wrong API key, a non-JSON content type, an oversized body, an unknown route."""
+
+import json
+import unittest
+
+import server_fixture as fx
+
+KEY = "sk-ctxpar-test"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+
+
+class Errors(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = fx.Server(["--api-key", KEY, "--max-request-body-bytes", "16KiB"]).__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.server.terminate()
+        cls.server.__exit__(None, None, None)
+        assert rc == 0, f"ctxpar serve exited with {rc}"
+
+    def post(self, body=None, path="/v1/completions", raw=None, headers=AUTH):
+        return self.server.request("POST", path, body=body, raw=raw, headers=headers)
+
+    def assert_error(self, response, status, error_type, *fragments, param=None):
+        got_status, body, headers = response
+        self.assertEqual(got_status, status, body)
+        self.assertTrue(headers.get("Content-Type", "").startswith("application/json"), headers)
+        error = body["error"]
+        self.assertEqual(set(error), {"message", "type", "param", "code"})
+        self.assertEqual(error["type"], error_type)
+        self.assertEqual(error["code"], status)
+        for f in fragments:
+            self.assertIn(f, error["message"])
+        if param is not None:
+            self.assertEqual(error["param"], param)
+
+    def tearDown(self):
+        # Whatever the request did, the server still answers and serves.
+        status, body, _ = self.server.request("GET", "/health")
+        self.assertEqual(status, 200, body)
+        status, body, _ = self.post({"prompt": [1, 2, 3], "max_tokens": 2})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["usage"]["completion_tokens"] <= 2, True)
+
+    def test_malformed_json(self):
+        self.assert_error(self.post(raw='{"prompt": "hi", "max_tokens": '), 400, "BadRequestError",
+                          "JSON decode error")
+        self.assert_error(self.post(raw="[1, 2]"), 400, "BadRequestError", "JSON object")
+
+    def test_wrong_types(self):
+        for field, value, want in [("max_tokens", "ten", "valid integer"),
+                                   ("temperature", "hot", "valid number"),
+                                   ("stream", "yes", "valid boolean"),
+                                   ("n", 1.5, "fractional"),
+                                   ("stop", 7, "string"),
+                                   ("prompt", 17, "prompt")]:
+            with self.subTest(field=field):
+                body = {"prompt": "hi", field: value}
+                self.assert_error(self.post(body), 400, "BadRequestError", field, want, param=field)
+        self.assert_error(self.post({"prompt": [1, -2]}), 400, "BadRequestError",
+                          "greater than or equal to 0", param="prompt")
+
+    def test_invalid_values(self):
+        self.assert_error(self.post({"prompt": "hi", "max_tokens": -3}), 400, "BadRequestError",
+                          "max_tokens must be at least 1, got -3.", param="max_tokens")
+        self.assert_error(self.post({"prompt": "hi", "temperature": 2.5}), 400, "BadRequestError",
+                          "temperature must be in [0, 2]", param="temperature")
+        self.assert_error(self.post({"prompt": "hi", "top_p": 0}), 400, "BadRequestError",
+                          "top_p must be in (0, 1]", param="top_p")
+        self.assert_error(self.post({"prompt": "hi", "min_tokens": 9, "max_tokens": 4}), 400,
+                          "BadRequestError", "min_tokens must be less than or equal to max_tokens=4")
+        self.assert_error(self.post({"prompt": "hi", "logprobs": 21}), 400, "BadRequestError",
+                          "logprobs", param="logprobs")
+        self.assert_error(self.post({"prompt": "hi", "stop": ["ok", ""]}), 400, "BadRequestError",
+                          "stop cannot contain an empty string")
+        self.assert_error(self.post({"prompt": "hi", "n": 2, "temperature": 0}), 400,
+                          "BadRequestError", "n must be 1 when using greedy sampling")
+        self.assert_error(self.post({"prompt": "hi", "stream_options": {"include_usage": True}}),
+                          400, "BadRequestError", "Stream options can only be defined when")
+        self.assert_error(self.post({"prompt": ""}), 400, "BadRequestError", "non-empty")
+        self.assert_error(self.post({"prompt": [1, 600]}), 400, "BadRequestError",
+                          "Token id 600 is out of vocabulary")
+        self.assert_error(self.post({"messages": []}, path="/v1/chat/completions"), 400,
+                          "BadRequestError", "at least 1 item", param="messages")
+
+    def test_unknown_model(self):
+        self.assert_error(self.post({"model": "gpt-9", "prompt": "hi"}), 404, "NotFoundError",
+                          "The model `gpt-9` does not exist.", param="model")
+        self.assert_error(
+            self.post({"model": "gpt-9", "messages": [{"role": "user", "content": "hi"}]},
+                      path="/v1/chat/completions"), 404, "NotFoundError", "gpt-9")
+
+    def test_over_long_prompt(self):
+        # max_model_len 512 with the default max_tokens 16: at most 496 prompt tokens.
+        self.assert_error(self.post({"prompt": [5] * 497}), 400, "BadRequestError",
+                          "You passed 497 input tokens and requested 16 output tokens",
+                          "context length is only 512 tokens", "maximum input length of 496",
+                          param="input_tokens")
+        self.assert_error(self.post({"prompt": [5] * 10, "max_tokens": 600}), 400,
+                          "BadRequestError", "max_tokens=600 cannot be greater than "
+                          "max_model_len=512", param="max_tokens")
+        status, body, _ = self.post({"prompt": [5] * 496})
+        self.assertEqual(status, 200, body)
+
+    def test_api_key(self):
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": KEY}):
+            with self.subTest(headers=headers):
+                status, body, _ = self.post({"prompt": "hi"}, headers=headers)
+                self.assertEqual((status, body), (401, {"error": "Unauthorized"}))
+        status, body, _ = self.server.request("GET", "/v1/models")
+        self.assertEqual((status, body), (401, {"error": "Unauthorized"}))
+        status, body, _ = self.server.request("GET", "/v1/models", headers=AUTH)
+        self.assertEqual(status, 200)
+        # Outside /v1 no key is needed.
+        self.assertEqual(self.server.request("GET", "/metrics")[0], 200)
+
+    def test_content_type(self):
+        for content_type in ("text/plain", "application/x-www-form-urlencoded", ""):
+            with self.subTest(content_type=content_type):
+                self.assert_error(
+                    self.post(raw=json.dumps({"prompt": "hi"}),
+                              headers={**AUTH, "Content-Type": content_type}),
+                    415, "Unsupported Media Type", "Only 'application/json' is allowed")
+        status, _, _ = self.post(raw=json.dumps({"prompt": "hi", "max_tokens": 1}),
+                                 headers={**AUTH, "Content-Type": "application/json; charset=utf-8"})
+        self.assertEqual(status, 200)
+
+    def test_oversized_body(self):
+        self.assert_error(self.post({"prompt": "x" * 20000}), 413, "Payload Too Large",
+                          "larger than the limit of 16384 bytes")
+
+    def test_unknown_route(self):
+        self.assert_error(self.server.request("GET", "/v1/nothing-here", headers=AUTH), 404,
+                          "Not Found", "Not Found")
+
+
+if __name__ == "__main__":
+    unittest.main()
