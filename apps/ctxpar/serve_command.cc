@@ -36,10 +36,11 @@ struct ServeOptions {
 // The served model's tokenizer. Built-in models use their byte tokenizer; checkpoint
 // directories need the tokenizer layer's tokenizer.json support.
 std::unique_ptr<tokenizer::Tokenizer> load_tokenizer(const engine::ResolvedEngineConfig& cfg) {
-  CTXPAR_CHECK(model::is_builtin_model(cfg.raw.model),
-               "serving {} needs its tokenizer (tokenizer.json), which ctxpar cannot read yet; "
-               "serve a built-in model (builtin:tiny-llama, ...)",
-               cfg.raw.model);
+  CTXPAR_CHECK_INPUT(
+      model::is_builtin_model(cfg.raw.model),
+      "serving {} needs its tokenizer (tokenizer.json), which ctxpar cannot read yet; "
+      "serve a built-in model (builtin:tiny-llama, ...)",
+      cfg.raw.model);
   const model::ModelConfig& m = cfg.model;
   return std::make_unique<tokenizer::ByteTokenizer>(
       static_cast<int32_t>(m.vocab_size),
@@ -113,17 +114,21 @@ void stop_on_signal_or_load_failure(server::OpenAiServer& server, const StopSign
 
 void run(ServeOptions& o) {
   if (!o.model_tag.empty()) {
-    CTXPAR_CHECK(o.engine.config.model == engine::EngineConfig{}.model ||
-                     o.engine.config.model == o.model_tag,
-                 "the model is given twice ({} and --model {}); give it once, as the positional "
-                 "argument (vLLM's `serve MODEL`) or with --model",
-                 o.model_tag, o.engine.config.model);
+    CTXPAR_CHECK_INPUT(
+        o.engine.config.model == engine::EngineConfig{}.model ||
+            o.engine.config.model == o.model_tag,
+        "the model is given twice ({} and --model {}); give it once, as the positional "
+        "argument (vLLM's `serve MODEL`) or with --model",
+        o.model_tag, o.engine.config.model);
     o.engine.config.model = o.model_tag;
   }
-  const engine::EngineConfig config = finish_engine_config(o.engine);
-  o.server.max_body_bytes = static_cast<size_t>(engine::parse_memory_size(o.max_body));
-  const engine::ResolvedEngineConfig resolved = engine::resolve_engine_config(config);
-  const std::unique_ptr<tokenizer::Tokenizer> tok = load_tokenizer(resolved);
+  engine::EngineConfig config;
+  std::unique_ptr<tokenizer::Tokenizer> tok;
+  validate_on_every_rank([&] {
+    config = finish_engine_config(o.engine);
+    o.server.max_body_bytes = static_cast<size_t>(engine::parse_memory_size(o.max_body));
+    tok = load_tokenizer(engine::resolve_engine_config(config));
+  });
   if (o.server.served_model_name.empty()) o.server.served_model_name = config.model;
   o.server.model_root = config.model;
 

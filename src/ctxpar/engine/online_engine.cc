@@ -124,7 +124,7 @@ void OnlineEngine::check_can_add(const std::vector<Queued>& batch) const {
   std::unordered_set<RequestId> ids;
   for (const Queued& q : batch) {
     const RequestId& id = q.request.id;
-    CTXPAR_CHECK(!unfinished_ids_.contains(id) && ids.insert(id).second,
+    CTXPAR_CHECK_INPUT(!unfinished_ids_.contains(id) && ids.insert(id).second,
                  "request id '{}' is already in use by an unfinished request", id);
   }
 }
@@ -134,7 +134,7 @@ void OnlineEngine::add_requests(std::vector<std::pair<EngineRequest, OutputConsu
   batch.reserve(requests.size());
   for (auto& [request, consumer] : requests) {
     CTXPAR_CHECK(consumer != nullptr, "request '{}' has no output consumer", request.id);
-    if (auto why = problem(request)) CTXPAR_FAIL("{}", *why);
+    if (auto why = problem(request)) CTXPAR_INPUT_FAIL("{}", *why);
     batch.push_back({std::move(request), std::move(consumer)});
   }
   {

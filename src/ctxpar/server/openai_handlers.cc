@@ -262,8 +262,9 @@ void respond_json(httplib::Response& res, const json& body, int status = 200) {
 // Submits the plan and answers with the whole response, or streams it.
 void run_generation(engine::OnlineEngine& engine, ServerMetrics& metrics,
                     const tokenizer::Tokenizer& tokenizer, const ServerOptions& options,
-                    std::unique_ptr<GenerationPlan> plan, const SamplingRequest& request,
-                    bool skip_special_tokens, Clock::time_point arrival, httplib::Response& res) {
+                    std::atomic<int>& open_streams, std::unique_ptr<GenerationPlan> plan,
+                    const SamplingRequest& request, bool skip_special_tokens,
+                    Clock::time_point arrival, httplib::Response& res) {
   auto generation =
       std::make_shared<Generation>(engine, metrics, tokenizer, plan->id, plan->choices,
                                    request.stop, skip_special_tokens, arrival);
@@ -297,6 +298,8 @@ void run_generation(engine::OnlineEngine& engine, ServerMetrics& metrics,
   stream->responder =
       std::make_unique<GenerationResponder>(*stream->plan, stream->request, tokenizer);
   const auto keepalive = options.keepalive;
+  // stop() waits for this to drop back: httplib cuts streams short once it is stopping.
+  ++open_streams;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
@@ -326,8 +329,9 @@ void run_generation(engine::OnlineEngine& engine, ServerMetrics& metrics,
         if (stream->finished) sink.done();
         return true;
       },
-      [stream](bool success) {
+      [stream, &open_streams](bool success) {
         if (!success) stream->generation->abort();
+        --open_streams;
       });
 }
 
@@ -335,17 +339,16 @@ void run_generation(engine::OnlineEngine& engine, ServerMetrics& metrics,
 
 OpenAiServer::Handlers::Handlers(engine::OnlineEngine& engine,
                                  const tokenizer::Tokenizer& tokenizer,
-                                 const ServerOptions& options, ServerMetrics& metrics,
-                                 const std::atomic<bool>& stopping)
+                                 const ServerOptions& options, ServerMetrics& metrics, State& state)
     : engine_(engine),
       tokenizer_(tokenizer),
       options_(options),
       metrics_(metrics),
-      stopping_(stopping),
+      state_(state),
       created_(unix_now()) {}
 
 void OpenAiServer::Handlers::check_serving() const {
-  if (stopping_) throw unavailable("The server is shutting down");
+  if (state_.stopping) throw unavailable("The server is shutting down");
   switch (engine_.state()) {
     case engine::OnlineEngine::State::kLoading:
       throw unavailable("Loading model");
@@ -428,8 +431,8 @@ void OpenAiServer::Handlers::completions(const httplib::Request& req, httplib::R
                              : valid_utf8(tokenizer_.decode(plan->prompts.back(), false)));
   }
   add_choices(*plan, r, engine_.config().scheduler.max_model_len, "max_tokens");
-  run_generation(engine_, metrics_, tokenizer_, options_, std::move(plan), r, r.skip_special_tokens,
-                 arrival, res);
+  run_generation(engine_, metrics_, tokenizer_, options_, state_.open_streams, std::move(plan), r,
+                 r.skip_special_tokens, arrival, res);
 }
 
 void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response& res) {
@@ -447,8 +450,8 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
   // In chat the template emits BOS, so special tokens are not added by default.
   plan->prompts.push_back(tokenizer_.encode(chat_prompt(r), r.add_special_tokens.value_or(false)));
   add_choices(*plan, r, engine_.config().scheduler.max_model_len, "max_completion_tokens");
-  run_generation(engine_, metrics_, tokenizer_, options_, std::move(plan), r, r.skip_special_tokens,
-                 arrival, res);
+  run_generation(engine_, metrics_, tokenizer_, options_, state_.open_streams, std::move(plan), r,
+                 r.skip_special_tokens, arrival, res);
 }
 
 void OpenAiServer::Handlers::tokenize(const httplib::Request& req, httplib::Response& res) {

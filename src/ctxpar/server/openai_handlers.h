@@ -24,7 +24,7 @@ namespace ctxpar::server {
 class OpenAiServer::Handlers {
  public:
   Handlers(engine::OnlineEngine& engine, const tokenizer::Tokenizer& tokenizer,
-           const ServerOptions& options, ServerMetrics& metrics, const std::atomic<bool>& stopping);
+           const ServerOptions& options, ServerMetrics& metrics, State& state);
 
   void completions(const httplib::Request& req, httplib::Response& res);
   void chat(const httplib::Request& req, httplib::Response& res);
@@ -49,7 +49,7 @@ class OpenAiServer::Handlers {
   const tokenizer::Tokenizer& tokenizer_;
   const ServerOptions& options_;
   ServerMetrics& metrics_;
-  const std::atomic<bool>& stopping_;
+  State& state_;
   const int64_t created_;  // unix time the server started, for /v1/models
 };
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <thread>
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/server/api_error.h"
@@ -62,7 +63,7 @@ OpenAiServer::OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokeni
     : engine_(engine),
       options_(std::move(options)),
       metrics_(options_.served_model_name),
-      handlers_(std::make_unique<Handlers>(engine, tokenizer, options_, metrics_, stopping_)),
+      handlers_(std::make_unique<Handlers>(engine, tokenizer, options_, metrics_, state_)),
       http_(std::make_unique<httplib::Server>()) {
   httplib::Server& s = *http_;
   const int workers = options_.worker_threads > 0 ? options_.worker_threads
@@ -139,18 +140,25 @@ int OpenAiServer::bind() {
   const int port = options_.port == 0
                        ? http_->bind_to_any_port(options_.host)
                        : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
-  CTXPAR_CHECK(port > 0, "cannot listen on {}:{} (address in use, or not an address of this host)",
-               options_.host, options_.port);
+  CTXPAR_CHECK_INPUT(port > 0,
+                     "cannot listen on {}:{} (address in use, or not an address of this host)",
+                     options_.host, options_.port);
   return port;
 }
 
 void OpenAiServer::serve() {
-  if (!stopping_) http_->listen_after_bind();
+  if (!state_.stopping) http_->listen_after_bind();
 }
 
 void OpenAiServer::stop() {
-  stopping_ = true;
+  state_.stopping = true;
   engine_.shutdown(engine::ShutdownMode::kAbort);
+  // A stopping httplib stops writing chunked responses, so let the aborted streams send their
+  // last chunks first (bounded: a client that reads nothing cannot hold the shutdown).
+  const auto deadline = engine::Clock::now() + std::chrono::seconds(10);
+  while (state_.open_streams > 0 && engine::Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   http_->stop();
 }
 

@@ -63,14 +63,20 @@ class OpenAiServer {
   // more than once, and before serve() starts.
   void stop();
 
+  // What the handlers and stop() share.
+  struct State {
+    std::atomic<bool> stopping{false};
+    std::atomic<int> open_streams{0};  // streaming responses not yet written to the end
+  };
+
  private:
   class Handlers;
   engine::OnlineEngine& engine_;
   const ServerOptions options_;
   ServerMetrics metrics_;
+  State state_;
   std::unique_ptr<Handlers> handlers_;
   std::unique_ptr<httplib::Server> http_;
-  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace ctxpar::server
