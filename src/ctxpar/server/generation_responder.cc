@@ -1,0 +1,176 @@
+#include "ctxpar/server/generation_responder.h"
+
+#include "ctxpar/server/api_error.h"
+#include "ctxpar/server/openai_responses.h"
+#include "ctxpar/server/utf8.h"
+
+namespace ctxpar::server {
+
+using nlohmann::json;
+
+GenerationResponder::GenerationResponder(const GenerationPlan& plan, const SamplingRequest& request,
+                                         const tokenizer::Tokenizer& tokenizer)
+    : plan_(plan), request_(request), tokenizer_(tokenizer), states_(plan.choices.size()) {}
+
+json GenerationResponder::chunk_base() const {
+  return {
+      {"id", plan_.id},
+      {"object", plan_.endpoint == Endpoint::kChat ? "chat.completion.chunk" : "text_completion"},
+      {"created", plan_.created},
+      {"model", plan_.model}};
+}
+
+json GenerationResponder::choice_logprobs(const std::vector<int32_t>& tokens,
+                                          const std::vector<engine::SampledLogprobs>& logprobs,
+                                          int64_t text_offset) const {
+  if (plan_.num_top_logprobs < 0) return nullptr;
+  if (plan_.endpoint == Endpoint::kChat) {
+    return chat_logprobs(tokenizer_, tokens, logprobs, plan_.num_top_logprobs);
+  }
+  return completion_logprobs(tokenizer_, tokens, logprobs, plan_.num_top_logprobs, text_offset);
+}
+
+int64_t GenerationResponder::completion_tokens() const {
+  int64_t n = 0;
+  for (const ChoiceState& s : states_) n += static_cast<int64_t>(s.token_ids.size());
+  return n;
+}
+
+std::string GenerationResponder::first_events() {
+  if (sent_roles_ || plan_.endpoint != Endpoint::kChat) return {};
+  sent_roles_ = true;
+  std::string out;
+  for (size_t i = 0; i < states_.size(); ++i) {
+    json chunk = chunk_base();
+    chunk["choices"] = json::array({{{"index", i},
+                                     {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                     {"logprobs", nullptr},
+                                     {"finish_reason", nullptr}}});
+    if (request_.return_token_ids) {
+      chunk["prompt_token_ids"] = plan_.prompts[plan_.choices[i].prompt_index];
+    }
+    out += sse_event(chunk);
+  }
+  return out;
+}
+
+json GenerationResponder::stream_choice(size_t i, const ChoiceDelta& d, int64_t text_offset) {
+  ChoiceState& s = states_[i];
+  const ChoiceRequest& c = plan_.choices[i];
+  std::string text = d.text;
+  if (!s.sent_first && request_.echo && plan_.endpoint == Endpoint::kCompletion) {
+    text = plan_.echo[c.prompt_index] + text;
+  }
+  const json logprobs = choice_logprobs(d.token_ids, d.logprobs, text_offset);
+  const json finish = d.finish_reason ? json(*d.finish_reason) : json(nullptr);
+  const json token_ids = request_.return_token_ids ? json(d.token_ids) : json(nullptr);
+  json choice;
+  if (plan_.endpoint == Endpoint::kChat) {
+    choice = {{"index", i},
+              {"delta", {{"content", text}}},
+              {"logprobs", logprobs},
+              {"finish_reason", finish},
+              {"token_ids", token_ids}};
+    if (d.finish_reason) choice["stop_reason"] = d.stop_reason;
+  } else {
+    const json prompt_ids = request_.return_token_ids && !s.sent_first
+                                ? json(plan_.prompts[c.prompt_index])
+                                : json(nullptr);
+    choice = {{"index", i},
+              {"text", text},
+              {"logprobs", logprobs},
+              {"finish_reason", finish},
+              {"stop_reason", d.stop_reason},
+              {"prompt_token_ids", prompt_ids},
+              {"token_ids", token_ids}};
+  }
+  s.sent_first = true;
+  return choice;
+}
+
+std::string GenerationResponder::add(const std::vector<ChoiceDelta>& deltas, bool streaming) {
+  std::string out;
+  for (const ChoiceDelta& d : deltas) {
+    const size_t i = d.choice;
+    ChoiceState& s = states_[i];
+    if (d.error) {
+      error_ = *d.error;
+      continue;
+    }
+    const auto offset = static_cast<int64_t>(utf8_length(s.text));
+    s.text += d.text;
+    s.token_ids.insert(s.token_ids.end(), d.token_ids.begin(), d.token_ids.end());
+    s.logprobs.insert(s.logprobs.end(), d.logprobs.begin(), d.logprobs.end());
+    if (d.finish_reason) {
+      s.finish_reason = *d.finish_reason;
+      s.stop_reason = d.stop_reason;
+    }
+    if (!streaming) continue;
+    // vLLM skips a chunk with nothing in it before a choice's first token.
+    if (d.text.empty() && d.token_ids.empty() && !d.finish_reason && !s.sent_first) continue;
+    json chunk = chunk_base();
+    chunk["choices"] = json::array({stream_choice(i, d, offset)});
+    if (request_.continuous_usage_stats) {
+      chunk["usage"] =
+          usage_json(static_cast<int64_t>(plan_.prompts[plan_.choices[i].prompt_index].size()),
+                     static_cast<int64_t>(s.token_ids.size()));
+    }
+    out += sse_event(chunk);
+  }
+  return out;
+}
+
+std::string GenerationResponder::final_events() const {
+  std::string out;
+  if (error_) {
+    out += sse_event(internal_error(*error_).to_json());
+  } else if (request_.include_usage) {
+    json chunk = chunk_base();
+    chunk["choices"] = json::array();
+    chunk["usage"] = usage_json(plan_.prompt_tokens, completion_tokens());
+    out += sse_event(chunk);
+  }
+  return out + kSseDone;
+}
+
+json GenerationResponder::whole_response() const {
+  json choices = json::array();
+  for (size_t i = 0; i < states_.size(); ++i) {
+    const ChoiceState& s = states_[i];
+    const ChoiceRequest& c = plan_.choices[i];
+    const json logprobs = choice_logprobs(s.token_ids, s.logprobs, 0);
+    const json token_ids = request_.return_token_ids ? json(s.token_ids) : json(nullptr);
+    if (plan_.endpoint == Endpoint::kChat) {
+      choices.push_back({{"index", i},
+                         {"message", {{"role", "assistant"}, {"content", s.text}}},
+                         {"logprobs", logprobs},
+                         {"finish_reason", s.finish_reason},
+                         {"stop_reason", s.stop_reason},
+                         {"token_ids", token_ids}});
+    } else {
+      const std::string text = request_.echo ? plan_.echo[c.prompt_index] + s.text : s.text;
+      choices.push_back(
+          {{"index", i},
+           {"text", text},
+           {"logprobs", logprobs},
+           {"finish_reason", s.finish_reason},
+           {"stop_reason", s.stop_reason},
+           {"prompt_logprobs", nullptr},
+           {"prompt_token_ids",
+            request_.return_token_ids ? json(plan_.prompts[c.prompt_index]) : json(nullptr)},
+           {"token_ids", token_ids}});
+    }
+  }
+  json usage = usage_json(plan_.prompt_tokens, completion_tokens());
+  usage["prompt_tokens_details"] = nullptr;
+  return {{"id", plan_.id},
+          {"object", plan_.endpoint == Endpoint::kChat ? "chat.completion" : "text_completion"},
+          {"created", plan_.created},
+          {"model", plan_.model},
+          {"choices", choices},
+          {"usage", usage},
+          {"system_fingerprint", nullptr},
+          {"kv_transfer_params", nullptr}};
+}
+
+}  // namespace ctxpar::server

@@ -1,0 +1,73 @@
+// GenerationResponder: the JSON an OpenAI endpoint answers for one generation request, from
+// the choices' deltas (generation.h): the whole response, or its stream of SSE chunks (vLLM's
+// chunk shapes; chat streams open with a role chunk per choice; include_usage adds a final
+// usage chunk; an engine failure becomes an error event). Used by one HTTP worker at a time.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ctxpar/server/generation.h"
+#include "ctxpar/server/openai_protocol.h"
+#include "ctxpar/tokenizer/tokenizer.h"
+
+namespace ctxpar::server {
+
+enum class Endpoint { kCompletion, kChat };
+
+// What one HTTP request asks of the engine, after tokenization and the length checks.
+struct GenerationPlan {
+  Endpoint endpoint = Endpoint::kCompletion;
+  std::string id;  // "cmpl-..." or "chatcmpl-..."
+  int64_t created = 0;
+  std::string model;
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<std::string> echo;       // per prompt: the text to echo first (completions, echo)
+  std::vector<ChoiceRequest> choices;  // prompt-major: choice k of prompt p is p·n + k
+  int32_t num_top_logprobs = -1;       // -1: no logprobs
+  int64_t prompt_tokens = 0;
+};
+
+class GenerationResponder {
+ public:
+  // `plan`, `request` and `tokenizer` outlive the responder.
+  GenerationResponder(const GenerationPlan& plan, const SamplingRequest& request,
+                      const tokenizer::Tokenizer& tokenizer);
+
+  // Folds deltas into the choices; returns the stream events they make when streaming.
+  std::string add(const std::vector<ChoiceDelta>& deltas, bool streaming);
+  std::string first_events();        // chat: the role chunk of every choice, once
+  std::string final_events() const;  // the usage chunk (include_usage) or the error, and [DONE]
+  nlohmann::json whole_response() const;
+  // The engine failed: why (the response is then a 500 or a stream error event).
+  const std::optional<std::string>& error() const { return error_; }
+  int64_t completion_tokens() const;
+
+ private:
+  // Everything a choice produced so far.
+  struct ChoiceState {
+    std::string text;
+    std::vector<int32_t> token_ids;
+    std::vector<engine::SampledLogprobs> logprobs;
+    std::string finish_reason;
+    nlohmann::json stop_reason;
+    bool sent_first = false;  // streams: the choice's first chunk went out
+  };
+  nlohmann::json chunk_base() const;
+  nlohmann::json stream_choice(size_t i, const ChoiceDelta& d, int64_t text_offset);
+  nlohmann::json choice_logprobs(const std::vector<int32_t>& tokens,
+                                 const std::vector<engine::SampledLogprobs>& logprobs,
+                                 int64_t text_offset) const;
+
+  const GenerationPlan& plan_;
+  const SamplingRequest& request_;
+  const tokenizer::Tokenizer& tokenizer_;
+  std::vector<ChoiceState> states_;
+  std::optional<std::string> error_;
+  bool sent_roles_ = false;
+};
+
+}  // namespace ctxpar::server
