@@ -456,6 +456,54 @@ TEST(Scheduler, PlanDeltasRebuildTheTablesTheMetadataBuilderNeeds) {
   EXPECT_EQ(tables.num_requests(), static_cast<size_t>(s.num_running()));
 }
 
+// What the issue measured: plans that carry whole block tables grow with every context, so a
+// generation costs O(context^2) bytes. A decode step's plan holds one token per request, and a
+// block id only on the step that starts a virtual block, whatever the contexts are.
+TEST(Scheduler, DecodePlansDoNotGrowWithTheContext) {
+  SEEDED_RNG(rng);
+  SchedulerConfig config;
+  config.layout = random_layout(rng);
+  config.max_num_batched_tokens = 512;
+  config.max_num_seqs = 8;
+  config.max_model_len = 4096;
+  Scheduler s(config, 4000);
+  StepPlanBuilder plans;
+  const int num_requests = static_cast<int>(uniform(rng, 1, 8));
+  for (int i = 0; i < num_requests; ++i) {
+    s.add_request(std::to_string(i), random_tokens(rng, uniform(rng, 1, 300)), long_running(2000));
+  }
+  // Prefill (the first steps), then decodes only.
+  const auto all_decoding = [&] {
+    for (int i = 0; i < num_requests; ++i) {
+      if (s.find(std::to_string(i))->num_output_tokens() == 0) return false;
+    }
+    return true;
+  };
+  while (!all_decoding()) {
+    const SchedulerOutput out = s.schedule();
+    plans.build(out);  // the ranks hear of every step, prefills included
+    s.update(out, std::vector<int32_t>(out.entries.size(), 5));
+  }
+  size_t smallest = SIZE_MAX, largest = 0;
+  int64_t block_ids = 0;
+  for (int step = 0; step < 600; ++step) {
+    const SchedulerOutput out = s.schedule();
+    ASSERT_EQ(out.num_decode_entries(), num_requests);
+    const StepPlan plan = plans.build(out);
+    for (const StepPlan::Entry& e : plan.entries)
+      block_ids += static_cast<int64_t>(e.new_block_ids.size());
+    const size_t bytes = plan.encode().size();
+    smallest = std::min(smallest, bytes);
+    largest = std::max(largest, bytes);
+    s.update(out, std::vector<int32_t>(out.entries.size(), 9));
+  }
+  // At most one new block per request per step (4 bytes each), nothing else varies.
+  EXPECT_LE(largest - smallest, static_cast<size_t>(4 * num_requests));
+  // Over 600 steps each request crossed about 600 / (B·N) virtual blocks, no more.
+  const int64_t per_block = config.layout.tokens_per_virtual_block();
+  EXPECT_LE(block_ids, num_requests * (600 / per_block + 1));
+}
+
 TEST(Request, KeepsPromptAndOutputsAsOneSequence) {
   SEEDED_RNG(rng);
   kv::BlockPool pool(4);
