@@ -1,9 +1,12 @@
 #include "ctxpar/comm/mpi_communicator.h"
 
+#include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <thread>
 
 #include "ctxpar/comm/chunk_packing.h"
 #include "ctxpar/comm/collective_check.h"
@@ -240,7 +243,21 @@ void MpiCommunicator::broadcast_bytes(std::vector<uint8_t>& bytes, int root) {
   signature.root = root;
   verify(signature);
   uint64_t length = bytes.size();
-  check_mpi(MPI_Bcast(&length, 1, MPI_UINT64_T, root, comm_), "MPI_Bcast (length)");
+  // A rank may wait here for a long time (the online engine's workers wait for the next step
+  // plan while the server is idle), and MPI_Bcast busy-polls: wait on a non-blocking
+  // broadcast instead, polling for 2 ms, then sleeping between polls (up to 1 ms) like the
+  // in-process backend's waiters.
+  MPI_Request request;
+  check_mpi(MPI_Ibcast(&length, 1, MPI_UINT64_T, root, comm_, &request), "MPI_Ibcast (length)");
+  const auto start = std::chrono::steady_clock::now();
+  auto nap = std::chrono::microseconds(50);
+  for (int done = 0;;) {
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test (length)");
+    if (done) break;
+    if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2)) continue;
+    std::this_thread::sleep_for(nap);
+    nap = std::min(2 * nap, std::chrono::microseconds(1000));
+  }
   if (rank_ != root) bytes.resize(length);
   // Counts are ints: send in pieces of at most 1 GiB.
   constexpr uint64_t kPiece = uint64_t{1} << 30;
