@@ -202,9 +202,11 @@ TEST(OnlineEngine, PlanDeltasRebuildTheSameTablesOnEveryRank) {
       int64_t* sums = mine.data<int64_t>();
       sums[0] = static_cast<int64_t>(tables.num_requests());
       for (size_t i = 0; i < batch.size(); ++i) {
-        int64_t h = 1469598103934665603;
-        for (const int32_t b : batch[i].block_table) h = (h ^ b) * 1099511628211;
-        sums[i + 1] = h;
+        uint64_t h = 1469598103934665603ull;  // FNV-1a over the table
+        for (const int32_t b : batch[i].block_table) {
+          h = (h ^ static_cast<uint32_t>(b)) * 1099511628211ull;
+        }
+        sums[i + 1] = static_cast<int64_t>(h);
       }
       const Tensor all = world.all_gather(mine, 0);
       for (int r = 1; r < world_size; ++r) {

@@ -62,6 +62,7 @@ class Reader {
   void raw(void* p, size_t n) {
     CTXPAR_CHECK(at_ + n <= bytes_.size(), "step plan truncated at byte {} of {}", at_,
                  bytes_.size());
+    if (n == 0) return;  // an empty list's data() may be null, which memcpy must not get
     std::memcpy(p, bytes_.data() + at_, n);
     at_ += n;
   }
