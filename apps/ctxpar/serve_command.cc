@@ -18,9 +18,10 @@
 #include "commands.h"
 #include "ctxpar/core/error.h"
 #include "ctxpar/engine/online_engine.h"
+#include "ctxpar/engine/tokenizer_loader.h"
 #include "ctxpar/model/model_config.h"
+#include "ctxpar/server/chat_prompt.h"
 #include "ctxpar/server/openai_server.h"
-#include "ctxpar/tokenizer/byte_tokenizer.h"
 #include "engine_flags.h"
 
 namespace ctxpar::app {
@@ -31,21 +32,22 @@ struct ServeOptions {
   std::string model_tag;  // the positional MODEL
   server::ServerOptions server;
   std::string max_body = "32MiB";
+  std::string chat_template;  // --chat-template: a file or the template text
 };
 
-// The served model's tokenizer. Built-in models use their byte tokenizer; checkpoint
-// directories need the tokenizer layer's tokenizer.json support.
-std::unique_ptr<tokenizer::Tokenizer> load_tokenizer(const engine::ResolvedEngineConfig& cfg) {
-  CTXPAR_CHECK_INPUT(
-      model::is_builtin_model(cfg.raw.model),
-      "serving {} needs its tokenizer (tokenizer.json), which ctxpar cannot read yet; "
-      "serve a built-in model (builtin:tiny-llama, ...)",
-      cfg.raw.model);
-  const model::ModelConfig& m = cfg.model;
-  return std::make_unique<tokenizer::ByteTokenizer>(
-      static_cast<int32_t>(m.vocab_size),
-      m.bos_token_id >= 0 ? std::optional<int32_t>(static_cast<int32_t>(m.bos_token_id))
-                          : std::nullopt);
+// generation_config.json's sampling defaults, as requests fall back on them.
+server::GenerationDefaults defaults_of(const tokenizer::GenerationDefaults& g) {
+  server::GenerationDefaults d;
+  const auto as_float = [](const std::optional<double>& v) {
+    return v ? std::optional<float>(static_cast<float>(*v)) : std::nullopt;
+  };
+  d.temperature = as_float(g.temperature);
+  d.top_p = as_float(g.top_p);
+  d.min_p = as_float(g.min_p);
+  d.repetition_penalty = as_float(g.repetition_penalty);
+  if (g.top_k) d.top_k = static_cast<int32_t>(*g.top_k);
+  d.max_tokens = g.max_new_tokens;
+  return d;
 }
 
 // SIGINT and SIGTERM, whichever thread of the process they reach (MPI's threads included):
@@ -123,19 +125,26 @@ void run(ServeOptions& o) {
     o.engine.config.model = o.model_tag;
   }
   engine::EngineConfig config;
-  std::unique_ptr<tokenizer::Tokenizer> tok;
+  tokenizer::LoadedTokenizer tok;
+  std::unique_ptr<server::ChatPrompt> chat;
   validate_on_every_rank([&] {
     config = finish_engine_config(o.engine);
     o.server.max_body_bytes = static_cast<size_t>(engine::parse_memory_size(o.max_body));
-    tok = load_tokenizer(engine::resolve_engine_config(config));
+    const engine::ResolvedEngineConfig resolved = engine::resolve_engine_config(config);
+    // Every rank reads the tokenizer files (small), so a bad one stops all ranks alike.
+    tok = engine::load_tokenizer(config.model, config.tokenizer);
+    chat = std::make_unique<server::ChatPrompt>(
+        tok, resolved.model.arch, model::is_builtin_model(config.model), o.chat_template);
   });
+  o.server.defaults = defaults_of(tok.generation);
+  o.server.eos_token_ids = tok.eos_token_ids;
   if (o.server.served_model_name.empty()) o.server.served_model_name = config.model;
   o.server.model_root = config.model;
 
   // On every rank: the other ranks ignore the signals too (rank 0 stops them).
   const StopSignals signals;
   engine::run_online_engine(config, [&](engine::OnlineEngine& engine) {
-    server::OpenAiServer server(engine, *tok, o.server);
+    server::OpenAiServer server(engine, *tok.tokenizer, *chat, o.server);
     const int port = server.bind();
     std::fprintf(stderr, "ctxpar serve: %s on http://%s:%d (T=%d N=%d), loading\n",
                  o.server.served_model_name.c_str(), o.server.host.c_str(), port,
@@ -177,6 +186,8 @@ void add_serve_command(CLI::App& app) {
                   "the model name in the API (default: the model)");
   cmd->add_option("--api-key", o->server.api_key,
                   "require `Authorization: Bearer KEY` on /v1 routes");
+  cmd->add_option("--chat-template", o->chat_template,
+                  "the chat template: a file, or the template itself (default: the tokenizer's)");
   cmd->add_option("--max-request-body-bytes", o->max_body,
                   "larger request bodies get 413 (e.g. 32MiB)")
       ->capture_default_str();

@@ -34,7 +34,8 @@ engine::EngineConfig tiny_config() {
 class Running {
  public:
   Running(engine::OnlineEngine& engine, const tokenizer::Tokenizer& tok)
-      : server_(engine, tok, options()),
+      : chat_({}, model::ModelArch::kLlama, /*builtin_model=*/true, ""),
+        server_(engine, tok, chat_, options()),
         port_(server_.bind()),
         thread_([this] { server_.serve(); }) {}
   ~Running() {
@@ -54,6 +55,7 @@ class Running {
     o.served_model_name = "tiny";
     return o;
   }
+  ChatPrompt chat_;
   OpenAiServer server_;
   int port_;
   std::thread thread_;

@@ -1,6 +1,7 @@
 // OutputText: streamed text equals the whole decode, multi-byte characters wait for their last
-// byte, stop strings match across token boundaries with vLLM's rules (hold-back, cut before or
-// after the string, min_tokens), against a direct reference over random byte outputs.
+// byte, invalid bytes become U+FFFD, and stop strings match across token boundaries with
+// vLLM's rules (cut before or after the string, the token that completed it counts last,
+// min_tokens), against a direct reference over random byte outputs split at random points.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -8,11 +9,14 @@
 #include <vector>
 
 #include "ctxpar/server/output_text.h"
-#include "ctxpar/server/utf8.h"
+#include "ctxpar/server/valid_text_tokenizer.h"
 #include "ctxpar/tokenizer/byte_tokenizer.h"
+#include "ctxpar/tokenizer/utf8.h"
 
 namespace ctxpar::server {
 namespace {
+
+using tokenizer::utf8::repair;
 
 std::vector<int32_t> bytes_of(const std::string& s) {
   std::vector<int32_t> ids;
@@ -20,57 +24,64 @@ std::vector<int32_t> bytes_of(const std::string& s) {
   return ids;
 }
 
-const tokenizer::ByteTokenizer kTokenizer(512, 256);
+const tokenizer::ByteTokenizer kBytes(512, 256);
+const ValidTextTokenizer kTokenizer(kBytes);  // as the server decodes
+const std::vector<int32_t> kPrompt = {256, 'h', 'i'};
 
 TEST(OutputText, StreamsWholeCharacters) {
-  OutputText text(kTokenizer, {}, true);
+  OutputText text(kTokenizer, kPrompt, {}, true);
   EXPECT_EQ(text.add(bytes_of("h\xC3"), false).text, "h");  // é waits for its second byte
   EXPECT_EQ(text.add(bytes_of("\xA9!"), false).text, "\xC3\xA9!");
   EXPECT_EQ(text.add(std::vector<int32_t>{257}, false).text, "");  // a special token, skipped
+  EXPECT_EQ(text.add(bytes_of("a\x80z"), false).text, "a\xEF\xBF\xBDz");  // an invalid byte
   const OutputText::Delta last = text.add(bytes_of("\xE2\x82"), true);
   EXPECT_EQ(last.text, "\xEF\xBF\xBD");  // the request ended inside a character
-  EXPECT_EQ(last.num_tokens, 7);
-  EXPECT_EQ(text.text(), "h\xC3\xA9!\xEF\xBF\xBD");
+  EXPECT_EQ(last.num_tokens, 10);
+  EXPECT_FALSE(last.stop_string.has_value());
+  EXPECT_EQ(text.text(), "h\xC3\xA9!a\xEF\xBF\xBDz\xEF\xBF\xBD");
 
-  OutputText specials(kTokenizer, {}, false);
+  OutputText specials(kTokenizer, kPrompt, {}, false);
   EXPECT_EQ(specials.add(std::vector<int32_t>{104, 257}, true).text, "h<|257|>");
 }
 
 TEST(OutputText, StopStringsAcrossTokens) {
   for (const bool include : {false, true}) {
     SCOPED_TRACE(include ? "include" : "cut");
-    OutputText text(kTokenizer, {{"lo w", "zz"}, include, 0}, true);
+    OutputText text(kTokenizer, kPrompt, {{"lo w", "zz"}, include, 0}, true);
+    const std::string want = include ? "hello w" : "hel";
     std::string shown;
     const std::vector<int32_t> ids = bytes_of("hello world");
     OutputText::Delta d;
     for (size_t i = 0; i < ids.size() && !d.stop_string; ++i) {
       d = text.add({&ids[i], 1}, false);
       shown += d.text;
-      if (!include && !d.stop_string) {
-        // Never shows what could still begin a stop string (3 characters held back).
-        EXPECT_LE(shown.size() + std::min<size_t>(3, i + 1), i + 1);
-      }
+      // Nothing past the cut is ever shown, whatever was held back.
+      EXPECT_EQ(want.compare(0, shown.size(), shown), 0) << shown;
     }
     ASSERT_TRUE(d.stop_string.has_value());
     EXPECT_EQ(*d.stop_string, "lo w");
     EXPECT_EQ(d.num_tokens, 7);  // "hello w": the token that completed it counts
-    EXPECT_EQ(shown, include ? "hello w" : "hel");
+    EXPECT_EQ(shown, want);
     EXPECT_TRUE(text.stopped());
-    EXPECT_EQ(text.add(bytes_of("orld"), true).text, "");  // after the stop: nothing
+    const OutputText::Delta after = text.add(bytes_of("orld"), true);
+    EXPECT_EQ(after.text, "");  // after the stop: nothing
+    EXPECT_EQ(after.num_tokens, 7);
+    EXPECT_FALSE(after.stop_string.has_value());  // reported once
   }
 }
 
 TEST(OutputText, StopStringsWaitForMinTokens) {
-  OutputText text(kTokenizer, {{"ab"}, false, 5}, true);
+  OutputText text(kTokenizer, kPrompt, {{"ab"}, false, 5}, true);
   const OutputText::Delta d = text.add(bytes_of("abxxxxabzz"), false);
   ASSERT_TRUE(d.stop_string.has_value());
   EXPECT_EQ(d.text, "abxxxx");
   EXPECT_EQ(d.num_tokens, 8);
 }
 
-// The reference: after each token k the text is the valid UTF-8 of the first k bytes (less a
-// trailing incomplete character); the first k whose text contains a stop string ends the
-// output there, the first such string in list order winning.
+// The reference: after token k the text is the repair of the first k bytes less a trailing
+// unfinished character; the first k whose text contains a stop string ends the output there,
+// the first such string in list order winning. (An invalid byte's U+FFFD is final only at the
+// next token, so stop strings with U+FFFD are left out.)
 struct Expected {
   std::string text;
   std::optional<std::string> stop;
@@ -78,15 +89,15 @@ struct Expected {
 };
 Expected reference(const std::string& bytes, const std::vector<std::string>& stops, bool include) {
   for (size_t k = 1; k <= bytes.size(); ++k) {
-    std::string t;
-    append_valid_utf8(bytes.substr(0, k), false, t);
+    const std::string head = bytes.substr(0, k);
+    const std::string t = repair(head.substr(0, k - tokenizer::utf8::unfinished_suffix(head)));
     for (const std::string& s : stops) {
       const size_t at = t.find(s);
       if (at == std::string::npos) continue;
       return {t.substr(0, include ? at + s.size() : at), s, static_cast<int64_t>(k)};
     }
   }
-  return {valid_utf8(bytes), std::nullopt, static_cast<int64_t>(bytes.size())};
+  return {repair(bytes), std::nullopt, static_cast<int64_t>(bytes.size())};
 }
 
 TEST(OutputText, MatchesTheReferenceForRandomOutputsAndSplits) {
@@ -94,30 +105,34 @@ TEST(OutputText, MatchesTheReferenceForRandomOutputsAndSplits) {
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   std::mt19937 rng(seed);
   const std::string alphabet = "ab \xC3\xA9\xE2\x82\xAC\x80";
+  int stopped = 0;
   for (int trial = 0; trial < 3000; ++trial) {
     std::string bytes;
     for (int i = 0, n = static_cast<int>(rng() % 30); i < n; ++i) {
       bytes += alphabet[rng() % alphabet.size()];
     }
-    // Stop strings: pieces of the valid text (so they occur), or random ones.
-    const std::string valid = valid_utf8(bytes);
+    // Stop strings: pieces of the text (so they occur), or random ones.
+    const std::string valid = repair(bytes);
     std::vector<std::string> stops;
     for (int s = 0, n = 1 + static_cast<int>(rng() % 3); s < n; ++s) {
       std::string stop;
       if (!valid.empty() && rng() % 3 != 0) {
-        const size_t at = rng() % valid.size();
-        stop = valid.substr(at, 1 + rng() % 4);
+        stop = valid.substr(rng() % valid.size(), 1 + rng() % 4);
       } else {
         stop = std::string(1 + rng() % 2, "ab"[rng() % 2]);
       }
-      stop = valid_utf8(stop);  // whole characters only, as a request's strings are
-      if (!stop.empty()) stops.push_back(stop);
+      // Whole characters only, as a request's strings are.
+      stop = stop.substr(0, stop.size() - tokenizer::utf8::unfinished_suffix(stop));
+      if (!stop.empty() && tokenizer::utf8::is_valid(stop) &&
+          stop.find(tokenizer::utf8::kReplacementUtf8) == std::string::npos) {
+        stops.push_back(stop);
+      }
     }
     if (stops.empty()) continue;
     const bool include = rng() % 2 == 0;
     const Expected want = reference(bytes, stops, include);
 
-    OutputText text(kTokenizer, {stops, include, 0}, true);
+    OutputText text(kTokenizer, kPrompt, {stops, include, 0}, true);
     const std::vector<int32_t> ids = bytes_of(bytes);
     std::string shown;
     std::optional<std::string> stop;
@@ -135,7 +150,9 @@ TEST(OutputText, MatchesTheReferenceForRandomOutputsAndSplits) {
     ASSERT_EQ(stop, want.stop);
     ASSERT_EQ(shown, want.text);
     ASSERT_EQ(tokens, want.tokens);
+    stopped += stop.has_value();
   }
+  EXPECT_GT(stopped, 500);
 }
 
 }  // namespace

@@ -23,9 +23,9 @@ Generation::Generation(engine::OnlineEngine& engine, ServerMetrics& metrics,
   for (size_t i = 0; i < choices.size(); ++i) {
     StopStrings own = stop;
     own.min_tokens = choices[i].params.min_tokens;
-    choices_.push_back(std::make_unique<Choice>(std::move(choices[i]),
-                                                fmt::format("{}-{}", request_id_, i),
-                                                OutputText(tokenizer, own, skip_special_tokens)));
+    OutputText text(tokenizer, choices[i].prompt_token_ids, own, skip_special_tokens);
+    choices_.push_back(std::make_unique<Choice>(
+        std::move(choices[i]), fmt::format("{}-{}", request_id_, i), std::move(text)));
   }
 }
 

@@ -2,7 +2,6 @@
 
 #include "ctxpar/server/api_error.h"
 #include "ctxpar/server/openai_responses.h"
-#include "ctxpar/server/utf8.h"
 
 namespace ctxpar::server {
 
@@ -97,7 +96,7 @@ std::string GenerationResponder::add(const std::vector<ChoiceDelta>& deltas, boo
       error_ = *d.error;
       continue;
     }
-    const auto offset = static_cast<int64_t>(utf8_length(s.text));
+    const int64_t offset = text_length(s.text);
     s.text += d.text;
     s.token_ids.insert(s.token_ids.end(), d.token_ids.begin(), d.token_ids.end());
     s.logprobs.insert(s.logprobs.end(), d.logprobs.begin(), d.logprobs.end());

@@ -9,11 +9,10 @@
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/server/api_error.h"
-#include "ctxpar/server/chat_format.h"
 #include "ctxpar/server/generation.h"
 #include "ctxpar/server/generation_responder.h"
 #include "ctxpar/server/openai_responses.h"
-#include "ctxpar/server/utf8.h"
+#include "ctxpar/tokenizer/utf8.h"
 
 namespace ctxpar::server {
 namespace {
@@ -127,10 +126,11 @@ void run_generation(engine::OnlineEngine& engine, ServerMetrics& metrics,
 }  // namespace
 
 OpenAiServer::Handlers::Handlers(engine::OnlineEngine& engine,
-                                 const tokenizer::Tokenizer& tokenizer,
+                                 const tokenizer::Tokenizer& tokenizer, const ChatPrompt& chat,
                                  const ServerOptions& options, ServerMetrics& metrics, State& state)
     : engine_(engine),
       tokenizer_(tokenizer),
+      chat_(chat),
       options_(options),
       metrics_(metrics),
       state_(state),
@@ -172,20 +172,21 @@ std::vector<int32_t> OpenAiServer::Handlers::prompt_tokens(const Prompt& prompt,
 }
 
 std::string OpenAiServer::Handlers::chat_prompt(const ChatRequest& r) const {
-  return builtin_chat_prompt(r.messages, r.add_generation_prompt, r.continue_final_message);
+  return chat_.render(r);
 }
 
 namespace {
 
 // Fills the choices of `plan` (prompts already set): n per prompt, each with its max_tokens and,
 // for n > 1, seed + k (vLLM's child requests).
-void add_choices(GenerationPlan& plan, const SamplingRequest& r, int64_t max_model_len,
-                 const char* max_tokens_param) {
+void add_choices(GenerationPlan& plan, const SamplingRequest& r, const ServerOptions& options,
+                 int64_t max_model_len, const char* max_tokens_param) {
   for (size_t p = 0; p < plan.prompts.size(); ++p) {
     const auto len = static_cast<int64_t>(plan.prompts[p].size());
     if (len == 0) throw bad_request("The prompt is empty after tokenization", "prompt");
     plan.prompt_tokens += len;
     engine::SamplingParams params = r.params;
+    params.eos_token_ids = options.eos_token_ids;
     params.max_tokens = resolve_max_tokens(r.max_tokens, len, max_model_len, max_tokens_param);
     if (const auto problem = params.problem()) throw bad_request(*problem, "max_tokens");
     for (int32_t k = 0; k < r.n; ++k) {
@@ -216,10 +217,10 @@ void OpenAiServer::Handlers::completions(const httplib::Request& req, httplib::R
   for (const Prompt& p : r.prompts) {
     plan->prompts.push_back(prompt_tokens(p, r.add_special_tokens.value_or(true)));
     plan->echo.push_back(std::holds_alternative<std::string>(p)
-                             ? valid_utf8(std::get<std::string>(p))
-                             : valid_utf8(tokenizer_.decode(plan->prompts.back(), false)));
+                             ? std::get<std::string>(p)
+                             : tokenizer_.decode(plan->prompts.back(), false));
   }
-  add_choices(*plan, r, engine_.config().scheduler.max_model_len, "max_tokens");
+  add_choices(*plan, r, options_, engine_.config().scheduler.max_model_len, "max_tokens");
   run_generation(engine_, metrics_, tokenizer_, options_, state_.open_streams, std::move(plan), r,
                  r.skip_special_tokens, arrival, res);
 }
@@ -238,7 +239,8 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
   plan->num_top_logprobs = r.logprobs ? r.top_logprobs.value_or(0) : -1;
   // In chat the template emits BOS, so special tokens are not added by default.
   plan->prompts.push_back(tokenizer_.encode(chat_prompt(r), r.add_special_tokens.value_or(false)));
-  add_choices(*plan, r, engine_.config().scheduler.max_model_len, "max_completion_tokens");
+  add_choices(*plan, r, options_, engine_.config().scheduler.max_model_len,
+              "max_completion_tokens");
   run_generation(engine_, metrics_, tokenizer_, options_, state_.open_streams, std::move(plan), r,
                  r.skip_special_tokens, arrival, res);
 }
@@ -276,7 +278,7 @@ void OpenAiServer::Handlers::tokenize(const httplib::Request& req, httplib::Resp
   if (strs != body.end() && strs->is_boolean() && strs->get<bool>()) {
     json list = json::array();
     for (const int32_t id : ids)
-      list.push_back(valid_utf8(tokenizer_.id_to_token(id).value_or("")));
+      list.push_back(tokenizer::utf8::repair(tokenizer_.id_to_token(id).value_or("")));
     out["token_strs"] = list;
   }
   respond_json(res, out);
@@ -297,7 +299,7 @@ void OpenAiServer::Handlers::detokenize(const httplib::Request& req, httplib::Re
     }
     ids.push_back(t.get<int32_t>());
   }
-  respond_json(res, {{"prompt", valid_utf8(tokenizer_.decode(ids, true))}});
+  respond_json(res, {{"prompt", tokenizer_.decode(ids, true)}});
 }
 
 void OpenAiServer::Handlers::models(httplib::Response& res) const {

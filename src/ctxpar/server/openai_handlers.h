@@ -24,7 +24,8 @@ namespace ctxpar::server {
 class OpenAiServer::Handlers {
  public:
   Handlers(engine::OnlineEngine& engine, const tokenizer::Tokenizer& tokenizer,
-           const ServerOptions& options, ServerMetrics& metrics, State& state);
+           const ChatPrompt& chat, const ServerOptions& options, ServerMetrics& metrics,
+           State& state);
 
   void completions(const httplib::Request& req, httplib::Response& res);
   void chat(const httplib::Request& req, httplib::Response& res);
@@ -47,6 +48,7 @@ class OpenAiServer::Handlers {
 
   engine::OnlineEngine& engine_;
   const tokenizer::Tokenizer& tokenizer_;
+  const ChatPrompt& chat_;
   const ServerOptions& options_;
   ServerMetrics& metrics_;
   State& state_;

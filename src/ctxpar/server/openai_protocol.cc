@@ -237,8 +237,9 @@ CompletionRequest parse_completion_request(const json& body, const GenerationDef
   const Fields f(body);
   CompletionRequest r;
   parse_sampling(f, defaults, r);
-  // vLLM's default of 16 (a null max_tokens means the default too).
-  r.max_tokens = f.integer("max_tokens").value_or(defaults.max_tokens.value_or(16));
+  // vLLM's default of 16 (a null max_tokens means the default too); generation_config's
+  // max_new_tokens is the default of chat requests only, which have none of their own.
+  r.max_tokens = f.integer("max_tokens").value_or(16);
   if (const auto logprobs = f.int32("logprobs")) {
     if (*logprobs == -1) {
       throw bad_request(fmt::format("logprobs=-1 (every token) is not supported by ctxpar; ask "

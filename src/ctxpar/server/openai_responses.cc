@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <array>
 
-#include "ctxpar/server/utf8.h"
-
 namespace ctxpar::server {
 namespace {
 
@@ -36,7 +34,7 @@ json utf8_bytes(const std::string& text) {
 
 std::string token_text(const tokenizer::Tokenizer& tokenizer, int32_t token) {
   const std::array<int32_t, 1> one = {token};
-  return valid_utf8(tokenizer.decode(one, /*skip_special_tokens=*/false));
+  return tokenizer.decode(one, /*skip_special_tokens=*/false);
 }
 
 json completion_logprobs(const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& tokens,
@@ -51,7 +49,7 @@ json completion_logprobs(const tokenizer::Tokenizer& tokenizer, const std::vecto
     const std::string text = token_text(tokenizer, tokens[i]);
     out["text_offset"].push_back(offset);
     // Python counts characters.
-    offset += static_cast<int64_t>(utf8_length(text));
+    offset += text_length(text);
     out["tokens"].push_back(text);
     out["token_logprobs"].push_back(clamped(logprobs[i].sampled.logprob));
     json top = json::object();
@@ -83,6 +81,12 @@ json chat_logprobs(const tokenizer::Tokenizer& tokenizer, const std::vector<int3
                        {"top_logprobs", top}});
   }
   return {{"content", content}};
+}
+
+int64_t text_length(std::string_view text) {
+  int64_t n = 0;
+  for (const char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
 }
 
 json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {

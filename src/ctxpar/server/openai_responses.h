@@ -15,8 +15,8 @@
 
 namespace ctxpar::server {
 
-// The text a token stands for in logprobs: its decoding alone, special tokens included, as
-// valid UTF-8.
+// The text a token stands for in logprobs: its decoding alone, special tokens included
+// (`tokenizer` decodes to valid UTF-8).
 std::string token_text(const tokenizer::Tokenizer& tokenizer, int32_t token);
 
 // Completions: {text_offset, token_logprobs, tokens, top_logprobs} for `tokens`, whose text
@@ -36,7 +36,10 @@ nlohmann::json chat_logprobs(const tokenizer::Tokenizer& tokenizer,
 
 nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
 
-// A Server-Sent Event: "data: <json>\n\n" (invalid UTF-8 never reaches it; see utf8.h).
+// Characters (code points) of valid UTF-8 text, as Python counts a str.
+int64_t text_length(std::string_view text);
+
+// A Server-Sent Event: "data: <json>\n\n" (the text in it is valid UTF-8 already).
 std::string sse_event(const nlohmann::json& data);
 inline constexpr const char* kSseDone = "data: [DONE]\n\n";
 

@@ -11,6 +11,7 @@
 #include "ctxpar/core/error.h"
 #include "ctxpar/server/api_error.h"
 #include "ctxpar/server/openai_handlers.h"
+#include "ctxpar/server/valid_text_tokenizer.h"
 
 namespace ctxpar::server {
 namespace {
@@ -59,11 +60,13 @@ bool is_json_route(const std::string& path) {
 }  // namespace
 
 OpenAiServer::OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokenizer& tokenizer,
-                           ServerOptions options)
+                           const ChatPrompt& chat, ServerOptions options)
     : engine_(engine),
       options_(std::move(options)),
       metrics_(options_.served_model_name),
-      handlers_(std::make_unique<Handlers>(engine, tokenizer, options_, metrics_, state_)),
+      text_tokenizer_(std::make_unique<ValidTextTokenizer>(tokenizer)),
+      handlers_(
+          std::make_unique<Handlers>(engine, *text_tokenizer_, chat, options_, metrics_, state_)),
       http_(std::make_unique<httplib::Server>()) {
   httplib::Server& s = *http_;
   const int workers = options_.worker_threads > 0 ? options_.worker_threads

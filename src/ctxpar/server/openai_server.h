@@ -16,8 +16,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ctxpar/engine/online_engine.h"
+#include "ctxpar/server/chat_prompt.h"
 #include "ctxpar/server/metrics.h"
 #include "ctxpar/server/openai_protocol.h"
 #include "ctxpar/tokenizer/tokenizer.h"
@@ -39,6 +41,9 @@ struct ServerOptions {
   // exceed the streams served at once (running and waiting) plus the probes beside them.
   int worker_threads = 0;
   GenerationDefaults defaults;
+  // The ids that end generation (the tokenizer's EOS and generation_config.json's); empty: the
+  // engine's, from config.json.
+  std::vector<int32_t> eos_token_ids;
   // While nothing arrives for this long, a stream sends an SSE comment (": ping"), which
   // clients skip; a write that fails then aborts a request of a client that left.
   std::chrono::milliseconds keepalive{2000};
@@ -46,10 +51,10 @@ struct ServerOptions {
 
 class OpenAiServer {
  public:
-  // `engine` and `tokenizer` outlive the server. The engine may still be loading (requests
-  // then get 503).
+  // `engine`, `tokenizer` and `chat` outlive the server. The engine may still be loading
+  // (requests then get 503). Text the server decodes is valid UTF-8 (ValidTextTokenizer).
   OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokenizer& tokenizer,
-               ServerOptions options);
+               const ChatPrompt& chat, ServerOptions options);
   ~OpenAiServer();
   OpenAiServer(const OpenAiServer&) = delete;
   OpenAiServer& operator=(const OpenAiServer&) = delete;
@@ -75,6 +80,7 @@ class OpenAiServer {
   const ServerOptions options_;
   ServerMetrics metrics_;
   State state_;
+  std::unique_ptr<tokenizer::Tokenizer> text_tokenizer_;  // `tokenizer`, decoding valid UTF-8
   std::unique_ptr<Handlers> handlers_;
   std::unique_ptr<httplib::Server> http_;
 };

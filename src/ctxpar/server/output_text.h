@@ -1,14 +1,11 @@
-// OutputText: one choice's output text while it streams (vLLM's detokenizer and stop-string
-// check, as the server needs them). Decodes the output tokens incrementally, emits only whole
-// UTF-8 characters (invalid bytes as U+FFFD), and matches stop strings across token
-// boundaries: while streaming, the last max(len(stop)) - 1 characters are held back, since they
-// could still begin a stop string. On a match the text is cut before the stop string (after
-// it with include_stop_str_in_output) and the choice ends with finish_reason "stop" and the
-// string as stop_reason. As in vLLM, stop strings are looked for only once more than
-// min_tokens tokens were generated.
-//
-// Interim: the tokenizer layer's incremental detokenizer replaces the decoding here once it
-// lands; the stop-string rules stay as they are.
+// OutputText: one choice's output text while it streams, as vLLM's detokenizer and stop-string
+// check produce it: the tokenizer layer's incremental detokenizer (primed with the prompt, text
+// released at whole characters) and stop-string matcher (a stop string may span tokens; text
+// that could still begin one is held back; on a match the text is cut before the string, or
+// after it with include_stop_str_in_output, and the choice ends with finish_reason "stop" and
+// the string as stop_reason). The tokenizer must decode to valid UTF-8 (ValidTextTokenizer). As in
+// vLLM, stop strings are looked for only once more than min_tokens tokens were generated (text
+// from before that is not searched).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "ctxpar/tokenizer/incremental_detokenizer.h"
+#include "ctxpar/tokenizer/stop_strings.h"
 #include "ctxpar/tokenizer/tokenizer.h"
 
 namespace ctxpar::server {
@@ -29,8 +28,9 @@ struct StopStrings {
 
 class OutputText {
  public:
-  // `tokenizer` must outlive this.
-  OutputText(const tokenizer::Tokenizer& tokenizer, StopStrings stop, bool skip_special_tokens);
+  // `tokenizer` must outlive this and decode to valid UTF-8 (an invalid byte as U+FFFD).
+  OutputText(const tokenizer::Tokenizer& tokenizer, std::span<const int32_t> prompt_token_ids,
+             const StopStrings& stop, bool skip_special_tokens);
 
   struct Delta {
     std::string text;                        // new text to show
@@ -46,19 +46,15 @@ class OutputText {
   bool stopped() const { return stop_.has_value(); }
 
  private:
-  const tokenizer::Tokenizer& tokenizer_;
-  StopStrings stops_;
-  bool skip_special_tokens_;
-  size_t max_stop_length_ = 0;  // in characters
+  // Passes decoded text through the stop-string matcher (once past min_tokens).
+  void emit(const std::string& text, Delta& delta);
 
-  std::vector<int32_t> ids_;
-  size_t prefix_offset_ = 0;  // decode window: ids_[prefix_offset_, read_offset_) decoded
-  size_t read_offset_ = 0;
-  std::string raw_;        // decoded bytes not yet turned into text
-  std::string candidate_;  // valid text not yet emitted (held back for stop strings)
-  std::string text_;       // emitted
+  tokenizer::IncrementalDetokenizer detokenizer_;
+  std::optional<tokenizer::StopStringMatcher> matcher_;
+  int64_t min_tokens_;
+  int64_t num_tokens_ = 0;
+  std::string text_;
   std::optional<std::string> stop_;
-  int64_t counted_tokens_ = 0;
 };
 
 }  // namespace ctxpar::server
