@@ -18,6 +18,6 @@ void add_verify_command(CLI::App& app);     // verify_command.cc
 void add_plan_command(CLI::App& app);       // plan_command.cc
 void add_bench_command(CLI::App& app);      // bench_command.cc
 void add_tokenize_commands(CLI::App& app);  // tokenize_command.cc: tokenize, detokenize
-void add_serve_command(CLI::App& app);       // serve_command.cc
+void add_serve_command(CLI::App& app);      // serve_command.cc
 
 }  // namespace ctxpar::app
