@@ -125,7 +125,7 @@ void OnlineEngine::check_can_add(const std::vector<Queued>& batch) const {
   for (const Queued& q : batch) {
     const RequestId& id = q.request.id;
     CTXPAR_CHECK_INPUT(!unfinished_ids_.contains(id) && ids.insert(id).second,
-                 "request id '{}' is already in use by an unfinished request", id);
+                       "request id '{}' is already in use by an unfinished request", id);
   }
 }
 

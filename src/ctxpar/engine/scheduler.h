@@ -112,7 +112,8 @@ class Scheduler {
   // tokens; a request whose entry samples gets sampled_token_ids[i] (one value per entry,
   // ignored where entries[i].samples is false) and finishes on max_tokens, max_model_len or
   // the KV capacity (length), or — once it has min_tokens outputs — on EOS unless ignore_eos,
-  // or on a stop token (stopped). Finished requests free their blocks. Requests aborted since schedule() are skipped.
+  // or on a stop token (stopped). Finished requests free their blocks. Requests aborted
+  // since schedule() are skipped.
   // Returns one update per request that got a token, in entry order. Throws, changing
   // nothing, if `output` is not the latest unapplied schedule() result, the sizes differ, an
   // entry does not match its request, or a sampled token is < 0.
