@@ -17,10 +17,10 @@
 
 #include "commands.h"
 #include "ctxpar/core/error.h"
+#include "ctxpar/engine/chat_prompt.h"
 #include "ctxpar/engine/online_engine.h"
 #include "ctxpar/engine/tokenizer_loader.h"
 #include "ctxpar/model/model_config.h"
-#include "ctxpar/server/chat_prompt.h"
 #include "ctxpar/server/openai_server.h"
 #include "engine_flags.h"
 
@@ -126,15 +126,14 @@ void run(ServeOptions& o) {
   }
   engine::EngineConfig config;
   tokenizer::LoadedTokenizer tok;
-  std::unique_ptr<server::ChatPrompt> chat;
+  std::unique_ptr<engine::ChatPrompt> chat;
   validate_on_every_rank([&] {
     config = finish_engine_config(o.engine);
     o.server.max_body_bytes = static_cast<size_t>(engine::parse_memory_size(o.max_body));
     const engine::ResolvedEngineConfig resolved = engine::resolve_engine_config(config);
     // Every rank reads the tokenizer files (small), so a bad one stops all ranks alike.
     tok = engine::load_tokenizer(config.model, config.tokenizer);
-    chat = std::make_unique<server::ChatPrompt>(
-        tok, resolved.model.arch, model::is_builtin_model(config.model), o.chat_template);
+    chat = std::make_unique<engine::ChatPrompt>(tok, resolved.model, o.chat_template);
   });
   o.server.defaults = defaults_of(tok.generation);
   o.server.eos_token_ids = tok.eos_token_ids;

@@ -10,7 +10,9 @@
 #include <thread>
 
 #include "ctxpar/core/error.h"
+#include "ctxpar/engine/chat_prompt.h"
 #include "ctxpar/engine/online_engine.h"
+#include "ctxpar/engine/tokenizer_loader.h"
 #include "ctxpar/server/openai_server.h"
 #include "ctxpar/tokenizer/byte_tokenizer.h"
 
@@ -34,7 +36,8 @@ engine::EngineConfig tiny_config() {
 class Running {
  public:
   Running(engine::OnlineEngine& engine, const tokenizer::Tokenizer& tok)
-      : chat_({}, model::ModelArch::kLlama, /*builtin_model=*/true, ""),
+      : chat_(engine::load_tokenizer("builtin:tiny-llama"),
+              model::resolve_model_config("builtin:tiny-llama"), ""),
         server_(engine, tok, chat_, options()),
         port_(server_.bind()),
         thread_([this] { server_.serve(); }) {}
@@ -55,7 +58,7 @@ class Running {
     o.served_model_name = "tiny";
     return o;
   }
-  ChatPrompt chat_;
+  engine::ChatPrompt chat_;
   OpenAiServer server_;
   int port_;
   std::thread thread_;

@@ -12,6 +12,7 @@
 #include "ctxpar/server/generation.h"
 #include "ctxpar/server/generation_responder.h"
 #include "ctxpar/server/openai_responses.h"
+#include "ctxpar/tokenizer/chat_template/chat_template.h"
 #include "ctxpar/tokenizer/utf8.h"
 
 namespace ctxpar::server {
@@ -126,8 +127,9 @@ void run_generation(engine::OnlineEngine& engine, ServerMetrics& metrics,
 }  // namespace
 
 OpenAiServer::Handlers::Handlers(engine::OnlineEngine& engine,
-                                 const tokenizer::Tokenizer& tokenizer, const ChatPrompt& chat,
-                                 const ServerOptions& options, ServerMetrics& metrics, State& state)
+                                 const tokenizer::Tokenizer& tokenizer,
+                                 const engine::ChatPrompt& chat, const ServerOptions& options,
+                                 ServerMetrics& metrics, State& state)
     : engine_(engine),
       tokenizer_(tokenizer),
       chat_(chat),
@@ -171,8 +173,28 @@ std::vector<int32_t> OpenAiServer::Handlers::prompt_tokens(const Prompt& prompt,
   return tokenizer_.encode(std::get<std::string>(prompt), add_special_tokens);
 }
 
-std::string OpenAiServer::Handlers::chat_prompt(const ChatRequest& r) const {
-  return chat_.render(r);
+std::vector<int32_t> OpenAiServer::Handlers::chat_prompt_tokens(const ChatRequest& r) const {
+  // vLLM's "string" content format: a message's text parts joined by newlines.
+  chat_template::ChatRequest request;
+  for (size_t i = 0; i < r.messages.size(); ++i) {
+    nlohmann::ordered_json m = nlohmann::ordered_json::parse(r.messages[i].dump());
+    m["content"] = message_text(r.messages[i], i);
+    request.messages.push_back(std::move(m));
+  }
+  if (!r.tools.is_null()) request.tools = nlohmann::ordered_json::parse(r.tools.dump());
+  if (!r.chat_template_kwargs.is_null()) {
+    request.chat_template_kwargs = nlohmann::ordered_json::parse(r.chat_template_kwargs.dump());
+  }
+  request.add_generation_prompt = r.add_generation_prompt;
+  request.continue_final_message = r.continue_final_message;
+  std::string prompt;
+  try {
+    prompt = chat_.render(std::move(request));
+  } catch (const InputError& e) {
+    throw bad_request(e.what());  // vLLM answers template errors with 400
+  }
+  return tokenizer_.encode(prompt,
+                           r.add_special_tokens.value_or(chat_.tokenize_with_special_tokens()));
 }
 
 namespace {
@@ -237,8 +259,7 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
   plan->created = unix_now();
   plan->model = options_.served_model_name;
   plan->num_top_logprobs = r.logprobs ? r.top_logprobs.value_or(0) : -1;
-  // In chat the template emits BOS, so special tokens are not added by default.
-  plan->prompts.push_back(tokenizer_.encode(chat_prompt(r), r.add_special_tokens.value_or(false)));
+  plan->prompts.push_back(chat_prompt_tokens(r));
   add_choices(*plan, r, options_, engine_.config().scheduler.max_model_len,
               "max_completion_tokens");
   run_generation(engine_, metrics_, tokenizer_, options_, state_.open_streams, std::move(plan), r,
@@ -257,7 +278,7 @@ void OpenAiServer::Handlers::tokenize(const httplib::Request& req, httplib::Resp
     json chat = body;
     chat.erase("model");
     const ChatRequest r = parse_chat_request(chat, options_.defaults);
-    ids = tokenizer_.encode(chat_prompt(r), r.add_special_tokens.value_or(false));
+    ids = chat_prompt_tokens(r);
   } else {
     const auto it = body.find("prompt");
     if (it == body.end() || !it->is_string()) {

@@ -24,7 +24,7 @@ namespace ctxpar::server {
 class OpenAiServer::Handlers {
  public:
   Handlers(engine::OnlineEngine& engine, const tokenizer::Tokenizer& tokenizer,
-           const ChatPrompt& chat, const ServerOptions& options, ServerMetrics& metrics,
+           const engine::ChatPrompt& chat, const ServerOptions& options, ServerMetrics& metrics,
            State& state);
 
   void completions(const httplib::Request& req, httplib::Response& res);
@@ -44,11 +44,13 @@ class OpenAiServer::Handlers {
   // Token ids of a prompt; 400 for ids outside the vocabulary.
   std::vector<int32_t> prompt_tokens(const Prompt& prompt, bool add_special_tokens) const;
   std::vector<int32_t> checked_ids(std::vector<int32_t> ids) const;
-  std::string chat_prompt(const ChatRequest& r) const;
+  // The chat template's prompt for `r`, tokenized as vLLM does (no special tokens unless the
+  // request asks or the template writes no BOS); 400 for a template that refuses it.
+  std::vector<int32_t> chat_prompt_tokens(const ChatRequest& r) const;
 
   engine::OnlineEngine& engine_;
   const tokenizer::Tokenizer& tokenizer_;
-  const ChatPrompt& chat_;
+  const engine::ChatPrompt& chat_;
   const ServerOptions& options_;
   ServerMetrics& metrics_;
   State& state_;

@@ -60,7 +60,7 @@ bool is_json_route(const std::string& path) {
 }  // namespace
 
 OpenAiServer::OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokenizer& tokenizer,
-                           const ChatPrompt& chat, ServerOptions options)
+                           const engine::ChatPrompt& chat, ServerOptions options)
     : engine_(engine),
       options_(std::move(options)),
       metrics_(options_.served_model_name),

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "ctxpar/engine/chat_prompt.h"
 #include "ctxpar/engine/online_engine.h"
-#include "ctxpar/server/chat_prompt.h"
 #include "ctxpar/server/metrics.h"
 #include "ctxpar/server/openai_protocol.h"
 #include "ctxpar/tokenizer/tokenizer.h"
@@ -54,7 +54,7 @@ class OpenAiServer {
   // `engine`, `tokenizer` and `chat` outlive the server. The engine may still be loading
   // (requests then get 503). Text the server decodes is valid UTF-8 (ValidTextTokenizer).
   OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokenizer& tokenizer,
-               const ChatPrompt& chat, ServerOptions options);
+               const engine::ChatPrompt& chat, ServerOptions options);
   ~OpenAiServer();
   OpenAiServer(const OpenAiServer&) = delete;
   OpenAiServer& operator=(const OpenAiServer&) = delete;
