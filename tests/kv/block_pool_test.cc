@@ -91,8 +91,8 @@ TEST(BlockPool, EmptyPoolNeverFits) {
 TEST(BlockPool, SharedBlockReturnsWhenTheLastHolderFrees) {
   BlockPool pool(4);
   const int32_t id = pool.allocate(1)->front();
-  pool.inc_ref(id);
-  pool.inc_ref(id);
+  pool.touch(id);
+  pool.touch(id);
   EXPECT_EQ(pool.ref_count(id), 3);
   pool.free(id);
   pool.free(id);
@@ -115,8 +115,8 @@ TEST(BlockPool, MisuseThrowsNamingTheBlock) {
   const std::string outside = error_message([&] { pool.free(6); });
   EXPECT_NE(outside.find("6"), std::string::npos) << outside;
   EXPECT_THROW(pool.free(-1), Error);
-  EXPECT_THROW(pool.inc_ref(ids[1]), Error);  // free blocks cannot be shared
-  EXPECT_THROW(pool.inc_ref(99), Error);
+  EXPECT_THROW(pool.touch(ids[1]), Error);  // free blocks cannot be shared
+  EXPECT_THROW(pool.touch(99), Error);
   EXPECT_THROW(pool.ref_count(6), Error);
 
   // A span that frees a block more often than it is held changes nothing.
@@ -128,7 +128,7 @@ TEST(BlockPool, MisuseThrowsNamingTheBlock) {
   EXPECT_EQ(pool.ref_count(ids[0]), 1);
   EXPECT_EQ(pool.ref_count(ids[2]), 1);
   // Held twice, it can be freed twice in one call.
-  pool.inc_ref(ids[0]);
+  pool.touch(ids[0]);
   pool.free(repeated);
   EXPECT_EQ(pool.free_count(), 6);
 }
@@ -158,7 +158,7 @@ TEST(BlockPool, RandomOperationsMatchAReferenceCountModel) {
       }
     } else if (op == 1 && !holders.empty()) {
       const int32_t id = holders[rng() % holders.size()];
-      pool.inc_ref(id);
+      pool.touch(id);
       ++model[id];
       holders.push_back(id);
     } else if (op == 2 && !holders.empty()) {

@@ -102,7 +102,7 @@ TEST(BlockTable, SharedBlocksOutliveTheTable) {
     BlockTable t(pool, layout);
     ASSERT_TRUE(t.grow(8));
     shared = t.ids()[0];
-    pool.inc_ref(shared);  // e.g. a cached prefix keeps it
+    pool.touch(shared);  // e.g. a cached prefix keeps it
   }
   EXPECT_EQ(pool.ref_count(shared), 1);
   EXPECT_EQ(pool.free_count(), 2);

@@ -6,12 +6,19 @@
 #include "ctxpar/core/error.h"
 
 namespace ctxpar::kv {
+namespace {
 
-BlockPool::BlockPool(int32_t num_blocks) {
+int32_t checked_pool_size(int32_t num_blocks) {
   CTXPAR_CHECK(num_blocks >= 0, "block pool size {} is negative; it must be >= 0", num_blocks);
+  return num_blocks;
+}
+
+}  // namespace
+
+BlockPool::BlockPool(int32_t num_blocks) : free_(checked_pool_size(num_blocks)) {
   ref_counts_.assign(static_cast<size_t>(num_blocks), 0);
-  free_ids_.reserve(static_cast<size_t>(num_blocks));
-  for (int32_t id = num_blocks - 1; id >= 0; --id) free_ids_.push_back(id);
+  generation_.assign(static_cast<size_t>(num_blocks), 0);
+  entries_.resize(static_cast<size_t>(num_blocks));
 }
 
 BlockPool BlockPool::from_memory_budget(int64_t memory_budget_bytes, int64_t bytes_per_block) {
@@ -38,19 +45,25 @@ bool BlockPool::allocate_into(int32_t n, std::vector<int32_t>& out) {
   if (n > free_count()) return false;
   out.reserve(out.size() + static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) {
-    const int32_t id = free_ids_.back();
-    free_ids_.pop_back();
+    const int32_t id = free_.pop_front();
+    evict(id);
     ref_counts_[static_cast<size_t>(id)] = 1;
+    ++generation_[static_cast<size_t>(id)];
     out.push_back(id);
   }
   return true;
 }
 
-void BlockPool::inc_ref(int32_t id) {
+void BlockPool::touch(int32_t id) {
   check_id(id);
   int32_t& count = ref_counts_[static_cast<size_t>(id)];
-  CTXPAR_CHECK(count > 0, "cannot share block {}: it is free; only allocated blocks can be shared",
-               id);
+  if (count == 0) {
+    CTXPAR_CHECK(is_cached(id),
+                 "cannot touch block {}: it is free and holds no cached prefix; only held or "
+                 "cached blocks can gain a holder",
+                 id);
+    free_.remove(id);
+  }
   ++count;
 }
 
@@ -76,13 +89,62 @@ void BlockPool::free(std::span<const int32_t> ids) {
     i = j;
   }
   for (int32_t id : ids) {
-    if (--ref_counts_[static_cast<size_t>(id)] == 0) free_ids_.push_back(id);
+    if (--ref_counts_[static_cast<size_t>(id)] == 0) free_.push_back(id);
   }
 }
 
 int32_t BlockPool::ref_count(int32_t id) const {
   check_id(id);
   return ref_counts_[static_cast<size_t>(id)];
+}
+
+void BlockPool::cache(int32_t id, const BlockHash& hash, int32_t parent,
+                      std::span<const int32_t> tokens) {
+  check_id(id);
+  CTXPAR_CHECK(ref_counts_[static_cast<size_t>(id)] > 0,
+               "cannot cache block {}: it is free; only a block a request holds can be cached", id);
+  CTXPAR_CHECK(!is_cached(id), "block {} is already cached", id);
+  CTXPAR_CHECK(parent == -1 || (parent >= 0 && parent < num_blocks() && is_cached(parent)),
+               "cannot cache block {} after block {}: a parent must be a cached block (or -1 for "
+               "a request's first block)",
+               id, parent);
+  entries_[static_cast<size_t>(id)] = CacheEntry{
+      .hash = hash,
+      .parent = parent,
+      .parent_generation = parent >= 0 ? generation_[static_cast<size_t>(parent)] : 0,
+      .tokens = std::vector<int32_t>(tokens.begin(), tokens.end()),
+  };
+  by_hash_[hash].push_back(id);
+  ++num_cached_;
+}
+
+std::optional<int32_t> BlockPool::find_cached(const BlockHash& hash, int32_t parent,
+                                              std::span<const int32_t> tokens) const {
+  const auto it = by_hash_.find(hash);
+  if (it == by_hash_.end()) return std::nullopt;
+  for (const int32_t id : it->second) {
+    const CacheEntry& e = *entries_[static_cast<size_t>(id)];
+    if (e.parent != parent) continue;
+    if (parent >= 0 && e.parent_generation != generation_[static_cast<size_t>(parent)]) continue;
+    if (std::equal(e.tokens.begin(), e.tokens.end(), tokens.begin(), tokens.end())) return id;
+  }
+  return std::nullopt;
+}
+
+bool BlockPool::is_cached(int32_t id) const {
+  check_id(id);
+  return entries_[static_cast<size_t>(id)].has_value();
+}
+
+void BlockPool::evict(int32_t id) {
+  std::optional<CacheEntry>& entry = entries_[static_cast<size_t>(id)];
+  if (!entry) return;
+  const auto it = by_hash_.find(entry->hash);
+  std::vector<int32_t>& ids = it->second;
+  ids.erase(std::find(ids.begin(), ids.end(), id));
+  if (ids.empty()) by_hash_.erase(it);
+  entry.reset();
+  --num_cached_;
 }
 
 void BlockPool::check_id(int32_t id) const {
