@@ -23,8 +23,7 @@ int32_t FreeBlockQueue::pop_front() {
 
 void FreeBlockQueue::push_back(int32_t id) {
   CTXPAR_CHECK(id >= 0 && id < static_cast<int32_t>(queued_.size()) && !contains(id),
-               "cannot queue block {}: it is outside [0, {}) or already free", id,
-               queued_.size());
+               "cannot queue block {}: it is outside [0, {}) or already free", id, queued_.size());
   const auto i = static_cast<size_t>(id);
   prev_[i] = tail_;
   next_[i] = kNone;
@@ -40,8 +39,8 @@ void FreeBlockQueue::push_back(int32_t id) {
 
 void FreeBlockQueue::remove(int32_t id) {
   CTXPAR_CHECK(id >= 0 && id < static_cast<int32_t>(queued_.size()) && contains(id),
-               "cannot take block {} out of the free queue: it is outside [0, {}) or not free",
-               id, queued_.size());
+               "cannot take block {} out of the free queue: it is outside [0, {}) or not free", id,
+               queued_.size());
   const auto i = static_cast<size_t>(id);
   const int32_t before = prev_[i], after = next_[i];
   if (before != kNone) {

@@ -32,9 +32,9 @@ class FreeBlockQueue {
 
  private:
   static constexpr int32_t kNone = -1;
-  std::vector<int32_t> prev_;     // [num_blocks] the block before id, or kNone
-  std::vector<int32_t> next_;     // [num_blocks] the block after id, or kNone
-  std::vector<uint8_t> queued_;   // [num_blocks] 1 while id is in the queue
+  std::vector<int32_t> prev_;    // [num_blocks] the block before id, or kNone
+  std::vector<int32_t> next_;    // [num_blocks] the block after id, or kNone
+  std::vector<uint8_t> queued_;  // [num_blocks] 1 while id is in the queue
   int32_t head_ = kNone;
   int32_t tail_ = kNone;
   int32_t size_ = 0;
