@@ -2,9 +2,11 @@
 
 namespace ctxpar::engine::testing {
 
-FakeModel::FakeModel(const kv::DcpLayout& layout, int32_t num_blocks, int32_t vocab_size)
+FakeModel::FakeModel(const kv::DcpLayout& layout, int32_t num_blocks, int32_t vocab_size,
+                     bool shared_blocks)
     : layout_(layout),
       vocab_size_(vocab_size),
+      shared_blocks_(shared_blocks),
       tables_(layout.tokens_per_virtual_block()),
       cache_(static_cast<size_t>(layout.dcp_size()),
              std::vector<Row>(static_cast<size_t>(int64_t{num_blocks} * layout.block_size()))) {}
@@ -77,7 +79,7 @@ std::vector<int32_t> FakeModel::step(const SchedulerOutput& output) {
         continue;
       }
       const Row& row = rows[static_cast<size_t>(slot)];
-      if (row.position != p || row.request != req) {
+      if (row.position != p || (row.request != req && !shared_blocks_)) {
         ADD_FAILURE() << e.request_id << " position " << p << " reads rank " << owner << " slot "
                       << slot << " holding position " << row.position << " of request "
                       << row.request << " (KV overwritten or misaddressed)";
@@ -87,6 +89,20 @@ std::vector<int32_t> FakeModel::step(const SchedulerOutput& output) {
     sampled[k] = next_token(history, vocab_size_);
   }
   return sampled;
+}
+
+std::vector<int32_t> FakeModel::read_tokens(const RequestId& id, int64_t len) const {
+  const std::span<const int32_t> table = tables_.table(plans_.handle(id));
+  std::vector<int32_t> out(static_cast<size_t>(len), -1);
+  for (int64_t p = 0; p < len; ++p) {
+    const int owner = layout_.owner(p);
+    const int64_t slot = layout_.slot(p, owner, table);
+    const auto& rows = cache_[static_cast<size_t>(owner)];
+    if (slot >= 0 && slot < static_cast<int64_t>(rows.size())) {
+      out[static_cast<size_t>(p)] = rows[static_cast<size_t>(slot)].token;
+    }
+  }
+  return out;
 }
 
 }  // namespace ctxpar::engine::testing

@@ -9,7 +9,9 @@
 // requests, a plan delta that rebuilds the wrong table, or a recompute that does not rebuild
 // the cache exactly changes the tokens (and is also caught directly by the position/request
 // tags): outputs equal the reference only if the scheduler's KV bookkeeping and the plans are
-// right.
+// right. With prefix caching, a request reads rows another request wrote (a shared cached
+// block); then the rows must still hold this request's positions, and read_tokens() lets the
+// driver check they hold its tokens.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -28,7 +30,9 @@ namespace ctxpar::engine::testing {
 
 class FakeModel {
  public:
-  FakeModel(const kv::DcpLayout& layout, int32_t num_blocks, int32_t vocab_size);
+  // shared_blocks: requests may read rows written by others (prefix caching).
+  FakeModel(const kv::DcpLayout& layout, int32_t num_blocks, int32_t vocab_size,
+            bool shared_blocks);
 
   // The next token after `history`: a hash of all of it, in [0, vocab_size).
   static int32_t next_token(std::span<const int32_t> history, int32_t vocab_size);
@@ -43,6 +47,9 @@ class FakeModel {
     return tables_.table(plans_.handle(id));
   }
   size_t num_tables() const { return tables_.num_requests(); }
+  // The tokens the cache holds at positions [0, len) of a request, read through its table as
+  // attention would (-1 where a row is outside the cache).
+  std::vector<int32_t> read_tokens(const RequestId& id, int64_t len) const;
 
  private:
   struct Row {
@@ -54,6 +61,7 @@ class FakeModel {
 
   kv::DcpLayout layout_;
   int32_t vocab_size_;
+  bool shared_blocks_;
   StepPlanBuilder plans_;
   RequestBlockTables tables_;
   std::vector<std::vector<Row>> cache_;  // [N][num_blocks·B]

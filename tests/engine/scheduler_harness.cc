@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -76,10 +77,30 @@ void StepChecker::after_schedule(const SchedulerOutput& out, DriveResult& result
     const int64_t nn = e.num_new_tokens;
     EXPECT_GE(nn, 1);
     EXPECT_EQ(nc, r->num_computed_tokens());
-    // The scheduler's count agrees with ours: chunks of one attempt are contiguous from 0.
-    EXPECT_EQ(nc, computed_[e.request_id]) << "chunk does not continue the previous one";
-    if (nc == 0 && r->num_preemptions() > 0) ++result.restarts;
     ASSERT_LE(nc + nn, r->num_tokens());
+    const auto ids = r->block_table().ids();
+    // New, or resumed after a preemption: the request holds no table yet.
+    const bool starts = computed_[e.request_id] == 0;
+    EXPECT_EQ(e.new_table, starts) << "a table starts exactly when a request (re)starts";
+    if (starts) {
+      if (r->num_preemptions() > 0) ++result.restarts;
+      if (c.enable_prefix_caching) {
+        // After its cached prefix: whole virtual blocks, never its last token.
+        const int64_t per_block = c.layout.tokens_per_virtual_block();
+        EXPECT_EQ(nc % per_block, 0) << "a cache hit of " << nc << " tokens";
+        EXPECT_LT(nc, r->num_tokens()) << "the last token must be computed";
+        for (int64_t j = 0; j < nc / per_block && j < static_cast<int64_t>(ids.size()); ++j) {
+          EXPECT_TRUE(s_.block_pool().is_cached(ids[static_cast<size_t>(j)]))
+              << "hit block " << j << " is not cached";
+        }
+        result.hit_tokens += nc;
+      } else {
+        EXPECT_EQ(nc, 0) << "a start after nothing cached";
+      }
+    } else {
+      // The scheduler's count agrees with ours: chunks of one attempt are contiguous.
+      EXPECT_EQ(nc, computed_[e.request_id]) << "chunk does not continue the previous one";
+    }
     const auto all = r->all_token_ids();
     EXPECT_TRUE(std::equal(e.new_token_ids.begin(), e.new_token_ids.end(), all.begin() + nc,
                            all.begin() + nc + nn))
@@ -94,11 +115,9 @@ void StepChecker::after_schedule(const SchedulerOutput& out, DriveResult& result
         EXPECT_EQ(out.total_num_new_tokens(), c.max_num_batched_tokens);
       }
     }
-    const auto ids = r->block_table().ids();
     EXPECT_EQ(static_cast<int64_t>(ids.size()), c.layout.num_virtual_blocks(nc + nn))
         << "the table must hold exactly the blocks of " << nc + nn << " tokens";
     // The delta: a new table is all of it, else the blocks this step appended.
-    EXPECT_EQ(e.new_table, nc == 0) << "a table starts exactly when a request (re)starts";
     ASSERT_LE(e.new_block_ids.size(), ids.size());
     EXPECT_TRUE(std::equal(e.new_block_ids.begin(), e.new_block_ids.end(),
                            ids.end() - static_cast<std::ptrdiff_t>(e.new_block_ids.size())))
@@ -107,7 +126,7 @@ void StepChecker::after_schedule(const SchedulerOutput& out, DriveResult& result
       EXPECT_EQ(e.new_block_ids.size(), ids.size());
     }
 
-    const int group = is_decode(e, *r) ? 0 : nc > 0 ? 1 : 2;
+    const int group = e.new_table ? 2 : is_decode(e, *r) ? 0 : 1;
     EXPECT_GE(group, phase) << "entry of group " << group << " after group " << phase;
     if (group > phase) {
       phase = group;
@@ -124,20 +143,27 @@ void StepChecker::after_schedule(const SchedulerOutput& out, DriveResult& result
 
 void StepChecker::check_queues_and_pool() const {
   const kv::BlockPool& pool = s_.block_pool();
-  std::set<int32_t> owned;
-  int64_t total = 0;
+  std::map<int32_t, int32_t> holders;  // block -> running requests whose table has it
   int64_t last_arrival = -1;
   for (const Request* r : s_.running_requests()) {
     EXPECT_EQ(r->status(), RequestStatus::kRunning) << r->id();
     EXPECT_GT(r->arrival_index(), last_arrival) << "running queue out of arrival order";
     last_arrival = r->arrival_index();
-    for (const int32_t id : r->block_table().ids()) {
-      EXPECT_TRUE(owned.insert(id).second) << "block " << id << " held twice";
-      EXPECT_EQ(pool.ref_count(id), 1) << "block " << id;
-    }
-    total += r->block_table().num_blocks();
+    const auto ids = r->block_table().ids();
+    EXPECT_EQ(std::set<int32_t>(ids.begin(), ids.end()).size(), ids.size())
+        << r->id() << " holds a block twice";
+    for (const int32_t id : ids) ++holders[id];
   }
-  EXPECT_EQ(total, pool.used_count()) << "used blocks that no running request holds";
+  for (const auto& [id, n] : holders) {
+    EXPECT_EQ(pool.ref_count(id), n) << "block " << id;
+    // Only cached blocks are shared, and only with prefix caching.
+    if (n > 1) {
+      EXPECT_TRUE(s_.config().enable_prefix_caching && pool.is_cached(id))
+          << "block " << id << " held " << n << " times";
+    }
+  }
+  EXPECT_EQ(static_cast<int64_t>(holders.size()), pool.used_count())
+      << "used blocks that no running request holds";
   last_arrival = -1;
   for (const Request* r : s_.waiting_requests()) {
     EXPECT_TRUE(r->status() == RequestStatus::kWaiting || r->status() == RequestStatus::kPreempted)
@@ -169,7 +195,16 @@ std::vector<WorkloadRequest> random_workload(std::mt19937_64& rng, const Workloa
     int64_t len = uniform(rng, 1, shape.max_prompt_len);
     if (chance(rng, 0.03)) len = shape.max_prompt_len * 4;  // too long for most configs
     if (chance(rng, 0.01)) len = 0;
-    for (int64_t t = 0; t < len; ++t)
+    if (!out.empty() && chance(rng, shape.shared_prefix_weight)) {
+      // An earlier prompt's first tokens (any length, so across, at and inside block
+      // boundaries), then maybe a tail of its own.
+      const std::vector<int32_t>& earlier =
+          out[static_cast<size_t>(uniform(rng, 0, int64_t(out.size()) - 1))].prompt;
+      const auto shared =
+          std::min<int64_t>(len, uniform(rng, 0, static_cast<int64_t>(earlier.size())));
+      w.prompt.assign(earlier.begin(), earlier.begin() + shared);
+    }
+    while (static_cast<int64_t>(w.prompt.size()) < len)
       w.prompt.push_back(int32_t(uniform(rng, 0, shape.vocab_size - 1)));
     w.params.max_tokens = uniform(rng, 1, shape.max_new_tokens);
     w.params.eos_token_ids = {int32_t(uniform(rng, 0, shape.vocab_size - 1))};
@@ -216,7 +251,8 @@ ExpectedResult expected_result(const WorkloadRequest& request, const Scheduler& 
 DriveResult drive(Scheduler& scheduler, const std::vector<WorkloadRequest>& workload,
                   std::mt19937_64& rng, int32_t vocab_size, const DriveOptions& options) {
   DriveResult result;
-  FakeModel model(scheduler.config().layout, scheduler.block_pool().num_blocks(), vocab_size);
+  FakeModel model(scheduler.config().layout, scheduler.block_pool().num_blocks(), vocab_size,
+                  scheduler.config().enable_prefix_caching);
   StepChecker checker(scheduler);
   std::vector<RequestId> live;  // added, maybe finished: abort targets
   const auto collect = [&] {
@@ -234,7 +270,11 @@ DriveResult drive(Scheduler& scheduler, const std::vector<WorkloadRequest>& work
     const Request* r = scheduler.find(id);
     const bool abortable = r != nullptr && !r->is_finished();
     const int32_t used = scheduler.block_pool().used_count();
-    const int64_t held = abortable ? r->block_table().num_blocks() : 0;
+    // Blocks only this request holds become free; shared cached ones stay held.
+    const auto ids = abortable ? r->block_table().ids() : std::span<const int32_t>();
+    const auto held = std::count_if(ids.begin(), ids.end(), [&](int32_t b) {
+      return scheduler.block_pool().ref_count(b) == 1;
+    });
     EXPECT_EQ(scheduler.abort(id), abortable) << id;
     EXPECT_EQ(scheduler.block_pool().used_count(), used - held) << "abort did not free " << id;
     EXPECT_FALSE(scheduler.abort(id)) << "aborted " << id << " twice";
@@ -258,6 +298,15 @@ DriveResult drive(Scheduler& scheduler, const std::vector<WorkloadRequest>& work
     checker.after_schedule(out, result);
     abort_random();  // in flight: update() must skip it
     const std::vector<int32_t> sampled = model.step(out);
+    // A request that started on cached blocks reads exactly its own tokens there.
+    for (const ScheduledEntry& e : out.entries) {
+      const Request* r = scheduler.find(e.request_id);
+      if (!e.new_table || e.num_computed_tokens == 0 || r == nullptr || r->is_finished()) continue;
+      const auto want = r->all_token_ids().first(static_cast<size_t>(e.num_computed_tokens));
+      EXPECT_EQ(model.read_tokens(e.request_id, e.num_computed_tokens),
+                std::vector<int32_t>(want.begin(), want.end()))
+          << e.request_id << " hit " << e.num_computed_tokens << " cached tokens";
+    }
     // The table the rank rebuilt from the plans is the scheduler's (aborted ones are freed).
     for (const ScheduledEntry& e : out.entries) {
       const Request* r = scheduler.find(e.request_id);

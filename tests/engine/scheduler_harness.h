@@ -28,6 +28,8 @@ struct WorkloadShape {
   int64_t arrival_spread = 50;  // arrival steps are 0..arrival_spread
   double eos_weight = 0.5;      // share of requests that stop at EOS (the rest ignore it)
   int32_t vocab_size = 64;
+  // Share of prompts that begin with some earlier prompt's first tokens (prefix-cache hits).
+  double shared_prefix_weight = 0.0;
 };
 
 // Requests sorted by arrival step, ids "r0", "r1", ...
@@ -51,15 +53,18 @@ struct DriveResult {
   int64_t steps = 0;
   int64_t max_entries_in_a_step = 0;
   int64_t partial_chunks = 0;  // prefill entries that did not reach the end of the sequence
-  int64_t restarts = 0;        // entries that restarted a preempted request from 0
+  int64_t restarts = 0;        // entries that restarted a preempted request
+  int64_t hit_tokens = 0;      // computed tokens that requests started with (cache hits)
 };
 
 // Runs the workload to the end, checking after every schedule(): the step limits, decodes
 // before unfinished prefills before admissions (arrival order within each), each entry's
-// computed count against the driver's own count (restarting at 0 only after a preemption),
-// its tokens, sampling flag and block table (exactly the virtual blocks of
-// num_computed + num_new), the queues' order and states, and that the pool's used blocks are
-// exactly the running requests' blocks, each held once. Returns every finished request.
+// computed count against the driver's own count (a table starts only for a new or preempted
+// request: at 0, or with prefix caching after whole cached blocks, never the last token, whose
+// rows then hold the request's own tokens), its tokens, sampling flag and block table (exactly
+// the virtual blocks of num_computed + num_new), the queues' order and states, and that the
+// pool's used blocks are exactly the running requests' blocks, each held once per holder (more
+// than one only for cached blocks). Returns every finished request.
 // Failures are gtest failures; the drive stops at the first step that has one.
 DriveResult drive(Scheduler& scheduler, const std::vector<WorkloadRequest>& workload,
                   std::mt19937_64& rng, int32_t vocab_size, const DriveOptions& options);

@@ -343,6 +343,7 @@ TEST(Scheduler, PreemptsTheYoungestRunningRequestAndRecomputesIt) {
   for (int trial = 0; trial < 10; ++trial) {
     SchedulerConfig config;
     config.layout = random_layout(rng);
+    config.enable_prefix_caching = false;  // recompute from 0 (prefix_cache_test: on cache)
     const int64_t per_block = config.layout.tokens_per_virtual_block();
     config.max_num_batched_tokens = 1024;
     // Three blocks: the two prompts fill one each; decoding soon needs more than three.

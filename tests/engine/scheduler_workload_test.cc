@@ -1,5 +1,6 @@
 // The scheduler under hundreds of random requests, with the FakeModel reading its tokens back
-// through the block tables: every step's invariants, and every request's exact outcome.
+// through the block tables: every step's invariants, and every request's exact outcome, with
+// prefix caching off and on (prompts share prefixes, so cached blocks are hit and shared).
 #include <gtest/gtest.h>
 
 #include <random>
@@ -27,11 +28,14 @@ TEST(SchedulerWorkload, RandomWorkloadsKeepEveryInvariantAndFinishExactly) {
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   std::mt19937_64 rng(seed);
   int64_t partial_chunks = 0, preemptions = 0, restarts = 0, aborted = 0, rejected = 0;
+  int64_t hit_tokens = 0;
   for (const LayoutCase& lc : kLayouts) {
-    for (const bool chunked : {true, false}) {
+    for (const auto& [chunked, caching] : {std::pair{true, false}, std::pair{false, false},
+                                           std::pair{true, true}, std::pair{false, true}}) {
       SchedulerConfig config;
       config.layout = kv::DcpLayout(lc.n, lc.b, lc.i);
       config.enable_chunked_prefill = chunked;
+      config.enable_prefix_caching = caching;
       config.max_num_seqs = static_cast<int32_t>(uniform(rng, 1, 12));
       config.max_model_len = uniform(rng, 24, 160);
       config.max_num_batched_tokens = uniform(rng, config.max_num_seqs, 64);
@@ -43,7 +47,8 @@ TEST(SchedulerWorkload, RandomWorkloadsKeepEveryInvariantAndFinishExactly) {
       const auto num_blocks = static_cast<int32_t>((tokens + per_block - 1) / per_block);
       SCOPED_TRACE(::testing::Message()
                    << "N=" << lc.n << " B=" << lc.b << " I=" << lc.i << " chunked=" << chunked
-                   << " seqs=" << config.max_num_seqs << " budget=" << config.max_num_batched_tokens
+                   << " caching=" << caching << " seqs=" << config.max_num_seqs
+                   << " budget=" << config.max_num_batched_tokens
                    << " max_model_len=" << config.max_model_len << " blocks=" << num_blocks);
       Scheduler scheduler(config, num_blocks);
 
@@ -52,6 +57,7 @@ TEST(SchedulerWorkload, RandomWorkloadsKeepEveryInvariantAndFinishExactly) {
       shape.max_prompt_len = config.max_model_len * 2 / 3;
       shape.max_new_tokens = 48;
       shape.arrival_spread = uniform(rng, 0, 200);
+      shape.shared_prefix_weight = 0.5;
       const std::vector<WorkloadRequest> workload = random_workload(rng, shape);
       DriveOptions options;
       options.abort_probability = 0.01;
@@ -65,6 +71,7 @@ TEST(SchedulerWorkload, RandomWorkloadsKeepEveryInvariantAndFinishExactly) {
       partial_chunks += result.partial_chunks;
       preemptions += scheduler.stats().num_preemptions;
       restarts += result.restarts;
+      hit_tokens += result.hit_tokens;
       for (const auto& [id, r] : result.finished) {
         aborted += r->status() == RequestStatus::kFinishedAborted;
         rejected += r->status() == RequestStatus::kFinishedRejected;
@@ -76,17 +83,28 @@ TEST(SchedulerWorkload, RandomWorkloadsKeepEveryInvariantAndFinishExactly) {
   EXPECT_GT(restarts, 0);
   EXPECT_GT(aborted, 0);
   EXPECT_GT(rejected, 0);
+  EXPECT_GT(hit_tokens, 0);
 }
 
-// The same requests through a pool that never runs out and one that forces preemption: both
-// must give every request exactly the tokens it generates alone, so recompute is exact.
+// The same requests through a pool that never runs out and one that forces preemption, with
+// prefix caching off and on: all must give every request exactly the tokens it generates
+// alone, so recompute is exact, and so is resuming on blocks cached before the preemption.
 TEST(SchedulerWorkload, PreemptionByRecomputeGivesTheSameOutputs) {
   const uint32_t seed = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   std::mt19937_64 rng(seed);
-  for (const LayoutCase& lc : kLayouts) {
+  int64_t resumed_hit_tokens = 0;
+  for (const auto& [lc, caching] : [] {
+         std::vector<std::pair<LayoutCase, bool>> cases;
+         for (const LayoutCase& lc : kLayouts) {
+           cases.emplace_back(lc, false);
+           cases.emplace_back(lc, true);
+         }
+         return cases;
+       }()) {
     SchedulerConfig config;
     config.layout = kv::DcpLayout(lc.n, lc.b, lc.i);
+    config.enable_prefix_caching = caching;
     config.max_num_seqs = static_cast<int32_t>(uniform(rng, 4, 10));
     config.max_model_len = 96;
     config.max_num_batched_tokens = uniform(rng, config.max_num_seqs, 40);
@@ -95,9 +113,10 @@ TEST(SchedulerWorkload, PreemptionByRecomputeGivesTheSameOutputs) {
     const auto small = static_cast<int32_t>((config.max_model_len + per_block - 1) / per_block +
                                             uniform(rng, 0, 3));
     const int32_t large = small * 2 * config.max_num_seqs;
-    SCOPED_TRACE(::testing::Message() << "N=" << lc.n << " B=" << lc.b << " I=" << lc.i
-                                      << " seqs=" << config.max_num_seqs << " budget="
-                                      << config.max_num_batched_tokens << " blocks=" << small);
+    SCOPED_TRACE(::testing::Message()
+                 << "N=" << lc.n << " B=" << lc.b << " I=" << lc.i << " caching=" << caching
+                 << " seqs=" << config.max_num_seqs << " budget=" << config.max_num_batched_tokens
+                 << " blocks=" << small);
 
     WorkloadShape shape;
     shape.num_requests = 100;
@@ -105,6 +124,7 @@ TEST(SchedulerWorkload, PreemptionByRecomputeGivesTheSameOutputs) {
     shape.max_new_tokens = 50;
     shape.arrival_spread = 10;
     shape.eos_weight = 0.2;
+    shape.shared_prefix_weight = 0.3;
     const std::vector<WorkloadRequest> workload = random_workload(rng, shape);
 
     Scheduler roomy(config, large);
@@ -130,7 +150,9 @@ TEST(SchedulerWorkload, PreemptionByRecomputeGivesTheSameOutputs) {
           << id;
     }
     EXPECT_GT(preempted_requests, 0);
+    resumed_hit_tokens += tight.stats().prefix_cache.preempted_hits;
   }
+  EXPECT_GT(resumed_hit_tokens, 0) << "no preempted request resumed on its cached blocks";
 }
 
 }  // namespace

@@ -6,6 +6,20 @@
 
 namespace ctxpar::engine {
 
+// Prefix-cache lookups in tokens, as vLLM's PrefixCacheStats counts them: each admitted request
+// queries its num_tokens and hits the tokens found cached. A request resumed after preemption
+// counts apart (vLLM's preempted_*), so recompute does not inflate the hit rate of new
+// requests. vLLM's vllm:prefix_cache_queries / _hits are `queries` and `hits`. All 0 when
+// prefix caching is off.
+struct PrefixCacheStats {
+  int64_t requests = 0;
+  int64_t queries = 0;  // tokens of the requests looked up
+  int64_t hits = 0;     // of those, tokens whose KV came from the cache
+  int64_t preempted_requests = 0;
+  int64_t preempted_queries = 0;
+  int64_t preempted_hits = 0;
+};
+
 struct EngineStats {
   int64_t kv_bytes_per_rank = 0;  // allocated KV cache on one rank, all layers
   int32_t blocks_per_rank = 0;
@@ -19,6 +33,7 @@ struct EngineStats {
   double decode_seconds = 0;   // decode-only steps
   int64_t steps = 0;
   int64_t preemptions = 0;
+  PrefixCacheStats prefix_cache;
   double load_seconds = 0;
 };
 

@@ -68,6 +68,17 @@ void Request::set_num_computed_tokens(int64_t n) {
   num_computed_tokens_ = n;
 }
 
+void Request::hash_full_blocks(kv::BlockHashFunction hash, int64_t tokens_per_block) {
+  CTXPAR_CHECK(tokens_per_block >= 1, "tokens per block {} must be >= 1", tokens_per_block);
+  const int64_t full = num_tokens() / tokens_per_block;
+  for (auto j = static_cast<int64_t>(block_hashes_.size()); j < full; ++j) {
+    const auto block = std::span(tokens_).subspan(static_cast<size_t>(j * tokens_per_block),
+                                                  static_cast<size_t>(tokens_per_block));
+    const kv::BlockHash* parent = j == 0 ? nullptr : &block_hashes_.back();
+    block_hashes_.push_back(hash(parent, block, {}));
+  }
+}
+
 void Request::preempt() {
   block_table_.release();
   num_computed_tokens_ = 0;

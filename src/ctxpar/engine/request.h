@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ctxpar/engine/sampling_params.h"
+#include "ctxpar/kv/block_hash.h"
 #include "ctxpar/kv/block_table.h"
 
 namespace ctxpar::engine {
@@ -78,6 +79,11 @@ class Request {
 
   const kv::BlockTable& block_table() const { return block_table_; }
 
+  // Chained hashes of the full virtual blocks of all_token_ids() hashed so far (prefix
+  // caching): entry j names positions [j·B·N, (j+1)·B·N). They depend on the tokens alone, so
+  // they survive preemption.
+  std::span<const kv::BlockHash> block_hashes() const { return block_hashes_; }
+
   // The request's own generator when it has a seed, else null (use the sampler's shared one).
   // Sampling advances it, which does not change the request's logical state, hence const.
   std::mt19937_64* generator() const { return generator_ ? &*generator_ : nullptr; }
@@ -87,6 +93,9 @@ class Request {
   void set_status(RequestStatus status) { status_ = status; }
   void set_num_computed_tokens(int64_t n);
   void append_output_token(int32_t token) { tokens_.push_back(token); }
+  // Hashes every full block of tokens_per_block positions of all_token_ids() that is not
+  // hashed yet, each chained to the one before (no extra keys: no request has any yet).
+  void hash_full_blocks(kv::BlockHashFunction hash, int64_t tokens_per_block);
   // Recompute preemption: frees the blocks, forgets the computed KV, status kPreempted.
   void preempt();
   // Frees the blocks and records how it ended. `status` must be a finished one.
@@ -100,6 +109,7 @@ class Request {
   SamplingParams params_;
   int64_t arrival_index_;
   kv::BlockTable block_table_;
+  std::vector<kv::BlockHash> block_hashes_;
   mutable std::optional<std::mt19937_64> generator_;
 
   RequestStatus status_ = RequestStatus::kWaiting;

@@ -96,6 +96,10 @@ SchedulerOutput Scheduler::schedule() {
   output.finished_request_ids = std::exchange(finished_since_step_, {});
   int64_t budget = config_.max_num_batched_tokens;
   schedule_running(output, budget);
+  // No preemption happens after this point, so these blocks will be computed by this step.
+  for (const ScheduledEntry& e : output.entries) {
+    cache_blocks(*requests_.at(e.request_id), e.num_computed_tokens + e.num_new_tokens);
+  }
   // As vLLM: a step that had to preempt is short of blocks, so admitting more would only
   // cause more preemption.
   if (output.preempted_request_ids.empty()) schedule_waiting(output, budget);
@@ -129,22 +133,79 @@ void Scheduler::schedule_waiting(SchedulerOutput& output, int64_t& budget) {
   while (!waiting_.empty() && budget > 0 &&
          static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
     Request& r = *waiting_.front();
-    // Waiting requests have nothing computed: a preempted one re-prefills prompt and outputs.
-    const int64_t pending = pending_tokens(r);
+    // Waiting requests have nothing computed: a preempted one re-prefills prompt and outputs,
+    // from the end of its cached prefix.
+    const std::vector<int32_t> cached = find_cached_prefix(r);
+    const int64_t hit =
+        static_cast<int64_t>(cached.size()) * config_.layout.tokens_per_virtual_block();
+    const int64_t pending = r.num_tokens() - hit;
     if (!config_.enable_chunked_prefill && pending > budget) break;
     const int64_t n = std::min(pending, budget);
     // FCFS: a request that does not fit blocks the ones behind it, and waiting requests never
     // preempt running ones; blocks come back as running requests finish.
-    if (!r.mutable_block_table().grow(r.num_computed_tokens() + n)) break;
+    if (!start_table(r, cached, hit + n)) break;
     waiting_.pop_front();
     r.set_status(RequestStatus::kRunning);
+    r.set_num_computed_tokens(hit);
+    if (config_.enable_prefix_caching) {
+      PrefixCacheStats& st = prefix_cache_stats_;
+      const bool resumed = r.num_preemptions() > 0;
+      ++(resumed ? st.preempted_requests : st.requests);
+      (resumed ? st.preempted_queries : st.queries) += r.num_tokens();
+      (resumed ? st.preempted_hits : st.hits) += hit;
+    }
     const auto pos = std::upper_bound(
         running_.begin(), running_.end(), r.arrival_index(),
         [](int64_t arrival, const Request* other) { return arrival < other->arrival_index(); });
     running_.insert(pos, &r);
     add_entry(r, n, /*new_table=*/true, 0, output);
+    cache_blocks(r, hit + n);
     budget -= n;
   }
+}
+
+std::vector<int32_t> Scheduler::find_cached_prefix(Request& request) {
+  std::vector<int32_t> cached;
+  if (!config_.enable_prefix_caching) return cached;
+  const int64_t per_block = config_.layout.tokens_per_virtual_block();
+  request.hash_full_blocks(config_.block_hash, per_block);
+  // At least the last token is computed: its logits are what the request samples next.
+  const int64_t max_blocks = (request.num_tokens() - 1) / per_block;
+  const auto hashes = request.block_hashes();
+  const auto tokens = request.all_token_ids();
+  int32_t parent = -1;
+  for (int64_t j = 0; j < max_blocks; ++j) {
+    const auto block =
+        tokens.subspan(static_cast<size_t>(j * per_block), static_cast<size_t>(per_block));
+    const std::optional<int32_t> id =
+        pool_.find_cached(hashes[static_cast<size_t>(j)], parent, block);
+    if (!id) break;
+    cached.push_back(*id);
+    parent = *id;
+  }
+  return cached;
+}
+
+bool Scheduler::start_table(Request& request, std::span<const int32_t> cached, int64_t num_tokens) {
+  kv::BlockTable& table = request.mutable_block_table();
+  const int64_t fresh =
+      config_.layout.num_virtual_blocks(num_tokens) - static_cast<int64_t>(cached.size());
+  const auto reclaimed = std::count_if(cached.begin(), cached.end(),
+                                       [&](int32_t id) { return pool_.ref_count(id) == 0; });
+  if (fresh + reclaimed > pool_.free_count()) return false;
+  // Touch first: a cached block nobody holds must leave the free queue before grow() takes
+  // blocks from its front.
+  table.append_cached(cached);
+  CTXPAR_CHECK(table.grow(num_tokens), "request '{}' could not grow to {} tokens after its check",
+               request.id(), num_tokens);
+  return true;
+}
+
+void Scheduler::cache_blocks(Request& request, int64_t num_tokens) {
+  if (!config_.enable_prefix_caching) return;
+  request.hash_full_blocks(config_.block_hash, config_.layout.tokens_per_virtual_block());
+  request.mutable_block_table().cache_full_blocks(num_tokens, request.block_hashes(),
+                                                  request.all_token_ids());
 }
 
 bool Scheduler::grow_or_preempt(Request& request, int64_t num_tokens, SchedulerOutput& output,
@@ -317,6 +378,8 @@ SchedulerStats Scheduler::stats() const {
       .num_blocks = pool_.num_blocks(),
       .num_used_blocks = pool_.used_count(),
       .num_free_blocks = pool_.free_count(),
+      .num_cached_blocks = pool_.cached_count(),
+      .prefix_cache = prefix_cache_stats_,
   };
 }
 

@@ -12,9 +12,17 @@
 // table cannot grow, the youngest running request is preempted by recompute (blocks freed,
 // computed tokens forgotten, back at the front of the waiting queue) until it fits or the
 // request itself was the youngest and is preempted; a waiting request that does not fit
-// just waits. The oldest
-// running request can always grow (a request never outgrows the pool, see max_request_len()),
-// so every request finishes.
+// just waits. The oldest running request can always grow (a request never outgrows the pool,
+// see max_request_len()), so every request finishes.
+//
+// Prefix caching (vLLM v1's automatic prefix caching, config.enable_prefix_caching): a waiting
+// request starts on the longest run of cached virtual blocks that begins its tokens (prompt,
+// and outputs after a preemption), capped so that at least its last token is computed (its
+// logits are sampled): num_computed_tokens starts at that hit, a multiple of B·N. Each step,
+// once no more preemption can happen, the full blocks the step computes are registered in the
+// pool's cache — a later request of the same step may then hit them, since every layer writes
+// the step's KV before it attends. Finishing, aborting and preempting a request free its
+// blocks into the cache (tail first), where they stay until the pool reuses them.
 //
 // Protocol: schedule() -> run the model on the output -> update(output, sampled tokens) ->
 // schedule() ... abort() may come at any time; a request aborted while in flight is skipped
@@ -30,6 +38,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ctxpar/engine/engine_stats.h"
 #include "ctxpar/engine/request.h"
 #include "ctxpar/engine/sampling_params.h"
 #include "ctxpar/engine/scheduler_config.h"
@@ -47,9 +56,9 @@ struct ScheduledEntry {
   int64_t num_new_tokens = 0;          // >= 1, at positions num_computed_tokens ...
   std::vector<int32_t> new_token_ids;  // [num_new_tokens] the tokens at those positions
   // True on the request's first step with its current table: a new request, or one resumed
-  // after preemption. Its table is then exactly new_block_ids (a prefix-cache hit would start
-  // it with num_computed_tokens > 0 on blocks listed here too). False: new_block_ids are
-  // appended to the table the request already has.
+  // after preemption. Its table is then exactly new_block_ids; after a prefix-cache hit,
+  // num_computed_tokens > 0 and the leading ids are the cached blocks that hold those tokens.
+  // False: new_block_ids are appended to the table the request already has.
   bool new_table = false;
   std::vector<int32_t> new_block_ids;  // blocks allocated for this step, in table order
   // This step reaches the request's last token, so its logits are sampled. False for a
@@ -82,10 +91,12 @@ struct SchedulerStats {
   int64_t num_steps = 0;        // schedule() calls
   int64_t num_preemptions = 0;  // since construction
   int32_t num_running = 0;
-  int32_t num_waiting = 0;  // including preempted
-  int32_t num_blocks = 0;   // per rank, the same on every rank
-  int32_t num_used_blocks = 0;
+  int32_t num_waiting = 0;      // including preempted
+  int32_t num_blocks = 0;       // per rank, the same on every rank
+  int32_t num_used_blocks = 0;  // held by a request; cached blocks nobody holds are free
   int32_t num_free_blocks = 0;
+  int32_t num_cached_blocks = 0;  // with a prefix-cache entry, held or free
+  PrefixCacheStats prefix_cache;
 };
 
 class Scheduler {
@@ -153,6 +164,16 @@ class Scheduler {
   bool grow_or_preempt(Request& request, int64_t num_tokens, SchedulerOutput& output,
                        int64_t& budget);
   void preempt(Request& request, SchedulerOutput& output, int64_t& budget);
+  // The cached blocks that start a waiting request's tokens, in order, at most
+  // (num_tokens - 1) / (B·N) of them; empty without prefix caching.
+  std::vector<int32_t> find_cached_prefix(Request& request);
+  // Starts a waiting request's table with `cached` and grows it to num_tokens, all or nothing:
+  // false, changing nothing, when the free blocks cannot cover the new blocks and the cached
+  // ones nobody holds (those leave the free queue too).
+  bool start_table(Request& request, std::span<const int32_t> cached, int64_t num_tokens);
+  // Registers the request's full blocks among its first num_tokens positions in the prefix
+  // cache (no-op without prefix caching).
+  void cache_blocks(Request& request, int64_t num_tokens);
   // first_new_block: the table's size before this step grew it (0 with new_table).
   void add_entry(Request& request, int64_t num_new_tokens, bool new_table, int64_t first_new_block,
                  SchedulerOutput& output);
@@ -179,6 +200,7 @@ class Scheduler {
   int64_t next_step_ = 0;
   std::optional<int64_t> unapplied_step_;  // a non-empty output awaiting update()
   int64_t num_preemptions_ = 0;
+  PrefixCacheStats prefix_cache_stats_;
 };
 
 }  // namespace ctxpar::engine

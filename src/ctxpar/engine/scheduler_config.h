@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "ctxpar/kv/block_hash.h"
 #include "ctxpar/kv/dcp_layout.h"
 
 namespace ctxpar::engine {
@@ -17,10 +18,16 @@ struct SchedulerConfig {
   bool enable_chunked_prefill = true;
   // Block size B, DCP size N and interleave I: a block id covers B·N positions (DESIGN.md §2).
   kv::DcpLayout layout{1, 16, 1};
+  // Automatic prefix caching, on by default as in vLLM v1 (DESIGN.md §6): full virtual blocks
+  // stay in the pool under chained hashes after their requests free them, and a new request
+  // starts after the longest cached prefix of its tokens.
+  bool enable_prefix_caching = true;
+  kv::BlockHashFunction block_hash = &kv::sha256_block_hash;
 
   // Throws ctxpar::Error naming the field and the rule: every count >= 1,
   // max_num_batched_tokens >= max_num_seqs (a decode step for every running request fits),
-  // and without chunked prefill max_num_batched_tokens >= max_model_len.
+  // without chunked prefill max_num_batched_tokens >= max_model_len, and a block_hash when
+  // prefix caching is on.
   void validate() const;
 };
 
