@@ -83,6 +83,7 @@ void StepChecker::after_schedule(const SchedulerOutput& out, DriveResult& result
     const bool starts = computed_[e.request_id] == 0;
     EXPECT_EQ(e.new_table, starts) << "a table starts exactly when a request (re)starts";
     if (starts) {
+      result.starts[e.request_id].push_back(e);
       if (r->num_preemptions() > 0) ++result.restarts;
       if (c.enable_prefix_caching) {
         // After its cached prefix: whole virtual blocks, never its last token.

@@ -55,6 +55,8 @@ struct DriveResult {
   int64_t partial_chunks = 0;  // prefill entries that did not reach the end of the sequence
   int64_t restarts = 0;        // entries that restarted a preempted request
   int64_t hit_tokens = 0;      // computed tokens that requests started with (cache hits)
+  // Each request's entries that started a table (its first, and one per resumption).
+  std::map<RequestId, std::vector<ScheduledEntry>> starts;
 };
 
 // Runs the workload to the end, checking after every schedule(): the step limits, decodes
