@@ -80,6 +80,12 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
                   "mp (in-process ranks, default) or mpi (under mpirun)");
   cmd->add_option("--threads-per-rank", c.threads_per_rank, "0: cores / ranks")
       ->capture_default_str();
+  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", c.enable_prefix_caching,
+                "reuse the KV of cached prompt prefixes, in whole virtual blocks of B*N tokens "
+                "(default on)");
+  cmd->add_option("--prefix-caching-hash-algo", c.prefix_caching_hash_algo,
+                  "the hash naming cached blocks: sha256")
+      ->capture_default_str();
   cmd->add_flag("--prefill-only", c.prefill_only,
                 "the prefill role: each request stops at the token sampled from its prefill "
                 "(max tokens 1, no decode step); reports prefill throughput");

@@ -29,6 +29,14 @@ std::string human_bytes(int64_t bytes) {
   return u == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", v, units[u]);
 }
 
+namespace {
+
+double hit_rate(int64_t hits, int64_t queries) {
+  return queries > 0 ? static_cast<double>(hits) / static_cast<double>(queries) : 0.0;
+}
+
+}  // namespace
+
 nlohmann::json stats_json(const engine::EngineStats& s, const engine::EngineConfig& c) {
   nlohmann::json kv = {{"bytes_per_rank", s.kv_bytes_per_rank},
                        {"blocks_per_rank", s.blocks_per_rank},
@@ -51,7 +59,16 @@ nlohmann::json stats_json(const engine::EngineStats& s, const engine::EngineConf
                            {"steps", s.steps},
                            {"preemptions", s.preemptions},
                            {"prefill_only", c.prefill_only}};
-  return {{"kv", kv}, {"timing", timing}};
+  const engine::PrefixCacheStats& pc = s.prefix_cache;
+  nlohmann::json prefix_cache = {{"enabled", c.enable_prefix_caching},
+                                 {"requests", pc.requests},
+                                 {"queries", pc.queries},
+                                 {"hits", pc.hits},
+                                 {"hit_rate", hit_rate(pc.hits, pc.queries)},
+                                 {"preempted_requests", pc.preempted_requests},
+                                 {"preempted_queries", pc.preempted_queries},
+                                 {"preempted_hits", pc.preempted_hits}};
+  return {{"kv", kv}, {"timing", timing}, {"prefix_cache", prefix_cache}};
 }
 
 std::string stats_text(const engine::EngineStats& s, const engine::EngineConfig& c) {
@@ -83,6 +100,19 @@ std::string stats_text(const engine::EngineStats& s, const engine::EngineConfig&
       rate(s.prefill_tokens, s.prefill_seconds), s.prefill_tokens,
       rate(s.decode_tokens, s.decode_seconds), s.decode_tokens, s.steps, s.preemptions,
       s.load_seconds);
+  const engine::PrefixCacheStats& pc = s.prefix_cache;
+  if (!c.enable_prefix_caching) {
+    out += "Prefix cache: off (--no-enable-prefix-caching)\n";
+  } else {
+    out += fmt::format(
+        "Prefix cache: {:.1f}% hit rate ({} of {} queried tokens from the cache, {} requests)",
+        100 * hit_rate(pc.hits, pc.queries), pc.hits, pc.queries, pc.requests);
+    if (pc.preempted_requests > 0) {
+      out += fmt::format("; resumed after preemption: {} of {} tokens ({} requests)",
+                         pc.preempted_hits, pc.preempted_queries, pc.preempted_requests);
+    }
+    out += "\n";
+  }
   return out;
 }
 

@@ -13,7 +13,7 @@ std::string printable(const std::string& text);
 std::string human_bytes(int64_t bytes);  // "12.0 MiB"
 
 nlohmann::json stats_json(const engine::EngineStats& stats, const engine::EngineConfig& config);
-// The KV and throughput lines printed after a run.
+// The KV, throughput and prefix-cache lines printed after a run.
 std::string stats_text(const engine::EngineStats& stats, const engine::EngineConfig& config);
 
 }  // namespace ctxpar::app

@@ -202,6 +202,9 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& c) {
   r.scheduler.max_model_len = max_len;
   r.scheduler.enable_chunked_prefill = true;
   r.scheduler.layout = layout;
+  // Checked even with caching off, as vLLM checks the choice.
+  r.scheduler.block_hash = kv::block_hash_function(c.prefix_caching_hash_algo);
+  r.scheduler.enable_prefix_caching = c.enable_prefix_caching;
   r.scheduler.validate();
 
   CTXPAR_CHECK_INPUT(c.threads_per_rank >= 0, "threads per rank {} must be >= 0",

@@ -38,6 +38,10 @@ struct EngineConfig {
   // sampled from its prefill (max_tokens 1), so no decode step runs; its KV is written to the
   // cache by every layer like on a disaggregated prefill node.
   bool prefill_only = false;
+  // Automatic prefix caching (vLLM's --enable-prefix-caching / --no-enable-prefix-caching, on by
+  // default as in vLLM v1; DESIGN.md §6) and the hash that names cached blocks.
+  bool enable_prefix_caching = true;
+  std::string prefix_caching_hash_algo = "sha256";  // --prefix-caching-hash-algo
 };
 
 // Keys of --additional-config this engine understands; others are rejected by name.

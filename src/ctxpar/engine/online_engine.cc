@@ -322,7 +322,9 @@ void OnlineEngine::step(Communicator& world, ModelRunner& runner) {
       stats_.decode_tokens += static_cast<int64_t>(sampled_rows.size());
     }
     ++stats_.steps;
-    stats_.preemptions = scheduler_->stats().num_preemptions;
+    const SchedulerStats scheduled = scheduler_->stats();
+    stats_.preemptions = scheduled.num_preemptions;
+    stats_.prefix_cache = scheduled.prefix_cache;
   }
   collect_finished();
   deliver();
