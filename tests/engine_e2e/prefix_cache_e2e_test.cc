@@ -9,9 +9,11 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <chrono>
 #include <future>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ctxpar/core/error.h"
@@ -110,6 +112,7 @@ std::vector<std::vector<int32_t>> tokens_of(const GenerationResult& r) {
 struct Turns {
   std::vector<std::vector<int32_t>> outputs;
   EngineStats stats;
+  int32_t idle_used_blocks = -1;
 };
 
 // A conversation on the online engine, one request at a time: turn t's prompt is turn t-1's
@@ -134,6 +137,12 @@ Turns run_turns(const EngineConfig& config, const std::vector<std::vector<int32_
       turns.outputs.push_back(answer);
       prompt.insert(prompt.end(), answer.begin(), answer.end());
     }
+    // Once idle, no block is held, though the conversation's blocks stay cached: KV usage
+    // (vllm:kv_cache_usage_perc) counts cached blocks nobody holds as free.
+    for (int i = 0; i < 1000 && engine.snapshot().num_used_blocks > 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    turns.idle_used_blocks = engine.snapshot().num_used_blocks;
     turns.stats = engine.stats();
   });
   return turns;
@@ -184,6 +193,7 @@ TEST_P(PrefixCacheGreedy, SameTokensWithAndWithoutTheCache) {
     const Turns turns_on = run_turns(on, messages);
     EXPECT_EQ(turns_on.outputs, turns_off.outputs);
     EXPECT_GT(turns_on.stats.prefix_cache.hits, 0);
+    EXPECT_EQ(turns_on.idle_used_blocks, 0);
 
     // A KV budget of about one request of the longest: the batch takes turns, cached blocks
     // are evicted and running requests preempted.
