@@ -229,6 +229,53 @@ TEST(BlockPool, ATableFreesItsTailFirst) {
   EXPECT_EQ(*pool.allocate(8), (std::vector<int32_t>{3, 4, 5, 6, 7, 2, 1, 0}));
 }
 
+// A table caches its full blocks in order, each after the one before, and a second table can
+// start on them: found through the pool from the first block on, they are held twice.
+TEST(BlockPool, TablesCacheFullBlocksAndStartOnCachedOnes) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE(testing::Message() << "seed " << seed);
+  std::mt19937 rng(seed);
+  const DcpLayout layout(2, 2, 1);  // 4 positions per block id
+  BlockPool pool(16);
+  std::vector<int32_t> tokens(10);
+  for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % 100);
+  std::vector<BlockHash> hashes;
+  for (size_t j = 0; j < 2; ++j) {
+    hashes.push_back(sha256_block_hash(j == 0 ? nullptr : &hashes.back(),
+                                       std::span(tokens).subspan(4 * j, 4), {}));
+  }
+  BlockTable a(pool, layout);
+  ASSERT_TRUE(a.grow(10));
+  a.cache_full_blocks(7, hashes, tokens);  // positions 0..6: one full block
+  EXPECT_EQ(a.num_cached_blocks(), 1);
+  a.cache_full_blocks(10, hashes, tokens);  // 0..9: two; the third is partial
+  EXPECT_EQ(a.num_cached_blocks(), 2);
+  EXPECT_EQ(pool.cached_count(), 2);
+  EXPECT_FALSE(pool.is_cached(a.ids()[2]));
+  EXPECT_THROW(a.cache_full_blocks(13, hashes, tokens), Error) << "beyond the table";
+  const std::vector<BlockHash> one(hashes.begin(), hashes.begin() + 1);
+  BlockTable short_hashes(pool, layout);
+  ASSERT_TRUE(short_hashes.grow(8));
+  EXPECT_THROW(short_hashes.cache_full_blocks(8, one, tokens), Error) << "too few hashes";
+
+  const auto first = pool.find_cached(hashes[0], -1, std::span(tokens).first(4));
+  ASSERT_EQ(first, a.ids()[0]);
+  const auto second = pool.find_cached(hashes[1], *first, std::span(tokens).subspan(4, 4));
+  ASSERT_EQ(second, a.ids()[1]);
+  BlockTable b(pool, layout);
+  const std::vector<int32_t> hit = {*first, *second};
+  b.append_cached(hit);
+  EXPECT_EQ(b.num_cached_blocks(), 2);
+  EXPECT_EQ(pool.ref_count(*first), 2);
+  EXPECT_THROW(b.append_cached(hit), Error) << "cached blocks only start a table";
+  ASSERT_TRUE(b.grow(12));
+  a.release();
+  b.release();
+  short_hashes.release();
+  EXPECT_EQ(pool.used_count(), 0);
+  EXPECT_EQ(pool.cached_count(), 2) << "released into the cache, not away from it";
+}
+
 TEST(BlockPool, ACachedBlockOutlivesItsHoldersUntilItIsEvicted) {
   BlockPool pool(3);
   const std::vector<int32_t> tokens = {4, 8, 15, 16};
