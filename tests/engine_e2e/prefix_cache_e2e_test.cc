@@ -4,7 +4,8 @@
 // inside, at and past virtual-block boundaries — in one batch, in sequential turns whose
 // prompt is the previous prompt, its answer and a new message (hits on blocks that decodes
 // wrote), and under a KV budget so tight that cached blocks are evicted and requests are
-// preempted and resumed on their cached blocks.
+// preempted and resumed on their cached blocks (in some layout at least: which blocks survive
+// depends on the layout).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -165,6 +166,7 @@ TEST_P(PrefixCacheGreedy, SameTokensWithAndWithoutTheCache) {
   std::mt19937 rng(seed);
   const bool sparse = model::resolve_model_config(model).is_sparse();
   int ran = 0;
+  int64_t resumed_hits = 0;
   for (const Layout& l : sparse ? kSparseLayouts : kDenseLayouts) {
     SCOPED_TRACE(describe(l));
     EngineConfig off = config_for(model, l, false);
@@ -212,9 +214,11 @@ TEST_P(PrefixCacheGreedy, SameTokensWithAndWithoutTheCache) {
     const GenerationResult tight_got = generate(tight, long_batch);
     EXPECT_EQ(tokens_of(tight_got), tokens_of(tight_want));
     EXPECT_GT(tight_got.stats.preemptions, 0);
+    resumed_hits += tight_got.stats.prefix_cache.preempted_hits;
     ++ran;
   }
   EXPECT_GE(ran, 4) << "too few layouts apply to " << model;
+  EXPECT_GT(resumed_hits, 0) << "no preempted request resumed on its cached blocks";
 }
 
 INSTANTIATE_TEST_SUITE_P(Builtins, PrefixCacheGreedy, ::testing::ValuesIn(runnable_builtins()),
