@@ -117,8 +117,9 @@ struct Turns {
 };
 
 // A conversation on the online engine, one request at a time: turn t's prompt is turn t-1's
-// prompt, its output and `messages[t]`.
-Turns run_turns(const EngineConfig& config, const std::vector<std::vector<int32_t>>& messages) {
+// prompt, its output (with_answers) and `messages[t]`.
+Turns run_turns(const EngineConfig& config, const std::vector<std::vector<int32_t>>& messages,
+                bool with_answers = true) {
   Turns turns;
   run_online_engine(config, [&](OnlineEngine& engine) {
     std::vector<int32_t> prompt;
@@ -136,7 +137,7 @@ Turns run_turns(const EngineConfig& config, const std::vector<std::vector<int32_
       });
       const std::vector<int32_t> answer = done->get_future().get();
       turns.outputs.push_back(answer);
-      prompt.insert(prompt.end(), answer.begin(), answer.end());
+      if (with_answers) prompt.insert(prompt.end(), answer.begin(), answer.end());
     }
     // Once idle, no block is held, though the conversation's blocks stay cached: KV usage
     // (vllm:kv_cache_usage_perc) counts cached blocks nobody holds as free.
@@ -196,6 +197,12 @@ TEST_P(PrefixCacheGreedy, SameTokensWithAndWithoutTheCache) {
     EXPECT_EQ(turns_on.outputs, turns_off.outputs);
     EXPECT_GT(turns_on.stats.prefix_cache.hits, 0);
     EXPECT_EQ(turns_on.idle_used_blocks, 0);
+
+    // A prompt of whole blocks and one token, twice: the second run starts on every block of
+    // the first and computes one token alone on a new table (the decode path), same tokens.
+    const Turns repeat = run_turns(on, {random_tokens(rng, 2 * bn + 1), {}}, false);
+    EXPECT_EQ(repeat.outputs[1], repeat.outputs[0]);
+    EXPECT_EQ(repeat.stats.prefix_cache.hits, 2 * bn);
 
     // A KV budget of about one request of the longest: the batch takes turns, cached blocks
     // are evicted and running requests preempted.
