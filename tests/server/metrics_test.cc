@@ -49,15 +49,23 @@ TEST(Metrics, VllmNamesLabelsAndDcpGauges) {
   stats.kv_bytes_per_rank = 4096;
   stats.token_capacity = 1000;
   stats.token_capacity_without_dcp = 500;
+  stats.prefix_cache.queries = 300;
+  stats.prefix_cache.hits = 128;
+  stats.prefix_cache.preempted_hits = 64;  // not in vLLM's counters
   engine::ResolvedEngineConfig config;
   config.raw.tensor_parallel_size = 4;
   config.raw.decode_context_parallel_size = 2;
   const std::string text = m.render(snap, stats, config);
   const std::string l = "{model_name=\"my-model\",engine=\"0\"}";
   for (const std::string& line :
-       {"vllm:num_requests_running" + l + " 3.0", "vllm:num_requests_waiting" + l + " 1.0",
-        "vllm:kv_cache_usage_perc" + l + " 0.25", "vllm:num_preemptions_total" + l + " 7.0",
-        "vllm:prompt_tokens_total" + l + " 20.0", "vllm:generation_tokens_total" + l + " 9.0",
+       {"vllm:num_requests_running" + l + " 3.0",
+        "vllm:num_requests_waiting" + l + " 1.0",
+        "vllm:kv_cache_usage_perc" + l + " 0.25",
+        "vllm:num_preemptions_total" + l + " 7.0",
+        "vllm:prompt_tokens_total" + l + " 20.0",
+        "vllm:generation_tokens_total" + l + " 9.0",
+        "vllm:prefix_cache_queries_total" + l + " 300.0",
+        "vllm:prefix_cache_hits_total" + l + " 128.0",
         std::string("vllm:request_success_total{model_name=\"my-model\",engine=\"0\","
                     "finished_reason=\"length\"} 1.0"),
         std::string("vllm:request_success_total{model_name=\"my-model\",engine=\"0\","

@@ -109,5 +109,36 @@ class MetricsAndDisconnect(unittest.TestCase):
             aborts_before + 1)
 
 
+    def test_prefix_cache_counters_count_tokens_and_hits_keep_the_tokens(self):
+        # Block size 4 x N = 2: virtual blocks of 8 tokens, the unit the cache keeps.
+        rng = fx.seeded_rng(self)
+        self.server.wait_idle()
+        m = self.server.metric
+        queries0 = m("vllm:prefix_cache_queries_total")
+        hits0 = m("vllm:prefix_cache_hits_total")
+        first = [rng.randrange(1, 250) for _ in range(8 * rng.randint(2, 6) + rng.randint(0, 7))]
+        second = first + [rng.randrange(1, 250) for _ in range(rng.randint(1, 9))]
+        outputs = []
+        for prompt in (first, second):
+            body = {"prompt": prompt, "max_tokens": 5, "ignore_eos": True, "temperature": 0,
+                    "return_token_ids": True}
+            status, response, _ = self.server.request("POST", "/v1/completions", body)
+            self.assertEqual(status, 200, response)
+            outputs.append(response["choices"][0]["token_ids"])
+        self.server.wait_idle()
+        self.assertEqual(m("vllm:prefix_cache_queries_total") - queries0,
+                         len(first) + len(second))
+        # The first request's KV covers its prompt and its first 4 outputs (the last has none);
+        # the second hits each whole virtual block of that it shares, leaving it at least one
+        # token to compute.
+        shared = len(first)
+        for a, b in zip(second[len(first):], outputs[0][:4]):
+            if a != b:
+                break
+            shared += 1
+        expected_hits = min(shared, len(second) - 1) // 8 * 8
+        self.assertEqual(m("vllm:prefix_cache_hits_total") - hits0, expected_hits)
+        self.assertEqual(outputs, fx.generate([first, second], 5, engine_args=ENGINE_ARGS))
+
 if __name__ == "__main__":
     unittest.main()

@@ -113,6 +113,12 @@ std::string ServerMetrics::render(const engine::EngineSnapshot& snapshot,
         snapshot.num_blocks > 0 ? double(snapshot.num_used_blocks) / snapshot.num_blocks : 0.0);
   counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.",
           double(snapshot.num_preemptions));
+  // In tokens, as vLLM counts them; requests resumed after preemption are not counted.
+  counter("vllm:prefix_cache_queries",
+          "Prefix cache queries, in terms of number of queried tokens.",
+          double(stats.prefix_cache.queries));
+  counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
+          double(stats.prefix_cache.hits));
   counter("vllm:prompt_tokens", "Number of prefill tokens processed.", double(prompt_tokens_));
   counter("vllm:generation_tokens", "Number of generation tokens processed.",
           double(generation_tokens_));
