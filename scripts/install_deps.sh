@@ -12,6 +12,7 @@ packages=(
   libpcre2-dev     # tokenizer: pre-tokenizer regexes need \p{L} and lookahead (UTF + UCP)
   libutf8proc-dev  # tokenizer: NFC / NFKC normalizers
   libcpp-httplib-dev  # server: the OpenAI-compatible HTTP front end
+  libssl-dev          # kv: SHA-256 block hashes of the prefix cache (libcrypto)
   python3 python3-venv  # server tests drive the server with the openai client in a venv
 )
 

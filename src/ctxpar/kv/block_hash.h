@@ -39,7 +39,8 @@ struct BlockHashHasher {
 using BlockHashFunction = BlockHash (*)(const BlockHash* parent, std::span<const int32_t> tokens,
                                         std::span<const std::string> extra_keys);
 
-// SHA-256 over a fixed little-endian encoding: a parent flag byte and the parent's 32 bytes,
+// SHA-256 (OpenSSL's libcrypto, as Python's hashlib under vLLM's sha256) over a fixed
+// little-endian encoding: a parent flag byte and the parent's 32 bytes,
 // the token count (u64) and each token (i32), the extra-key count (u64) and each key as its
 // length (u64) and bytes. Unambiguous, so distinct inputs are distinct messages.
 BlockHash sha256_block_hash(const BlockHash* parent, std::span<const int32_t> tokens,
