@@ -12,14 +12,10 @@
 #include "ctxpar/core/tensor.h"
 #include "ctxpar/engine/logits_processors.h"
 #include "ctxpar/engine/sampler.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::engine {
 namespace {
-
-#define SEEDED_RNG(rng)                                  \
-  const uint32_t seed = std::random_device{}();          \
-  SCOPED_TRACE(::testing::Message() << "seed " << seed); \
-  std::mt19937_64 rng(seed)
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 

@@ -11,14 +11,10 @@
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/engine/logprobs.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::engine {
 namespace {
-
-#define SEEDED_RNG(rng)                                  \
-  const uint32_t seed = std::random_device{}();          \
-  SCOPED_TRACE(::testing::Message() << "seed " << seed); \
-  std::mt19937_64 rng(seed)
 
 int64_t uniform(std::mt19937_64& rng, int64_t lo, int64_t hi) {
   return std::uniform_int_distribution<int64_t>(lo, hi)(rng);

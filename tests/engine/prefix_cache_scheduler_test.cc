@@ -13,14 +13,10 @@
 
 #include "ctxpar/engine/scheduler.h"
 #include "engine/scheduler_harness.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::engine::testing {
 namespace {
-
-#define SEEDED_RNG(rng)                                  \
-  const uint32_t seed = std::random_device{}();          \
-  SCOPED_TRACE(::testing::Message() << "seed " << seed); \
-  std::mt19937_64 rng(seed)
 
 constexpr int32_t kVocab = 64;
 

@@ -10,14 +10,10 @@
 #include "ctxpar/core/error.h"
 #include "ctxpar/engine/request_block_tables.h"
 #include "ctxpar/engine/step_plan.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::engine {
 namespace {
-
-#define SEEDED_RNG(rng)                                  \
-  const uint32_t seed = std::random_device{}();          \
-  SCOPED_TRACE(::testing::Message() << "seed " << seed); \
-  std::mt19937_64 rng(seed)
 
 std::vector<int32_t> random_ids(std::mt19937_64& rng, size_t max_len) {
   std::vector<int32_t> ids(rng() % (max_len + 1));

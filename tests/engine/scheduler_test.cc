@@ -12,6 +12,7 @@
 #include "ctxpar/engine/request_block_tables.h"
 #include "ctxpar/engine/scheduler.h"
 #include "ctxpar/engine/step_plan.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::engine {
 namespace {
@@ -48,11 +49,6 @@ SchedulerOutput run_step(Scheduler& s, int32_t token,
   if (updates) *updates = std::move(u);
   return out;
 }
-
-#define SEEDED_RNG(rng)                                  \
-  const uint32_t seed = std::random_device{}();          \
-  SCOPED_TRACE(::testing::Message() << "seed " << seed); \
-  std::mt19937_64 rng(seed)
 
 TEST(SchedulerConfig, RejectsLimitsThatCannotWork) {
   SEEDED_RNG(rng);
