@@ -1,5 +1,6 @@
 #include "engine_flags.h"
 
+#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -34,6 +35,20 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
+// vLLM flags with no meaning on CPU ranks: GPU memory, CUDA graphs, custom all-reduce, swap
+// and offload space, remote code (ctxpar runs none), request logging. Each takes a value or not.
+struct VllmGpuFlag {
+  const char* name;
+  bool takes_value;
+};
+constexpr VllmGpuFlag kVllmGpuFlags[] = {
+    {"--gpu-memory-utilization", true}, {"--swap-space", true},
+    {"--cpu-offload-gb", true},         {"--max-seq-len-to-capture", true},
+    {"--enforce-eager", false},         {"--disable-custom-all-reduce", false},
+    {"--trust-remote-code", false},     {"--disable-log-requests", false},
+    {"--disable-log-stats", false},
+};
+
 }  // namespace
 
 // Like vLLM's argparse flags, a repeated scalar flag takes its last value.
@@ -65,7 +80,9 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
   cmd->add_option("--max-num-seqs", c.max_num_seqs)->capture_default_str();
   cmd->add_option("--max-num-batched-tokens", c.max_num_batched_tokens, "token budget per step")
       ->capture_default_str();
-  cmd->add_option("--kv-cache-memory", f.kv_cache_memory, "KV cache bytes per rank (512MiB, 8GiB)")
+  cmd->add_option("--kv-cache-memory,--kv-cache-memory-bytes", f.kv_cache_memory,
+                  "KV cache bytes per rank (512MiB, 8GiB, or bytes as vLLM's "
+                  "--kv-cache-memory-bytes)")
       ->capture_default_str();
   cmd->add_option("--dtype", c.dtype, "auto, float32 or bfloat16 weights")->capture_default_str();
   cmd->add_option("--kv-cache-dtype", c.kv_cache_dtype, "auto, float32 or bfloat16")
@@ -89,12 +106,30 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
   cmd->add_flag("--prefill-only", c.prefill_only,
                 "the prefill role: each request stops at the token sampled from its prefill "
                 "(max tokens 1, no decode step); reports prefill throughput");
+  auto* gpu = cmd->add_option_group("vLLM GPU flags", "accepted and ignored on CPU ranks");
+  for (const VllmGpuFlag& flag : kVllmGpuFlags) {
+    const std::string name = flag.name;
+    if (flag.takes_value) {
+      gpu->add_option_function<std::string>(
+          name, [&f, name](const std::string& v) { f.ignored.push_back(name + " " + v); });
+    } else {
+      gpu->add_flag_callback(name, [&f, name] { f.ignored.push_back(name); });
+    }
+  }
   last_value_wins(cmd);
 }
 
 engine::EngineConfig finish_engine_config(const EngineFlags& f) {
   engine::EngineConfig c = f.config;
   c.kv_cache_memory = engine::parse_memory_size(f.kv_cache_memory);
+  if (!f.ignored.empty() && is_output_rank()) {
+    std::string names;
+    for (const std::string& flag : f.ignored) names += (names.empty() ? "" : ", ") + flag;
+    std::fprintf(stderr,
+                 "ctxpar: ignoring vLLM's GPU-only flags: %s (the KV cache size is "
+                 "--kv-cache-memory)\n",
+                 names.c_str());
+  }
   return c;
 }
 

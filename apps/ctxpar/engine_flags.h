@@ -15,10 +15,14 @@ namespace ctxpar::app {
 struct EngineFlags {
   engine::EngineConfig config;
   std::string kv_cache_memory = "512MiB";
+  // vLLM flags given that only tune GPU execution ("--gpu-memory-utilization 0.9"): accepted
+  // so that a pasted `vllm serve` line runs, and named once on stderr as ignored.
+  std::vector<std::string> ignored;
 };
 
 void add_engine_flags(CLI::App* cmd, EngineFlags& flags);
-// Applies the string-typed flags (memory sizes) to flags.config; throws ctxpar::Error.
+// Applies the string-typed flags (memory sizes) to flags.config and, on the output rank, names
+// the ignored vLLM flags on stderr; throws ctxpar::InputError.
 engine::EngineConfig finish_engine_config(const EngineFlags& flags);
 
 struct PromptFlags {

@@ -123,6 +123,38 @@ TEST(GenerateCommand, InvalidInvocationsExitTwoWithOneLine) {
   }
 }
 
+// A pasted `vllm serve`/`generate` line runs: vLLM's GPU-only flags are accepted and named once
+// as ignored, --kv-cache-memory-bytes is --kv-cache-memory; a flag neither knows is an error.
+TEST(GenerateCommand, VllmGpuOnlyFlagsAreNamedAsIgnored) {
+  const std::vector<std::string> base = {
+      "generate", "--prompt-token-ids", "1,2,3", "--max-tokens", "2", "--json"};
+  std::vector<std::string> args = base;
+  for (const char* a : {"--gpu-memory-utilization", "0.9", "--enforce-eager", "--trust-remote-code",
+                        "--kv-cache-memory-bytes", "8388608"}) {
+    args.push_back(a);
+  }
+  const CommandResult r = run_command(CTXPAR_BINARY, args);
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.err.find("ignoring vLLM's GPU-only flags: --gpu-memory-utilization 0.9, "
+                       "--enforce-eager, --trust-remote-code"),
+            std::string::npos)
+      << r.err;
+  const CommandResult plain = run_command(CTXPAR_BINARY, base);
+  ASSERT_EQ(plain.exit_status, 0) << plain.err;
+  EXPECT_EQ(plain.err.find("ignoring"), std::string::npos) << plain.err;
+  const auto json = nlohmann::json::parse(r.out), plain_json = nlohmann::json::parse(plain.out);
+  EXPECT_EQ(json["requests"], plain_json["requests"]);
+  EXPECT_LT(json["kv"]["bytes_per_rank"].get<int64_t>(),
+            plain_json["kv"]["bytes_per_rank"].get<int64_t>())
+      << "--kv-cache-memory-bytes sized the cache";
+
+  args = base;
+  args.push_back("--gpu-memory-fraction");
+  const CommandResult bad = run_command(CTXPAR_BINARY, args);
+  EXPECT_EQ(bad.exit_status, 2);
+  EXPECT_NE(bad.err.find("--gpu-memory-fraction"), std::string::npos) << bad.err;
+}
+
 // A prompts-file id is range-checked before it is narrowed to int32: 2^32 + 1 must not run as
 // token 1. Ids in range run; every out-of-range form is a usage error naming the value.
 TEST(GenerateCommand, PromptsFileIdsAreCheckedBeforeNarrowing) {
