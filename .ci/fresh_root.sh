@@ -55,6 +55,14 @@ for fs in proc sys dev dev/shm; do
 done
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 cp /etc/hosts "$root/etc/hosts"
+# The network's trust, as the host has it: certificate authorities added locally (say, of an
+# egress proxy; the root's ca-certificates package adds them to its bundle when it installs)
+# and pip's configuration. This is where the machine sits, not software the README installs.
+if [ -d /usr/local/share/ca-certificates ]; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp -a /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
+fi
+if [ -f /etc/pip.conf ]; then cp /etc/pip.conf "$root/etc/pip.conf"; fi
 
 mkdir -p "$root/work/ctxpar"
 (cd "$repo" && git ls-files -z --cached --others --exclude-standard |

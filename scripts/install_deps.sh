@@ -14,6 +14,7 @@ packages=(
   libcpp-httplib-dev  # server: the OpenAI-compatible HTTP front end
   libssl-dev          # kv: SHA-256 block hashes of the prefix cache (libcrypto)
   python3 python3-venv  # server tests drive the server with the openai client in a venv
+  ca-certificates       # ... installed from PyPI over HTTPS
 )
 
 missing=()
