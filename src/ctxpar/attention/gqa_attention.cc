@@ -1,5 +1,7 @@
 #include "ctxpar/attention/gqa_attention.h"
 
+#include <algorithm>
+
 #include "ctxpar/core/error.h"
 #include "ctxpar/kernels/attention.h"
 #include "ctxpar/kernels/kv_cache_ops.h"
@@ -39,6 +41,13 @@ void GqaAttention::forward(const AttentionMetadata& md, const Tensor& q, const T
   Tensor lse = Tensor::empty({tokens, h}, DType::kF32);
   kernels::causal_attention(q, k, v, c.query_start, dims_.scale, out, lse, pool_);
 
+  // No token with cached context (a step of first prefills): the new part is the whole
+  // answer, and the context pass with its DCP q all-gather and merge collectives is skipped.
+  // num_computed is global, so every rank of a DCP group takes the same branch.
+  if (std::all_of(c.num_computed.begin(), c.num_computed.end(),
+                  [](int64_t computed) { return computed == 0; })) {
+    return;
+  }
   Tensor ctx_out = Tensor::empty({tokens, h, d}, DType::kF32);
   Tensor ctx_lse = Tensor::empty({tokens, h}, DType::kF32);
   attend_context(md, q, ctx_out, ctx_lse);
