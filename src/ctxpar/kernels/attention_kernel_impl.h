@@ -10,14 +10,12 @@
 //   converts with one shift and one mask per vector;
 //   for each tile of kKeyTile keys:
 //     S[rows, tile] = Q · Kᵀ   dot products in 2- (AVX2) or 4-row (AVX-512) × 4-key register
-//                               blocks, or key by key when a head has at most that many rows
-//                               (GQA decode: K is then read in address order); key blocks run
-//                               outermost and the KV heads of the job inside, so the K rows
-//                               of all heads of a key (adjacent in a paged cache) are read
-//                               together and prefetched kPrefetchKeys ahead;
+//                               blocks; key blocks run outermost and the KV heads of the job
+//                               inside;
 //     online softmax per row: m' = max(m, max S), P = 2^(S − m'), l = l·2^(m − m') + ΣP,
 //                              o *= 2^(m − m');
-//     O[rows, dv] += P · V     outer products, 4 rows × one pair step per register block.
+//     O[rows, dv] += P · V     outer products, 4 rows × one pair step per register block;
+//     meanwhile the next tile's K and V rows are prefetched (TilePrefetch, below).
 //   Finally o /= l and lse = (m + log2 l)·ln 2; a row that saw no key gets o = 0, lse = -inf.
 // All query heads of a KV head are rows of the same job, so every K/V row is loaded from
 // memory once and reused from L1 by all of them. With more than 4 rows per head a bf16 tile
@@ -52,9 +50,6 @@ constexpr int qk_block_rows() {
 constexpr int kQkKeys = 4;
 
 constexpr int kPvRows = 4;  // register block of the P·V micro-kernel: rows × 2 vectors
-// How many keys ahead rows are prefetched: far enough to cover DRAM latency, near enough that
-// the lines are still in L1/L2 when used.
-constexpr int kPrefetchKeys = 8;
 
 inline float max_f(float a, float b) {
   return a > b ? a : b;
@@ -87,11 +82,81 @@ inline void load_pair(const uint16_t* p, V& a, V& b) {
   V::load_bf16_pair(p, a, b);
 }
 
-// Pulls a row toward L1 ahead of use: paged rows of one KV head are spread over many pages,
-// which the hardware prefetchers do not follow.
-inline void prefetch_row(const void* p, int64_t bytes) {
-  const char* c = static_cast<const char*>(p);
-  for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(c + off, 0, 3);
+// Requests the cache lines of the next tile's K and V rows into L2 while this tile is
+// computed, as many bytes as the micro-kernels consume (consumed()), so the requests are
+// spread evenly over all of the tile's work, scores and P·V alike, one tile (for GQA decode
+// 256 KiB) ahead of use.
+// Why: a core has only ~16 L1 fill buffers; requesting a tile's rows in bursts (or not at
+// all) stalls the loads behind them, so the DRAM reads and the arithmetic took turns instead
+// of overlapping (0.41 of the read ceiling while the same kernel on L2-resident rows ran at
+// 0.95). Lines go in address order (key by key: all heads' K, then all heads' V), which the
+// L2 streamer follows within each page.
+template <class T>
+class TilePrefetch {
+ public:
+  // k[x] / v[x]: head 0's rows of the next tile's keys x < n; head h's row is h·head_stride
+  // bytes further; v_bytes 0: V lies inside the K rows (MLA).
+  TilePrefetch(const T* const* k, const T* const* v, int n, int heads, int64_t k_head_stride,
+               int64_t v_head_stride, int64_t k_bytes, int64_t v_bytes)
+      : k_(k),
+        v_(v),
+        n_(n),
+        heads_(heads),
+        k_head_stride_(k_head_stride),
+        v_head_stride_(v_head_stride),
+        k_bytes_(k_bytes),
+        v_bytes_(v_bytes) {
+    start_row();
+  }
+
+  // The caller has just read `bytes` bytes of this tile's rows: request as many of the next.
+  void consumed(int64_t bytes) {
+    credit_ += bytes;
+    for (; credit_ >= kLine && key_ < n_; credit_ -= kLine) {
+      __builtin_prefetch(row_ + off_, 0, 2);
+      off_ += kLine;
+      if (off_ >= row_bytes_) next_row();
+    }
+  }
+
+ private:
+  static constexpr int64_t kLine = 64;
+
+  void next_row() {
+    off_ = 0;
+    if (++head_ < heads_) {
+      row_ += in_v_ ? v_head_stride_ : k_head_stride_;
+      return;
+    }
+    head_ = 0;
+    if (!in_v_ && v_bytes_ > 0) {
+      in_v_ = true;
+    } else {
+      in_v_ = false;
+      ++key_;
+    }
+    start_row();
+  }
+  void start_row() {
+    if (key_ >= n_) return;
+    row_ = reinterpret_cast<const char*>(in_v_ ? v_[key_] : k_[key_]);
+    row_bytes_ = in_v_ ? v_bytes_ : k_bytes_;
+  }
+
+  const T* const* k_;
+  const T* const* v_;
+  int n_, heads_;
+  int64_t k_head_stride_, v_head_stride_, k_bytes_, v_bytes_;
+  int key_ = 0, head_ = 0;
+  bool in_v_ = false;
+  const char* row_ = nullptr;
+  int64_t row_bytes_ = 0, off_ = 0, credit_ = 0;
+};
+
+// consumed() on a prefetcher that may be absent (rows already converted to f32).
+template <class T>
+inline void consumed(TilePrefetch<T>* pf, int64_t bytes) {
+  if (pf != nullptr) pf->consumed(bytes);
 }
 
 // Resolves key indices to row addresses (KeyRows in attention_kernel.h).
@@ -132,9 +197,9 @@ class RowResolver {
 };
 
 // s[rb·ss + kb] = q[rb]·k[kb] for RB query rows (lane order, row stride qs) and KB keys.
-template <class V, int RB, int KB, class RowT>
+template <class V, int RB, int KB, class RowT, class Pf>
 inline void qk_block(const float* q, int64_t qs, const RowT* const* k, int64_t d, float* s,
-                     int64_t ss) {
+                     int64_t ss, Pf* pf) {
   constexpr int kW = V::kWidth;
   constexpr int kP = 2 * kW;
   V acc[RB][KB];
@@ -148,6 +213,7 @@ inline void qk_block(const float* q, int64_t qs, const RowT* const* k, int64_t d
       qa[rb] = V::load(q + rb * qs + p * kP);
       qb[rb] = V::load(q + rb * qs + p * kP + kW);
     }
+    consumed(pf, KB * kP * static_cast<int64_t>(sizeof(RowT)));
     for (int kb = 0; kb < KB; ++kb) {
       V ka, kb2;
       load_pair(k[kb] + p * kP, ka, kb2);
@@ -182,9 +248,9 @@ inline void qk_block(const float* q, int64_t qs, const RowT* const* k, int64_t d
 }
 
 // o[rb] += Σ_j w[rb·ws + j]·v[j] for RB rows (o and v in the same lane order) over n keys.
-template <class V, int RB, class RowT>
+template <class V, int RB, class RowT, class Pf>
 inline void pv_block(const float* w, int64_t ws, const RowT* const* v, int n, int64_t d, float* o,
-                     int64_t os) {
+                     int64_t os, Pf* pf) {
   constexpr int kW = V::kWidth;
   constexpr int kP = 2 * kW;
   const int64_t steps = d / kP;
@@ -195,6 +261,7 @@ inline void pv_block(const float* w, int64_t ws, const RowT* const* v, int n, in
       acc_b[rb] = V::load(o + rb * os + p * kP + kW);
     }
     for (int j = 0; j < n; ++j) {
+      consumed(pf, kP * static_cast<int64_t>(sizeof(RowT)));
       V va, vb;
       load_pair(v[j] + p * kP, va, vb);
       for (int rb = 0; rb < RB; ++rb) {
@@ -218,8 +285,9 @@ inline void pv_block(const float* w, int64_t ws, const RowT* const* v, int n, in
 }
 
 // A bf16 row as f32 in pair lane order (what load_pair<uint16_t> would produce).
-template <class V>
-inline void convert_row(const uint16_t* src, int64_t d, float* dst) {
+template <class V, class Pf>
+inline void convert_row(const uint16_t* src, int64_t d, float* dst, Pf* pf) {
+  consumed(pf, d * static_cast<int64_t>(sizeof(uint16_t)));
   constexpr int kW = V::kWidth;
   constexpr int kP = 2 * kW;
   const int64_t steps = d / kP;
@@ -242,50 +310,25 @@ inline void rescale_row(float* o, int64_t d, float s) {
 }
 
 // qk_block for a run-time row count 1..qk_block_rows<V>().
-template <class V, int KB, class RowT>
-inline void qk_rows(int rb, const float* q, int64_t qs, const RowT* const* k, int64_t d, float* s) {
+template <class V, int KB, class RowT, class Pf>
+inline void qk_rows(int rb, const float* q, int64_t qs, const RowT* const* k, int64_t d, float* s,
+                    Pf* pf) {
   static_assert(qk_block_rows<V>() <= 4);
   switch (rb) {
     case 4:
-      qk_block<V, 4, KB>(q, qs, k, d, s, kKeyTile);
+      qk_block<V, 4, KB>(q, qs, k, d, s, kKeyTile, pf);
       break;
     case 3:
-      qk_block<V, 3, KB>(q, qs, k, d, s, kKeyTile);
+      qk_block<V, 3, KB>(q, qs, k, d, s, kKeyTile, pf);
       break;
     case 2:
-      qk_block<V, 2, KB>(q, qs, k, d, s, kKeyTile);
+      qk_block<V, 2, KB>(q, qs, k, d, s, kKeyTile, pf);
       break;
     default:
-      qk_block<V, 1, KB>(q, qs, k, d, s, kKeyTile);
+      qk_block<V, 1, KB>(q, qs, k, d, s, kKeyTile, pf);
       break;
   }
 }
-
-// Prefetches the K and V rows (of every KV head of the job) of keys a fixed distance ahead of
-// the ones being used. k[0, n) / v[0, n) are this tile's rows of head 0, [n, total) the next
-// tile's, so the distance runs across tiles; head h's row is h·{k,v}_head_stride further.
-// The heads of one key are adjacent in a paged cache, so the requests walk memory in order.
-template <class T>
-struct RowPrefetcher {
-  const T* const* k;
-  const T* const* v;
-  int total;
-  int heads;
-  int64_t k_head_stride, v_head_stride;  // bytes
-  int64_t k_bytes, v_bytes;              // per head row; v_bytes 0: V inside the K rows
-
-  // Keys [j0, j1) are about to be used: fetch keys [j0, j1) + kPrefetchKeys.
-  void ahead_of(int j0, int j1) const {
-    for (int x = std::max(0, j0 + kPrefetchKeys); x < std::min(total, j1 + kPrefetchKeys); ++x) {
-      const char* kp = reinterpret_cast<const char*>(k[x]);
-      const char* vp = reinterpret_cast<const char*>(v[x]);
-      for (int h = 0; h < heads; ++h) {
-        prefetch_row(kp + h * k_head_stride, k_bytes);
-        if (v_bytes > 0) prefetch_row(vp + h * v_head_stride, v_bytes);
-      }
-    }
-  }
-};
 
 // Row pointers of one KV head: head 0's rows shifted by the head's byte offset.
 template <class T>
@@ -297,31 +340,13 @@ inline void shift_rows(const T* const* base, int n, int64_t byte_offset, const T
 
 // Scores of every row against keys [0, n) of a tile: s[r·kKeyTile + j] = q[r]·k_head(r)[j].
 // Rows are grouped by KV head (head_rows each); head h's K rows are k[j] + h·head_stride
-// bytes. Key blocks run outermost so the K rows of all heads of a key, adjacent in memory, are
-// read together, with the rows kPrefetchKeys ahead requested meanwhile.
-template <class V, class RowT, class KvT>
+// bytes. Only a head's first row block reports its reads to pf (the others re-read the same
+// rows from L1).
+template <class V, class RowT, class Pf>
 inline void tile_scores(const float* q, int64_t qs, int heads, int head_rows, const RowT* const* k,
-                        int64_t head_stride, int n, int64_t dk, float* s,
-                        const RowPrefetcher<KvT>* prefetch) {
-  if (head_rows <= qk_block_rows<V>() && heads > 1) {
-    // Key by key, every head: the K rows are read in address order (a key's heads are
-    // adjacent), which the hardware prefetchers follow; each K vector feeds all of its head's
-    // rows.
-    for (int j = 0; j < n; ++j) {
-      if (prefetch != nullptr) prefetch->ahead_of(j, j + 1);
-      for (int h = 0; h < heads; ++h) {
-        const RowT* kh =
-            reinterpret_cast<const RowT*>(reinterpret_cast<const char*>(k[j]) + h * head_stride);
-        const int r = h * head_rows;
-        qk_rows<V, 1>(head_rows, q + r * qs, qs, &kh, dk,
-                      s + static_cast<int64_t>(r) * kKeyTile + j);
-      }
-    }
-    return;
-  }
+                        int64_t head_stride, int n, int64_t dk, float* s, Pf* pf) {
   for (int j = 0; j < n; j += kQkKeys) {
     const int kb = std::min(kQkKeys, n - j);
-    if (prefetch != nullptr) prefetch->ahead_of(j, j + kb);
     for (int h = 0; h < heads; ++h) {
       const RowT* kh[kQkKeys];
       shift_rows(k + j, kb, h * head_stride, kh);
@@ -329,34 +354,38 @@ inline void tile_scores(const float* q, int64_t qs, int heads, int head_rows, co
         const int rb = std::min(qk_block_rows<V>(), (h + 1) * head_rows - r);
         const float* qr = q + r * qs;
         float* sr = s + static_cast<int64_t>(r) * kKeyTile + j;
+        Pf* first = r == h * head_rows ? pf : nullptr;
         if (kb == kQkKeys) {
-          qk_rows<V, kQkKeys>(rb, qr, qs, kh, dk, sr);
+          qk_rows<V, kQkKeys>(rb, qr, qs, kh, dk, sr, first);
         } else {
-          for (int x = 0; x < kb; ++x) qk_rows<V, 1>(rb, qr, qs, kh + x, dk, sr + x);
+          for (int x = 0; x < kb; ++x) qk_rows<V, 1>(rb, qr, qs, kh + x, dk, sr + x, first);
         }
       }
     }
   }
 }
 
-template <class V, class RowT>
+// o[r] += Σ_j p[r·kKeyTile + j]·v[j] for rows of one KV head; only the first row block
+// reports its reads to pf.
+template <class V, class RowT, class Pf>
 inline void tile_values(const float* p, int rows, const RowT* const* v, int n, int64_t dv, float* o,
-                        int64_t os) {
+                        int64_t os, Pf* pf) {
   for (int r = 0; r < rows; r += kPvRows) {
     const float* pr = p + static_cast<int64_t>(r) * kKeyTile;
     float* orow = o + r * os;
+    Pf* first = r == 0 ? pf : nullptr;
     switch (std::min(kPvRows, rows - r)) {
       case 4:
-        pv_block<V, 4>(pr, kKeyTile, v, n, dv, orow, os);
+        pv_block<V, 4>(pr, kKeyTile, v, n, dv, orow, os, first);
         break;
       case 3:
-        pv_block<V, 3>(pr, kKeyTile, v, n, dv, orow, os);
+        pv_block<V, 3>(pr, kKeyTile, v, n, dv, orow, os, first);
         break;
       case 2:
-        pv_block<V, 2>(pr, kKeyTile, v, n, dv, orow, os);
+        pv_block<V, 2>(pr, kKeyTile, v, n, dv, orow, os, first);
         break;
       default:
-        pv_block<V, 1>(pr, kKeyTile, v, n, dv, orow, os);
+        pv_block<V, 1>(pr, kKeyTile, v, n, dv, orow, os, first);
         break;
     }
   }
@@ -430,7 +459,7 @@ void run_job(const AttnJob& job, float* scratch) {
   const RowResolver resolver(job.keys);
   const KvT* k_base[2][kKeyTile];  // rows of KV head 0, this tile and the next
   const KvT* v_base[2][kKeyTile];
-  const KvT* kr[2 * kKeyTile];  // rows of head 0: this tile, then the next (for prefetch)
+  const KvT* kr[2 * kKeyTile];  // rows of head 0: this tile, then the next (prefetched)
   const KvT* vr[2 * kKeyTile];
   const float* k_f32[kKeyTile];
   const float* v_f32[kKeyTile];
@@ -447,11 +476,13 @@ void run_job(const AttnJob& job, float* scratch) {
     shift_rows(v_base[cur], n, 0, vr);
     shift_rows(k_base[cur ^ 1], n_next, 0, kr + n);
     shift_rows(v_base[cur ^ 1], n_next, 0, vr + n);
-    const RowPrefetcher<KvT> prefetch{
-        kr, vr, n + n_next, heads, job.k_head_stride, job.v_head_stride, k_bytes, v_bytes};
+    TilePrefetch<KvT> prefetch(kr + n, vr + n, n_next, heads, job.k_head_stride, job.v_head_stride,
+                               k_bytes, v_bytes);
+    TilePrefetch<KvT>* const pf = &prefetch;
+    TilePrefetch<KvT>* const no_pf = nullptr;
 
     if (!convert) {
-      tile_scores<V, KvT, KvT>(q, qs, heads, head_rows, kr, job.k_head_stride, n, dk, s, &prefetch);
+      tile_scores<V>(q, qs, heads, head_rows, kr, job.k_head_stride, n, dk, s, pf);
     } else if constexpr (kBf16) {
       // Head by head: the head's K rows of the tile are converted once, then every row block
       // of the head reads f32.
@@ -459,13 +490,12 @@ void run_job(const AttnJob& job, float* scratch) {
         const KvT* kh[kKeyTile];
         shift_rows(kr, n, hh * job.k_head_stride, kh);
         for (int j = 0; j < n; ++j) {
-          if (hh == 0) prefetch.ahead_of(j, j + 1);
-          convert_row<V>(kh[j], dk, k_tile + j * qs);
+          convert_row<V>(kh[j], dk, k_tile + j * qs, pf);
           k_f32[j] = k_tile + j * qs;
         }
         const int r0 = hh * head_rows;
-        tile_scores<V, float, KvT>(q + r0 * qs, qs, 1, head_rows, k_f32, 0, n, dk,
-                                   s + static_cast<int64_t>(r0) * kKeyTile, nullptr);
+        tile_scores<V>(q + r0 * qs, qs, 1, head_rows, k_f32, 0, n, dk,
+                       s + static_cast<int64_t>(r0) * kKeyTile, no_pf);
       }
     }
 
@@ -483,18 +513,18 @@ void run_job(const AttnJob& job, float* scratch) {
       const KvT* vh[kKeyTile];
       shift_rows(vr, n, hh * job.v_head_stride, vh);
       if (!convert) {
-        tile_values<V, KvT>(p, head_rows, vh, n, dv, o + r0 * os, os);
+        tile_values<V>(p, head_rows, vh, n, dv, o + r0 * os, os, pf);
       } else if constexpr (kBf16) {
         // The converted K tile still holds this head's rows when it is the only head.
         if (!(v_from_k_tile && heads == 1)) {
           for (int j = 0; j < n; ++j) {
-            convert_row<V>(vh[j], dv, v_tile + j * os);
+            convert_row<V>(vh[j], dv, v_tile + j * os, pf);
             v_f32[j] = v_tile + j * os;
           }
         } else {
           for (int j = 0; j < n; ++j) v_f32[j] = k_f32[j];
         }
-        tile_values<V, float>(p, head_rows, v_f32, n, dv, o + r0 * os, os);
+        tile_values<V>(p, head_rows, v_f32, n, dv, o + r0 * os, os, no_pf);
       }
     }
     cur ^= 1;
