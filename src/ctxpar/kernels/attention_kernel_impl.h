@@ -100,7 +100,8 @@ class TilePrefetch {
                int64_t v_head_stride, int64_t k_bytes, int64_t v_bytes)
       : k_(k),
         v_(v),
-        n_(n),
+        lanes_(n % kLanes == 0 ? kLanes : 1),
+        per_lane_(n / lanes_),
         heads_(heads),
         k_head_stride_(k_head_stride),
         v_head_stride_(v_head_stride),
@@ -112,7 +113,7 @@ class TilePrefetch {
   // The caller has just read `bytes` bytes of this tile's rows: request as many of the next.
   void consumed(int64_t bytes) {
     credit_ += bytes;
-    for (; credit_ >= kLine && key_ < n_; credit_ -= kLine) {
+    for (; credit_ >= kLine && slot_ < per_lane_; credit_ -= kLine) {
       __builtin_prefetch(row_ + off_, 0, 2);
       off_ += kLine;
       if (off_ >= row_bytes_) next_row();
@@ -121,33 +122,37 @@ class TilePrefetch {
 
  private:
   static constexpr int64_t kLine = 64;
+  static constexpr int kLanes = 4;
 
   void next_row() {
     off_ = 0;
-    if (++head_ < heads_) {
-      row_ += in_v_ ? v_head_stride_ : k_head_stride_;
-      return;
-    }
-    head_ = 0;
     if (!in_v_ && v_bytes_ > 0) {
       in_v_ = true;
     } else {
       in_v_ = false;
-      ++key_;
+      if (++lane_ == lanes_) {
+        lane_ = 0;
+        if (++head_ == heads_) {
+          head_ = 0;
+          ++slot_;
+        }
+      }
     }
     start_row();
   }
   void start_row() {
-    if (key_ >= n_) return;
-    row_ = reinterpret_cast<const char*>(in_v_ ? v_[key_] : k_[key_]);
+    if (slot_ >= per_lane_) return;
+    const int key = lane_ * per_lane_ + slot_;
+    row_ = reinterpret_cast<const char*>(in_v_ ? v_[key] : k_[key]) +
+           head_ * (in_v_ ? v_head_stride_ : k_head_stride_);
     row_bytes_ = in_v_ ? v_bytes_ : k_bytes_;
   }
 
   const T* const* k_;
   const T* const* v_;
-  int n_, heads_;
+  int lanes_, per_lane_, heads_;
   int64_t k_head_stride_, v_head_stride_, k_bytes_, v_bytes_;
-  int key_ = 0, head_ = 0;
+  int slot_ = 0, lane_ = 0, head_ = 0;
   bool in_v_ = false;
   const char* row_ = nullptr;
   int64_t row_bytes_ = 0, off_ = 0, credit_ = 0;
