@@ -50,6 +50,8 @@ constexpr int qk_block_rows() {
 constexpr int kQkKeys = 4;
 
 constexpr int kPvRows = 4;  // register block of the P·V micro-kernel: rows × 2 vectors
+// Keys of V the P·V micro-kernel reads between reports to the tile prefetcher.
+constexpr int kPvPrefetchKeys = 4;
 
 inline float max_f(float a, float b) {
   return a > b ? a : b;
@@ -82,15 +84,17 @@ inline void load_pair(const uint16_t* p, V& a, V& b) {
   V::load_bf16_pair(p, a, b);
 }
 
-// Requests the cache lines of the next tile's K and V rows into L2 while this tile is
-// computed, as many bytes as the micro-kernels consume (consumed()), so the requests are
-// spread evenly over all of the tile's work, scores and P·V alike, one tile (for GQA decode
-// 256 KiB) ahead of use.
-// Why: a core has only ~16 L1 fill buffers; requesting a tile's rows in bursts (or not at
-// all) stalls the loads behind them, so the DRAM reads and the arithmetic took turns instead
-// of overlapping (0.41 of the read ceiling while the same kernel on L2-resident rows ran at
-// 0.95). Lines go in address order (key by key: all heads' K, then all heads' V), which the
-// L2 streamer follows within each page.
+// Requests the cache lines of the next tile's K and V rows while this tile is computed, as
+// many bytes as the micro-kernels report reading (consumed()), so the requests are spread over
+// all of the tile's work, scores and P·V alike, one tile (for GQA decode 256 KiB) ahead of use.
+// Why (GQA decode from DRAM went from 0.41 to ~0.7 of the read ceiling; kernels_attention_bench):
+// - a core has ~16 L1 fill buffers, and a prefetch waits for one: rows requested in bursts
+//   (8 keys ahead, in the score phase only) stalled the arithmetic behind them and left DRAM
+//   idle during P·V, so memory and compute took turns; spreading them lets them overlap;
+// - rows go in four lanes of the tile at once (keys x, x + n/4, x + n/2, x + 3n/4: four
+//   blocks of 16 tokens), K and V, one head row at a time: eight streams within pages the L2
+//   streamer can run ahead on, where one walk in key order gave it two (0.60 -> 0.68);
+// - whole rows per request batch: per-line bookkeeping cost as much as the arithmetic it hid.
 template <class T>
 class TilePrefetch {
  public:
@@ -113,10 +117,11 @@ class TilePrefetch {
   // The caller has just read `bytes` bytes of this tile's rows: request as many of the next.
   void consumed(int64_t bytes) {
     credit_ += bytes;
-    for (; credit_ >= kLine && slot_ < per_lane_; credit_ -= kLine) {
-      __builtin_prefetch(row_ + off_, 0, 2);
-      off_ += kLine;
-      if (off_ >= row_bytes_) next_row();
+    // Whole rows at a time: the per-line bookkeeping would cost as much as the arithmetic.
+    while (credit_ >= row_bytes_ && slot_ < per_lane_) {
+      for (int64_t off = 0; off < row_bytes_; off += kLine) __builtin_prefetch(row_ + off, 0, 3);
+      credit_ -= row_bytes_;
+      next_row();
     }
   }
 
@@ -125,7 +130,6 @@ class TilePrefetch {
   static constexpr int kLanes = 4;
 
   void next_row() {
-    off_ = 0;
     if (!in_v_ && v_bytes_ > 0) {
       in_v_ = true;
     } else {
@@ -155,7 +159,7 @@ class TilePrefetch {
   int slot_ = 0, lane_ = 0, head_ = 0;
   bool in_v_ = false;
   const char* row_ = nullptr;
-  int64_t row_bytes_ = 0, off_ = 0, credit_ = 0;
+  int64_t row_bytes_ = 0, credit_ = 0;
 };
 
 // consumed() on a prefetcher that may be absent (rows already converted to f32).
@@ -266,7 +270,9 @@ inline void pv_block(const float* w, int64_t ws, const RowT* const* v, int n, in
       acc_b[rb] = V::load(o + rb * os + p * kP + kW);
     }
     for (int j = 0; j < n; ++j) {
-      consumed(pf, kP * static_cast<int64_t>(sizeof(RowT)));
+      if (j % kPvPrefetchKeys == 0) {
+        consumed(pf, std::min(kPvPrefetchKeys, n - j) * kP * static_cast<int64_t>(sizeof(RowT)));
+      }
       V va, vb;
       load_pair(v[j] + p * kP, va, vb);
       for (int rb = 0; rb < RB; ++rb) {
