@@ -4,7 +4,8 @@
 // - GEMM rate: oneDNN matmul 2048³ (bf16 in, f32 out; and f32 for reference), 1 and 2 threads.
 // GQA decode (1 token, 32 q heads over 8 KV heads, d 128, 32768 keys, bf16 cache, B 16,
 // shuffled block table; calls walk enough layers' caches to exceed the LLC) is memory bound:
-// reported as GB/s of KV read and the fraction of the read bandwidth. MLA decode (1 token, 16
+// reported as GB/s of KV read and the fraction of the read bandwidth (resident:1, the same on
+// an L2-resident cache: the kernel's arithmetic rate). MLA decode (1 token, 16
 // heads, 576/512, 32768 keys, bf16 cache) is compute bound: reported as GFLOP/s (2·H·keys·(576 +
 // 512)) and the fraction of the GEMM rate.
 //
@@ -242,33 +243,49 @@ void fill_tables(PagedDecode& p, int64_t keys, int64_t block, int64_t layers, st
 
 constexpr int64_t kKeys = 32768;
 
-// GQA: 32 q heads over 8 KV heads, d = 128, B = 16.
-void BM_GqaDecode(benchmark::State& state) {
+// GQA: 32 q heads over 8 KV heads, d = 128, B = 16. Arg "resident" 1: one layer's cache of
+// 256 keys (1 MiB), read again and again from L2: the kernel's own rate with memory out of
+// the way, to tell a compute limit from a memory-access one (DRAM rate / resident rate near 1:
+// the arithmetic is the limit).
+constexpr int64_t kResidentKeys = 256;
+struct GqaCase {
+  PagedDecode p;
+  int64_t keys;
+};
+GqaCase make_gqa_case(int64_t keys, bool resident) {
   constexpr int64_t kBlock = 16, kHkv = 8, kHq = 32, kD = 128;
+  std::mt19937 rng(7);
+  GqaCase c;
+  c.keys = keys;
+  const int64_t layers = resident ? 1 : layers_beyond_llc(2 * keys * kHkv * kD * 2);
+  const int64_t blocks = keys / kBlock * layers;
+  c.p.k_cache = random_bf16({blocks, kBlock, kHkv, kD}, rng);
+  c.p.v_cache = random_bf16({blocks, kBlock, kHkv, kD}, rng);
+  fill_tables(c.p, keys, kBlock, layers, rng);
+  c.p.q = random_f32({1, kHq, kD}, rng);
+  c.p.out = Tensor::empty({1, kHq, kD}, DType::kF32);
+  c.p.lse = Tensor::empty({1, kHq}, DType::kF32);
+  return c;
+}
+
+void BM_GqaDecode(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
-  const double layer_bytes = 2.0 * kKeys * kHkv * kD * 2;  // K and V, bf16
-  static PagedDecode p = [&] {
-    std::mt19937 rng(7);
-    PagedDecode x;
-    const int64_t layers = layers_beyond_llc(static_cast<int64_t>(layer_bytes));
-    const int64_t blocks = kKeys / kBlock * layers;
-    x.k_cache = random_bf16({blocks, kBlock, kHkv, kD}, rng);
-    x.v_cache = random_bf16({blocks, kBlock, kHkv, kD}, rng);
-    fill_tables(x, kKeys, kBlock, layers, rng);
-    x.q = random_f32({1, kHq, kD}, rng);
-    x.out = Tensor::empty({1, kHq, kD}, DType::kF32);
-    x.lse = Tensor::empty({1, kHq}, DType::kF32);
-    return x;
-  }();
+  const bool resident = state.range(1) != 0;
+  static const GqaCase dram = make_gqa_case(kKeys, false);
+  static const GqaCase hot = make_gqa_case(kResidentKeys, true);
+  const GqaCase& c = resident ? hot : dram;
+  const PagedDecode& p = c.p;
+  const double layer_bytes = 2.0 * c.keys * 8 * 128 * 2;  // K and V, bf16
   const double ceiling = bench::read_ceiling(threads).gb_per_s;
   ThreadPool pool(threads);
   const PagedKvView kv{p.k_cache, p.v_cache};
+  Tensor out = p.out, lse = p.lse;
   Rates r;
   size_t layer = 0;
   for (auto _ : state) {
     const Tensor& table = p.block_tables[layer++ % p.block_tables.size()];
     r.add(layer_bytes / 1e9, timed([&] {
-            paged_attention(p.q, kv, table, p.token_req, p.key_lens, 0.088f, p.out, p.lse, pool);
+            paged_attention(p.q, kv, table, p.token_req, p.key_lens, 0.088f, out, lse, pool);
           }));
   }
   state.counters["KV_GB/s"] = r.wall;
@@ -280,7 +297,12 @@ void BM_GqaDecode(benchmark::State& state) {
   }
   state.SetLabel(std::string("isa ") + std::string(isa_name(active_isa())));
 }
-BENCHMARK(BM_GqaDecode)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_GqaDecode)
+    ->ArgNames({"threads", "resident"})
+    ->Args({1, 0})
+    ->Args({2, 0})
+    ->Args({1, 1})
+    ->Unit(benchmark::kMillisecond);
 
 // MLA: 16 heads, rows of 576 (512 latent + 64 rope), values = the 512 latent dims, B = 64.
 // At 2·16·(576 + 512) FLOP per 1152-byte row (30 FLOP per byte) this is compute bound on a
