@@ -1,7 +1,9 @@
 // One attention layer, one request with a long context, T = 2 in-process ranks: the decode
 // step time with N = 1 and with N = 2, the share of the step spent in collectives, and the KV
-// bytes per rank. With DCP each rank reads half the cache, so the N = 2 step should be faster
-// for MLA (few heads per rank) and GQA with a replicated KV head.
+// bytes per rank. With DCP each rank reads half the cache but, its query heads gathered from
+// the group, does the same FLOPs as without: N = 2 is faster where the KV read bounds the step
+// (GqaFewHeads64K: ~1.6x) and barely where the arithmetic does (Gqa64K, 16 query heads per KV
+// row, and Mla64K: ~1.15x).
 //
 //   build/bench/attention/attention_decode_bench [--benchmark_filter=Mla]
 //
@@ -79,7 +81,11 @@ void fill_random(Tensor& t, uint32_t seed) {
   }
 }
 
-enum class Kind { kGqa, kMla };
+// kGqa: 32 query heads over one replicated KV head (16 per rank, 16 FLOP per KV byte: the
+// arithmetic bounds the step, and DCP, which gathers every head onto every rank, leaves each
+// rank's FLOPs unchanged); kGqaFewHeads: 4 over one (2 per rank, 2 FLOP per byte: the KV read
+// bounds it, and DCP halves that).
+enum class Kind { kGqa, kGqaFewHeads, kMla };
 
 // Runs kSteps decode steps on kTp ranks with DCP size n; returns seconds per step (slowest
 // rank), the collective share and the KV bytes per rank.
@@ -118,9 +124,10 @@ Result run(Kind kind, int n) {
     std::unique_ptr<attention::GqaAttention> gqa;
     std::unique_ptr<attention::MlaAttention> mla;
     Tensor q, k, v, kv_c, k_pe, out;
-    if (kind == Kind::kGqa) {
-      // 32 query heads over one replicated KV head of 128 (16 query heads per rank).
-      const attention::GqaDims dims{16, 1, 128, 0.088f};
+    if (kind != Kind::kMla) {
+      // Query heads per rank over one replicated KV head of 128.
+      const int64_t heads = kind == Kind::kGqa ? 16 : 2;
+      const attention::GqaDims dims{heads, 1, 128, 0.088f};
       Tensor cache = Tensor::empty({blocks, kBlock, 2, 1, 128}, DType::kBF16);
       fill_random(cache, 1);
       kv_bytes = static_cast<int64_t>(cache.nbytes());
@@ -132,10 +139,10 @@ Result run(Kind kind, int n) {
         gqa = std::make_unique<attention::GqaAttention>(dims, cache.select(2, 0),
                                                         cache.select(2, 1), pool);
       }
-      q = random({1, 16, 128});
+      q = random({1, heads, 128});
       k = random({1, 1, 128});
       v = random({1, 1, 128});
-      out = Tensor::empty({1, 16, 128}, DType::kF32);
+      out = Tensor::empty({1, heads, 128}, DType::kF32);
       step = [&] { gqa->forward(md, q, k, v, out); };
     } else {
       // DeepSeek-V3 dims with 16 heads in all (8 per rank): latent 512 + rope 64.
@@ -195,6 +202,12 @@ void BM_DecodeStep(benchmark::State& state, Kind kind) {
 }
 
 BENCHMARK_CAPTURE(BM_DecodeStep, Gqa64K, Kind::kGqa)
+    ->Arg(1)
+    ->Arg(2)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_DecodeStep, GqaFewHeads64K, Kind::kGqaFewHeads)
     ->Arg(1)
     ->Arg(2)
     ->UseManualTime()
