@@ -1,7 +1,7 @@
 // FP8 decode speed against ceilings measured in the same run (DESIGN.md §7).
 //
-// - Read bandwidth: an AVX2 sum over a 2 GiB buffer (far beyond the caches, 260 MiB L3 on the
-//   reference machine), 1 and 2 threads: the ceiling of a memory-bound decode.
+// - Read bandwidth: the shared ceiling (bench/support/read_bandwidth.h), 1 and 2 threads: the
+//   ceiling of a memory-bound decode.
 // - FP8 GEMV (one token): W [out, in] e4m3 with 128×128 f32 scales at DeepSeek-V3 shapes
 //   7168 × 18432 (down_proj: out × in) and 2048 × 7168 (an expert's gate / up_proj), 1 and 2
 //   threads. Enough copies of W are rotated that their total exceeds 1 GiB, so every call reads
@@ -14,14 +14,9 @@
 //
 // Run: build/bench/fp8/fp8_bench [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
-#include <immintrin.h>
-#include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
-#include <ctime>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,116 +31,32 @@
 #include "ctxpar/model/causal_lm.h"
 #include "ctxpar/model/dummy_weights.h"
 #include "ctxpar/model/sfa_mode.h"
+#include "read_bandwidth.h"
+#include "timing.h"
 
 namespace ctxpar {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-double thread_cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-// Best rates over several passes: from wall time, and (one thread, run on the calling thread)
-// from that thread's CPU time, which shows the code's own speed on a machine other processes
-// share.
-struct Rates {
-  double wall = 0;
-  double cpu = 0;
-};
+using bench::Clock;
+using bench::seconds_since;
+using bench::thread_cpu_seconds;
 
 // ---------------------------------------------------------------------------------------
-// Read bandwidth.
-
-constexpr int64_t kReadBytes = int64_t{2} << 30;
-
-const std::vector<uint64_t>& read_buffer() {
-  static const std::vector<uint64_t> buf(kReadBytes / sizeof(uint64_t), 1);  // pages touched
-  return buf;
-}
-
-// Four independent 256-bit add chains: the loop issues loads, nothing else limits it.
-__attribute__((target("avx2"))) uint64_t sum_avx2(const uint64_t* p, int64_t n) {
-  __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    a = _mm256_add_epi64(a, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
-    b = _mm256_add_epi64(b, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
-    c = _mm256_add_epi64(c, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
-    d = _mm256_add_epi64(d, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 12)));
-  }
-  alignas(32) uint64_t lanes[4];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes),
-                     _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d)));
-  uint64_t s = lanes[0] + lanes[1] + lanes[2] + lanes[3];
-  for (; i < n; ++i) s += p[i];
-  return s;
-}
-
-Rates read_pass(ThreadPool& pool) {
-  const std::vector<uint64_t>& buf = read_buffer();
-  const int threads = pool.num_threads();
-  std::vector<uint64_t> sums(static_cast<size_t>(threads) * 8);
-  const int64_t n = static_cast<int64_t>(buf.size());
-  const auto t0 = Clock::now();
-  const double c0 = thread_cpu_seconds();
-  if (threads == 1) {
-    sums[0] = sum_avx2(buf.data(), n);
-  } else {
-    pool.run(threads, [&](int64_t task, int) {
-      const int64_t b = n * task / threads, e = n * (task + 1) / threads;
-      sums[static_cast<size_t>(task) * 8] = sum_avx2(buf.data() + b, e - b);
-    });
-  }
-  const double cpu = thread_cpu_seconds() - c0, wall = seconds_since(t0);
-  benchmark::DoNotOptimize(sums.data());
-  return {static_cast<double>(kReadBytes) / wall / 1e9,
-          static_cast<double>(kReadBytes) / cpu / 1e9};
-}
-
-std::map<int, Rates>& read_ceilings() {
-  static std::map<int, Rates> m;
-  return m;
-}
-
-void keep_best(Rates& best, const Rates& r) {
-  best.wall = std::max(best.wall, r.wall);
-  best.cpu = std::max(best.cpu, r.cpu);
-}
-
-Rates read_ceiling(int threads) {
-  auto& m = read_ceilings();
-  if (!m.count(threads)) {
-    ThreadPool pool(threads);
-    Rates best;
-    for (int i = 0; i < 4; ++i) keep_best(best, read_pass(pool));
-    m[threads] = best;
-  }
-  return m[threads];
-}
+// Read bandwidth: the shared ceiling, measured once per thread count and reused below.
 
 void BM_ReadBandwidth(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
-  ThreadPool pool(threads);
-  read_buffer();
-  Rates best;
-  for (auto _ : state) keep_best(best, read_pass(pool));
-  keep_best(read_ceilings()[threads], best);
-  state.counters["GB/s"] = best.wall;
-  if (threads == 1) state.counters["GB/s_cpu"] = best.cpu;
+  bench::ReadCeiling c;
+  for (auto _ : state) c = bench::read_ceiling(threads);
+  state.counters["GB/s"] = c.gb_per_s;
+  state.SetLabel(bench::describe(c));
 }
 BENCHMARK(BM_ReadBandwidth)
     ->ArgName("threads")
     ->Arg(1)
     ->Arg(2)
     ->Unit(benchmark::kMillisecond)
-    ->Iterations(5);
+    ->Iterations(1);
 
 // ---------------------------------------------------------------------------------------
 // FP8 GEMV.
@@ -170,7 +81,7 @@ kernels::Fp8Weight random_fp8(int64_t out, int64_t in, uint64_t seed) {
 void BM_Fp8Gemv(benchmark::State& state) {
   const int64_t out = state.range(0), in = state.range(1);
   const int threads = static_cast<int>(state.range(2));
-  const Rates ceiling = read_ceiling(threads);
+  const double ceiling = bench::read_ceiling(threads).gb_per_s;
   const int64_t bytes = out * in + shape_numel(kernels::fp8_scale_shape(out, in)) * 4;
   const int copies =
       static_cast<int>(std::max<int64_t>(2, ((int64_t{1} << 30) + bytes - 1) / bytes));
@@ -194,11 +105,11 @@ void BM_Fp8Gemv(benchmark::State& state) {
   const double moved = static_cast<double>(bytes) * static_cast<double>(calls) / 1e9;
   const double gbs = moved / seconds_since(t0);
   state.counters["GB/s"] = gbs;
-  state.counters["read_GB/s"] = ceiling.wall;
-  state.counters["of_read"] = gbs / ceiling.wall;
+  state.counters["read_GB/s"] = ceiling;
+  state.counters["of_read"] = gbs / ceiling;
   if (threads == 1) {  // one thread runs the GEMV on the calling thread
     state.counters["GB/s_cpu"] = moved / cpu;
-    state.counters["of_read_cpu"] = moved / cpu / ceiling.cpu;
+    state.counters["of_read_cpu"] = moved / cpu / ceiling;
   }
   state.SetLabel(std::string("isa=") + std::string(isa_name(active_isa())));
 }
@@ -240,7 +151,6 @@ StepTime decode_seconds(bool fp8, int threads, int steps) {
   const model::DummyWeights weights(11);
   StepTime per_step;
   run_inprocess_ranks(1, [&](Communicator& world) {
-    omp_set_num_threads(threads);
     ParallelGroups groups(world, 1, 1);
     ThreadPool pool(threads);
     const model::ModelContext ctx{weights, groups, options, pool};

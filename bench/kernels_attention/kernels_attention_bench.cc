@@ -20,9 +20,7 @@
 
 #include <unistd.h>
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
-#include <ctime>
 #include <map>
 #include <numeric>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -37,44 +35,13 @@
 #include "ctxpar/core/thread_pool.h"
 #include "ctxpar/kernels/attention.h"
 #include "read_bandwidth.h"
+#include "timing.h"
 
 namespace ctxpar::kernels {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-double thread_cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-// Wall and calling-thread CPU seconds of one call.
-struct Timing {
-  double wall = 0;
-  double cpu = 0;
-};
-template <class Fn>
-Timing timed(Fn&& fn) {
-  const auto t0 = Clock::now();
-  const double c0 = thread_cpu_seconds();
-  fn();
-  return {seconds_since(t0), thread_cpu_seconds() - c0};
-}
-
-// Best rates (units per second) over several calls.
-struct Rates {
-  double wall = 0;
-  double cpu = 0;
-  void add(double units, const Timing& t) {
-    wall = std::max(wall, units / t.wall);
-    cpu = std::max(cpu, units / t.cpu);
-  }
-};
+using bench::Rates;
+using bench::timed;
 
 // ---------------------------------------------------------------------------------------
 // Read bandwidth: the shared ceiling (bench/support/read_bandwidth.h), measured once per

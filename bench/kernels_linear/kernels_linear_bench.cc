@@ -14,8 +14,6 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <chrono>
-#include <ctime>
 #include <memory>
 #include <random>
 #include <string>
@@ -27,11 +25,10 @@
 #include "ctxpar/core/thread_pool.h"
 #include "ctxpar/kernels/linear.h"
 #include "read_bandwidth.h"
+#include "timing.h"
 
 namespace ctxpar::kernels {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kHidden = 2048, kFfn = 8192, kQkv = 3072;
 
@@ -86,29 +83,18 @@ Tensor random_x(int64_t tokens, int64_t in) {
   return x;
 }
 
-double thread_cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-struct Seconds {
-  double wall, cpu;  // cpu: the calling thread's CPU time
-};
-
 // One pass over every linear of the stack (x: the [tokens, 2048] and [tokens, 8192] inputs).
-Seconds run_stack(const LayerStack& s, ThreadPool& pool, std::vector<Tensor>& xs,
-                  std::vector<Tensor>& ys) {
-  const auto t0 = Clock::now();
-  const double c0 = thread_cpu_seconds();
-  for (size_t i = 0; i < s.linears.size(); ++i) {
-    const Linear& l = s.linears[i];
-    Tensor& x = xs[static_cast<size_t>(l.in_features() == kFfn)];
-    Tensor& y = ys[i % 4];
-    l.forward(x, y, pool);
-  }
-  benchmark::DoNotOptimize(ys[0].raw());
-  return {std::chrono::duration<double>(Clock::now() - t0).count(), thread_cpu_seconds() - c0};
+bench::Timing run_stack(const LayerStack& s, ThreadPool& pool, std::vector<Tensor>& xs,
+                        std::vector<Tensor>& ys) {
+  return bench::timed([&] {
+    for (size_t i = 0; i < s.linears.size(); ++i) {
+      const Linear& l = s.linears[i];
+      Tensor& x = xs[static_cast<size_t>(l.in_features() == kFfn)];
+      Tensor& y = ys[i % 4];
+      l.forward(x, y, pool);
+    }
+    benchmark::DoNotOptimize(ys[0].raw());
+  });
 }
 
 void run_bench(benchmark::State& state, DType dtype, int64_t tokens, int threads) {
@@ -123,7 +109,7 @@ void run_bench(benchmark::State& state, DType dtype, int64_t tokens, int threads
   run_stack(s, pool, xs, ys);  // warm-up: primitives, scratch, page tables
   double best = 1e300, best_cpu = 1e300;
   for (auto _ : state) {
-    const Seconds t = run_stack(s, pool, xs, ys);
+    const bench::Timing t = run_stack(s, pool, xs, ys);
     state.SetIterationTime(t.wall);
     best = std::min(best, t.wall);
     best_cpu = std::min(best_cpu, t.cpu);

@@ -125,6 +125,11 @@ void batched_matmul(const Tensor& a, const Tensor& w, Tensor& c, ThreadPool& poo
   });
 }
 
+Tensor batched_matmul_weight(Tensor w) {
+  if (w.dtype() == DType::kBF16 && !detail::onednn_native_bf16()) return w.to(DType::kF32);
+  return w;
+}
+
 void batched_matmul_reference(const Tensor& a, const Tensor& w, Tensor& c) {
   check_shapes(a, w, c);
   const bool round_a = w.dtype() == DType::kBF16;

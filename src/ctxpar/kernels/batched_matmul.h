@@ -16,6 +16,13 @@ namespace ctxpar::kernels {
 void batched_matmul(const Tensor& a, const Tensor& w, Tensor& c);
 void batched_matmul(const Tensor& a, const Tensor& w, Tensor& c, ThreadPool& pool);
 
+// A weight that batched_matmul applies on every step (MLA's kv_b_proj), stored as the product
+// runs it: bf16 stays bf16 where oneDNN has bf16 dot products; elsewhere it becomes an f32
+// copy (exact; twice the bytes), since oneDNN would otherwise convert the whole bf16 weight to
+// f32 on every call (two per layer per decode step). With the f32 copy, a is not rounded to
+// bf16 (see above): the products are those of the bf16 weight with unrounded activations.
+Tensor batched_matmul_weight(Tensor w);
+
 // Double-precision reference of the same product (w read as stored; a rounded to bf16
 // first when w is bf16).
 void batched_matmul_reference(const Tensor& a, const Tensor& w, Tensor& c);
