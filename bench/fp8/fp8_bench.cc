@@ -32,6 +32,7 @@
 #include "ctxpar/model/dummy_weights.h"
 #include "ctxpar/model/sfa_mode.h"
 #include "read_bandwidth.h"
+#include "read_ceiling_benchmark.h"  // the ceiling as its own rows
 #include "timing.h"
 
 namespace ctxpar {
@@ -40,23 +41,6 @@ namespace {
 using bench::Clock;
 using bench::seconds_since;
 using bench::thread_cpu_seconds;
-
-// ---------------------------------------------------------------------------------------
-// Read bandwidth: the shared ceiling, measured once per thread count and reused below.
-
-void BM_ReadBandwidth(benchmark::State& state) {
-  const int threads = static_cast<int>(state.range(0));
-  bench::ReadCeiling c;
-  for (auto _ : state) c = bench::read_ceiling(threads);
-  state.counters["GB/s"] = c.gb_per_s;
-  state.SetLabel(bench::describe(c));
-}
-BENCHMARK(BM_ReadBandwidth)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(2)
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(1);
 
 // ---------------------------------------------------------------------------------------
 // FP8 GEMV.

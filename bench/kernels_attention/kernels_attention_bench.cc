@@ -35,6 +35,7 @@
 #include "ctxpar/core/thread_pool.h"
 #include "ctxpar/kernels/attention.h"
 #include "read_bandwidth.h"
+#include "read_ceiling_benchmark.h"  // the ceiling as its own rows
 #include "timing.h"
 
 namespace ctxpar::kernels {
@@ -42,25 +43,6 @@ namespace {
 
 using bench::Rates;
 using bench::timed;
-
-// ---------------------------------------------------------------------------------------
-// Read bandwidth: the shared ceiling (bench/support/read_bandwidth.h), measured once per
-// thread count and reused by the attention benchmarks below.
-
-void BM_ReadBandwidth(benchmark::State& state) {
-  const int threads = static_cast<int>(state.range(0));
-  bench::ReadCeiling c;
-  for (auto _ : state) c = bench::read_ceiling(threads);
-  state.counters["GB/s"] = c.gb_per_s;
-  state.counters["worst_GB/s"] = c.worst_gb_per_s;
-  state.SetLabel(bench::describe(c));
-}
-BENCHMARK(BM_ReadBandwidth)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(2)
-    ->Unit(benchmark::kMillisecond)
-    ->Iterations(1);
 
 // ---------------------------------------------------------------------------------------
 // oneDNN matmul rate.
