@@ -123,11 +123,11 @@ TEST_F(Fp8Test, E4m3RoundsToNearestEvenAndSaturates) {
 
 TEST_F(Fp8Test, GemvOfEveryIsaMatchesTheReference) {
   const int64_t outs[] = {1, 3, 127, 128, 131, 300};
-  const int64_t ins[] = {1, 7, 16, 100, 128, 200, 257};
+  const int64_t ins[] = {1, 7, 16, 63, 64, 100, 128, 200, 257, 320};
   for (Isa isa : available_isas()) {
     const detail::Fp8Kernels& k = detail::fp8_kernels(isa);
-    for (int rep = 0; rep < 12; ++rep) {
-      const int64_t out = outs[uniform_int(0, 5)], in = ins[uniform_int(0, 6)];
+    for (int rep = 0; rep < 24; ++rep) {
+      const int64_t out = outs[uniform_int(0, 5)], in = ins[uniform_int(0, 9)];
       const int tokens = static_cast<int>(uniform_int(1, detail::kFp8GemvMaxTokens));
       SCOPED_TRACE(testing::Message()
                    << isa_name(isa) << " out " << out << " in " << in << " tokens " << tokens);
@@ -140,12 +140,8 @@ TEST_F(Fp8Test, GemvOfEveryIsaMatchesTheReference) {
       const int64_t lo = block * 128, hi = std::min(out, lo + 128);
       const int64_t r0 = uniform_int(lo, hi - 1), nr = uniform_int(1, hi - r0);
       std::vector<float> xs(static_cast<size_t>(tokens * in));
-      const float* s = w.scale_inv.data<float>() + block * w.scale_inv.size(1);
-      for (int t = 0; t < tokens; ++t) {
-        for (int64_t i = 0; i < in; ++i) {
-          xs[t * in + i] = x.data<float>()[t * in + i] * s[i / 128] / k.weight_factor;
-        }
-      }
+      k.scale_x(x.data<float>(), in, tokens, in,
+                w.scale_inv.data<float>() + block * w.scale_inv.size(1), xs.data());
       Tensor y = poisoned({tokens, out});
       k.gemv(xs.data(), in, tokens, static_cast<const uint8_t*>(w.weight.raw()), in, in, r0, nr,
              y.data<float>(), out);

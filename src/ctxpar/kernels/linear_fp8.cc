@@ -195,23 +195,14 @@ void Fp8Linear::Impl::gemv(const float* x, int64_t ldx, int64_t tokens, float* y
   const int64_t ldw = row_stride(w.weight);
   const float* scale = w.scale_inv.data<float>();
   const int64_t lds = blocks(in);
-  const float unfold = 1.0f / k.weight_factor;  // a power of two: exact
   const auto run = [&](int64_t b0, int64_t b1) {
     thread_local std::vector<float> xs;  // [tokens, in]: x · this row block's scales
     xs.resize(static_cast<size_t>(tokens * in));
-    float* xsp = xs.data();
     for (int64_t b = b0; b < b1; ++b) {
-      const float* s = scale + b * lds;
-      for (int64_t t = 0; t < tokens; ++t) {
-        for (int64_t c = 0; c < lds; ++c) {
-          const float f = s[c] * unfold;
-          const int64_t end = std::min(in, (c + 1) * kFp8Block);
-          for (int64_t i = c * kFp8Block; i < end; ++i) xsp[t * in + i] = x[t * ldx + i] * f;
-        }
-      }
+      k.scale_x(x, ldx, static_cast<int>(tokens), in, scale + b * lds, xs.data());
       const int64_t r0 = b * kFp8Block;
-      k.gemv(xsp, in, static_cast<int>(tokens), wq, ldw, in, r0, std::min(kFp8Block, out - r0), y,
-             ldy);
+      k.gemv(xs.data(), in, static_cast<int>(tokens), wq, ldw, in, r0,
+             std::min(kFp8Block, out - r0), y, ldy);
     }
   };
   const int64_t row_blocks = blocks(out);

@@ -21,14 +21,20 @@ inline constexpr int kFp8GemvMaxTokens = 4;
 
 struct Fp8Kernels {
   // What the weight loads of this variant yield: e4m3 value · weight_factor (2^-8 for the
-  // SIMD variants, 1 for the scalar one). xs below must carry 1 / weight_factor.
+  // SIMD variants, 1 for the scalar one).
   float weight_factor;
+  // xs [tokens, k] (row stride k) = x [tokens, k] (row stride ldx) · S_row[i / 128] /
+  // weight_factor, where S_row is one row block's scales [ceil(k / 128)], laid out in the
+  // order this variant's gemv reads it: the AVX-512 variant widens 64 weight bytes at a time
+  // as even and odd bytes, so each whole 64-value run holds value j at (j % 2)·32 + j / 2;
+  // the other variants and every tail shorter than a run keep the natural order.
+  void (*scale_x)(const float* x, int64_t ldx, int tokens, int64_t k, const float* scale_row,
+                  float* xs);
   // Rows [r0, r0 + nr) of one 128-row block (r0 / 128 == (r0 + nr - 1) / 128):
-  //   y[t, o] = Σ_i xs[t, i]·(e4m3(W[o, i])·weight_factor)   for t < tokens <= 4
-  // where the caller pre-scaled xs [tokens, k] (row stride ldxs, >= k) by the block's scales:
-  // xs[t, i] = x[t, i]·S[o / 128, i / 128] / weight_factor. One pass over the rows, several
-  // rows per iteration with every token's activations in registers. y [tokens, ·] row stride
-  // ldy; writes y[t, r0 .. r0 + nr).
+  //   y[t, o] = Σ_i x[t, i]·S[o / 128, i / 128]·e4m3(W[o, i])   for t < tokens <= 4
+  // with xs from scale_x of that row block. One pass over the rows, several rows per
+  // iteration with every token's accumulators in registers. y [tokens, ·] row stride ldy;
+  // writes y[t, r0 .. r0 + nr).
   void (*gemv)(const float* xs, int64_t ldxs, int tokens, const uint8_t* w, int64_t ldw, int64_t k,
                int64_t r0, int64_t nr, float* y, int64_t ldy);
   // out[r, i] = e4m3(W[r0 + r, i])·S[(r0 + r) / 128, i / 128] for r < nr, i < k (out row

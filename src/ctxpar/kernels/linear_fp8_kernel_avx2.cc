@@ -19,6 +19,7 @@ struct F16Load {
 
 }  // namespace
 
-const Fp8Kernels kFp8KernelsAvx2 = make_fp8_kernels<simd::Vec8, F16Load, 4, 4, 2>();
+const Fp8Kernels kFp8KernelsAvx2 =
+    make_fp8_kernels<simd::Vec8, NaturalOrder<simd::Vec8, F16Load>, 4, 4, 2>();
 
 }  // namespace ctxpar::kernels::detail

@@ -1,6 +1,13 @@
 // Internal: the FP8 GEMV and dequantization loops as templates over a simd vector type V and a
-// weight loader L (L::load(const uint8_t* p) → V: kWidth e4m3 bytes widened to f32, times
-// L::kFactor). Included only by linear_fp8_kernel_{scalar,avx2,avx512}.cc; internal linkage.
+// weight loader L. Included only by linear_fp8_kernel_{scalar,avx2,avx512}.cc; internal linkage.
+//
+// A loader provides:
+//   kFactor              what its loads yield per e4m3 value (value · kFactor);
+//   kChunk               bytes per GEMV load step (a multiple of V::kWidth dividing 128);
+//   kPrefetch            bytes ahead in each row the GEMV prefetches (0: none);
+//   load(p) → V          kWidth bytes widened to f32 in natural order (dequantize);
+//   load_chunk(p, out)   kChunk bytes → kChunk / kWidth vectors in the loader's lane order;
+//   scale_chunk(x, f, xs) xs (kChunk values in that lane order) = x (natural order) · f.
 #pragma once
 
 #include <cstdint>
@@ -10,11 +17,12 @@
 namespace ctxpar::kernels::detail {
 namespace {
 
-// R rows × M tokens: R·M accumulators, R widened weight vectors, one activation vector.
+// R rows × M tokens: R·M accumulators, the chunk's widened vectors of one row at a time; each
+// activation vector comes from L1 (xs is at most a few tokens × k floats).
 template <class V, class L, int R, int M>
 void gemv_rows(const float* xs, int64_t ldxs, const uint8_t* w, int64_t ldw, int64_t k, int64_t o,
                float* y, int64_t ldy) {
-  constexpr int kW = V::kWidth;
+  constexpr int kW = V::kWidth, kC = L::kChunk, kN = kC / kW;
   const float* table = e4m3_table();
   V acc[R][M];
   for (int r = 0; r < R; ++r) {
@@ -23,12 +31,16 @@ void gemv_rows(const float* xs, int64_t ldxs, const uint8_t* w, int64_t ldw, int
   const uint8_t* rows[R];
   for (int r = 0; r < R; ++r) rows[r] = w + (o + r) * ldw;
   int64_t i = 0;
-  for (; i + kW <= k; i += kW) {
-    V wv[R];
-    for (int r = 0; r < R; ++r) wv[r] = L::load(rows[r] + i);
-    for (int t = 0; t < M; ++t) {
-      const V xv = V::load(xs + t * ldxs + i);
-      for (int r = 0; r < R; ++r) acc[r][t] = mul_add(wv[r], xv, acc[r][t]);
+  for (; i + kC <= k; i += kC) {
+    for (int r = 0; r < R; ++r) {
+      if constexpr (L::kPrefetch > 0) __builtin_prefetch(rows[r] + i + L::kPrefetch);
+      V wv[kN];
+      L::load_chunk(rows[r] + i, wv);
+      for (int t = 0; t < M; ++t) {
+        for (int n = 0; n < kN; ++n) {
+          acc[r][t] = mul_add(wv[n], V::load(xs + t * ldxs + i + n * kW), acc[r][t]);
+        }
+      }
     }
   }
   for (int r = 0; r < R; ++r) {
@@ -73,6 +85,19 @@ void gemv(const float* xs, int64_t ldxs, int tokens, const uint8_t* w, int64_t l
   }
 }
 
+template <class L>
+void scale_x(const float* x, int64_t ldx, int tokens, int64_t k, const float* scale, float* xs) {
+  constexpr int kC = L::kChunk;
+  const float unfold = 1.0f / L::kFactor;  // a power of two: exact
+  for (int t = 0; t < tokens; ++t) {
+    const float* xt = x + t * ldx;
+    float* st = xs + t * k;
+    int64_t i = 0;
+    for (; i + kC <= k; i += kC) L::scale_chunk(xt + i, scale[i / kFp8Block] * unfold, st + i);
+    for (; i < k; ++i) st[i] = xt[i] * (scale[i / kFp8Block] * unfold);
+  }
+}
+
 template <class V, class L>
 void dequantize(const uint8_t* w, int64_t ldw, const float* scale, int64_t lds, int64_t k,
                 int64_t r0, int64_t nr, float* out, int64_t ldo) {
@@ -92,9 +117,21 @@ void dequantize(const uint8_t* w, int64_t ldw, const float* scale, int64_t lds, 
   }
 }
 
+// A loader whose GEMV chunk is one vector in natural order (the scalar and AVX2 variants).
+template <class V, class Load>
+struct NaturalOrder : Load {
+  static constexpr int kChunk = V::kWidth;
+  static constexpr int kPrefetch = 0;
+  static void load_chunk(const uint8_t* p, V* out) { out[0] = Load::load(p); }
+  static void scale_chunk(const float* x, float f, float* xs) {
+    (V::load(x) * V::set1(f)).store(xs);
+  }
+};
+
 template <class V, class L, int R1, int R, int MaxM>
 constexpr Fp8Kernels make_fp8_kernels() {
-  return Fp8Kernels{L::kFactor, &gemv<V, L, R1, R, MaxM>, &dequantize<V, L>};
+  static_assert(kFp8Block % L::kChunk == 0 && L::kChunk % V::kWidth == 0);
+  return Fp8Kernels{L::kFactor, &scale_x<L>, &gemv<V, L, R1, R, MaxM>, &dequantize<V, L>};
 }
 
 }  // namespace

@@ -12,6 +12,7 @@ struct TableLoad {
 
 }  // namespace
 
-const Fp8Kernels kFp8KernelsScalar = make_fp8_kernels<simd::Vec1, TableLoad, 4, 4, 4>();
+const Fp8Kernels kFp8KernelsScalar =
+    make_fp8_kernels<simd::Vec1, NaturalOrder<simd::Vec1, TableLoad>, 4, 4, 4>();
 
 }  // namespace ctxpar::kernels::detail
