@@ -195,14 +195,19 @@ namespace ctxpar::engine {
 namespace {
 
 // bf16 weights (f32 activations) run every built-in with DCP, and their first logits stay
-// within bf16 rounding of the f32 run's.
+// within bf16 rounding of the f32 run's. In the MoE models a near tie between two experts'
+// router scores can flip under that rounding and move the logits far (seen in ~3% of random
+// prompts of tiny-deepseek-v3), so each model runs five prompts and at least three must be
+// close; a broken bf16 path fails all five.
 TEST(Bf16Weights, EveryBuiltinRunsWithDcpCloseToF32) {
   std::mt19937 rng(std::random_device{}());
-  GenerationRequest r;
-  for (int i = 0; i < 20; ++i) r.prompt_token_ids.push_back(static_cast<int32_t>(rng() % 256));
-  r.params.temperature = 0;
-  r.params.max_tokens = 2;
-  r.params.ignore_eos = true;
+  std::vector<GenerationRequest> requests(5);
+  for (GenerationRequest& r : requests) {
+    for (int i = 0; i < 20; ++i) r.prompt_token_ids.push_back(static_cast<int32_t>(rng() % 256));
+    r.params.temperature = 0;
+    r.params.max_tokens = 2;
+    r.params.ignore_eos = true;
+  }
   RunOptions record;
   record.record_logits = true;
   for (const char* model : {"builtin:tiny-llama", "builtin:tiny-qwen2", "builtin:tiny-deepseek-v2",
@@ -211,18 +216,26 @@ TEST(Bf16Weights, EveryBuiltinRunsWithDcpCloseToF32) {
     EngineConfig c = base_config(model);
     c.tensor_parallel_size = 4;
     c.decode_context_parallel_size = 2;
-    const GenerationResult f32 = generate(c, {r}, record);
+    const GenerationResult f32 = generate(c, requests, record);
     c.dtype = "bfloat16";
     c.kv_cache_dtype = "bfloat16";
-    const GenerationResult b16 = generate(c, {r}, record);
-    const auto& a = b16.outputs[0].logits.at(0);
-    const auto& b = f32.outputs[0].logits.at(0);
-    double num = 0, den = 0;
-    for (size_t v = 0; v < a.size(); ++v) {
-      num += (double(a[v]) - b[v]) * (double(a[v]) - b[v]);
-      den += double(b[v]) * b[v];
+    const GenerationResult b16 = generate(c, requests, record);
+    int close = 0;
+    std::vector<double> errors;
+    for (size_t q = 0; q < requests.size(); ++q) {
+      const auto& a = b16.outputs[q].logits.at(0);
+      const auto& b = f32.outputs[q].logits.at(0);
+      ASSERT_EQ(a.size(), b.size());
+      double num = 0, den = 0;
+      for (size_t v = 0; v < a.size(); ++v) {
+        ASSERT_TRUE(std::isfinite(a[v])) << "prompt " << q << " token " << v;
+        num += (double(a[v]) - b[v]) * (double(a[v]) - b[v]);
+        den += double(b[v]) * b[v];
+      }
+      errors.push_back(std::sqrt(num / den));
+      close += errors.back() <= 5e-2;
     }
-    EXPECT_LE(std::sqrt(num / den), 5e-2);
+    EXPECT_GE(close, 3) << "relative errors " << testing::PrintToString(errors);
   }
 }
 
