@@ -3,10 +3,40 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "ctxpar/core/error.h"
 
 namespace ctxpar {
+
+namespace {
+
+// How long an idle worker spins before it sleeps: longer than the gaps between a step's loops
+// (the serial work between them), short enough that an idle engine sleeps at once.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins until done() or kSpin passes; returns done(). Yields every few checks so that a rank
+// sharing this core with other ranks' threads is not starved.
+template <class Done>
+bool spin_until(const Done& done) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    cpu_relax();
+    if (i % 64 == 63) {
+      if (std::chrono::steady_clock::now() > deadline) return done();
+      std::this_thread::yield();
+    }
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads) {
   CTXPAR_CHECK(num_threads >= 1, "thread pool size {} must be >= 1", num_threads);
@@ -16,7 +46,7 @@ ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -39,17 +69,19 @@ void ThreadPool::work(int thread_index) {
 void ThreadPool::worker_loop(int thread_index) {
   uint64_t seen = 0;
   for (;;) {
-    {
+    const auto new_loop = [&] { return generation_.load() != seen || stop_.load(); };
+    if (!spin_until(new_loop)) {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+      // sleepers_ rises before the predicate is checked and run() bumps generation_ before it
+      // reads sleepers_ (both sequentially consistent): one of the two sees the other.
+      sleepers_.fetch_add(1);
+      wake_.wait(lock, new_loop);
+      sleepers_.fetch_sub(1);
     }
+    if (stop_.load()) return;
+    seen = generation_.load();
     work(thread_index);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--active_ == 0) done_.notify_all();
-    }
+    active_.fetch_sub(1);
   }
 }
 
@@ -59,22 +91,23 @@ void ThreadPool::run(int64_t num_tasks, const std::function<void(int64_t, int)>&
     for (int64_t t = 0; t < num_tasks; ++t) fn(t, 0);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    fn_ = &fn;
-    num_tasks_ = num_tasks;
-    next_task_.store(0);
-    error_ = nullptr;
-    active_ = num_threads_ - 1;
-    ++generation_;
+  fn_ = &fn;
+  num_tasks_ = num_tasks;
+  next_task_.store(0);
+  active_.store(num_threads_ - 1);
+  generation_.fetch_add(1);
+  if (sleepers_.load() > 0) {
+    { const std::lock_guard<std::mutex> lock(mu_); }  // a sleeper is waiting or will re-check
+    wake_.notify_all();
   }
-  wake_.notify_all();
   work(0);
+  const auto all_done = [&] { return active_.load() == 0; };
+  while (!spin_until(all_done)) {
+  }
+  fn_ = nullptr;
   std::exception_ptr error;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    done_.wait(lock, [&] { return active_ == 0; });
-    fn_ = nullptr;
+    const std::lock_guard<std::mutex> lock(mu_);
     error = error_;
     error_ = nullptr;
   }
