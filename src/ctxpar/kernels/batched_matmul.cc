@@ -5,7 +5,10 @@
 #include <tuple>
 #include <vector>
 
+#include "ctxpar/core/cpu_features.h"
 #include "ctxpar/core/error.h"
+#include "ctxpar/core/half.h"
+#include "ctxpar/kernels/linear_gemv.h"
 #include "ctxpar/kernels/linear_matmul_cache.h"
 
 namespace ctxpar::kernels {
@@ -91,11 +94,61 @@ void run_matmul(const Tensor& a_in, const Tensor& w_in, Tensor& c) {
   ctx.stream.wait();
 }
 
+// Decode-sized products over a bf16 weight go to the GEMVs (linear_gemv.h), which stream w at
+// near the read bandwidth: oneDNN reads it far slower at M = 1 and, on CPUs without bf16 dot
+// products, converts all of w to f32 on every call. w must have one unit-stride dimension:
+// stride(1) == 1 is the GEMV's [n, k] rows (W_UV), stride(2) == 1 the transposed GEMV's [k, n]
+// rows (W_UK).
+bool takes_gemv(const Tensor& a, const Tensor& w, const Tensor& c) {
+  return w.dtype() == DType::kBF16 && a.size(1) <= detail::kGemvMaxTokens &&
+         (a.stride(2) == 1 || a.size(2) == 1) && (c.stride(2) == 1 || c.size(2) == 1) &&
+         (w.stride(1) == 1 || w.stride(2) == 1);
+}
+
+// c[b, :, c0:c1] for b in [b0, b1) on the calling thread.
+void run_gemv(const Tensor& a, const Tensor& w, Tensor& c, int64_t b0, int64_t b1, int64_t c0,
+              int64_t c1) {
+  const Isa isa = active_isa();
+  const int64_t m = a.size(1), k = a.size(2);
+  const bool rows_of_k = w.stride(1) == 1;
+  thread_local std::vector<float> x;  // [m, k]: a[b] as the kernel reads it
+  x.resize(static_cast<size_t>(m * k));
+  for (int64_t b = b0; b < b1; ++b) {
+    const float* ab = a.data<float>() + b * a.stride(0);
+    const auto* wb = static_cast<const uint16_t*>(w.raw()) + b * w.stride(0);
+    float* cb = c.data<float>() + b * c.stride(0);
+    if (rows_of_k) {
+      detail::gemv_prepare_x(isa, DType::kBF16, ab, a.stride(1), m, k, x.data());
+      detail::gemv(isa, DType::kBF16, x.data(), m, k, wb, w.stride(2), c0, c1, nullptr, cb,
+                   c.stride(1));
+    } else {
+      for (int64_t t = 0; t < m; ++t) {
+        for (int64_t i = 0; i < k; ++i) {
+          x[static_cast<size_t>(t * k + i)] = bf16::to_f32(bf16::from_f32(ab[t * a.stride(1) + i]));
+        }
+      }
+      detail::gemv_t_bf16(isa,
+                          {x.data(), m, k, wb + c0, w.stride(1), c1 - c0, cb + c0, c.stride(1)});
+    }
+  }
+}
+
+// c = 0 for k = 0 (empty sums), which neither the GEMVs nor oneDNN write.
+bool zero_if_empty_sum(const Tensor& a, Tensor& c) {
+  if (a.size(2) != 0) return false;
+  for (int64_t b = 0; b < c.size(0); ++b)
+    for (int64_t m = 0; m < c.size(1); ++m)
+      for (int64_t n = 0; n < c.size(2); ++n)
+        c.data<float>()[b * c.stride(0) + m * c.stride(1) + n * c.stride(2)] = 0.0f;
+  return true;
+}
+
 }  // namespace
 
 void batched_matmul(const Tensor& a, const Tensor& w, Tensor& c) {
   check_shapes(a, w, c);
-  if (c.numel() == 0) return;
+  if (c.numel() == 0 || zero_if_empty_sum(a, c)) return;
+  if (takes_gemv(a, w, c)) return run_gemv(a, w, c, 0, c.size(0), 0, c.size(2));
   const auto [a_in, w_in] = operands(a, w);
   const detail::SingleThreadedOneDnn single;
   run_matmul(a_in, w_in, c);
@@ -103,10 +156,23 @@ void batched_matmul(const Tensor& a, const Tensor& w, Tensor& c) {
 
 void batched_matmul(const Tensor& a, const Tensor& w, Tensor& c, ThreadPool& pool) {
   check_shapes(a, w, c);
-  if (c.numel() == 0) return;
-  const auto [a_in, w_in] = operands(a, w);
+  if (c.numel() == 0 || zero_if_empty_sum(a, c)) return;
   const int threads = pool.num_threads();
   const int64_t batch = c.size(0), n = c.size(2);
+  if (takes_gemv(a, w, c)) {
+    if (batch >= threads) {
+      pool.parallel_for(batch, 1,
+                        [&](int64_t b0, int64_t b1, int) { run_gemv(a, w, c, b0, b1, 0, n); });
+    } else {
+      // Columns in whole 64-column tiles, so every task streams whole cache lines of w.
+      const int64_t tiles = (n + 63) / 64;
+      pool.parallel_for(tiles, 1, [&](int64_t t0, int64_t t1, int) {
+        run_gemv(a, w, c, 0, batch, t0 * 64, std::min(n, t1 * 64));
+      });
+    }
+    return;
+  }
+  const auto [a_in, w_in] = operands(a, w);
   if (threads == 1 || (batch == 1 && n < 128)) {
     const detail::SingleThreadedOneDnn single;
     run_matmul(a_in, w_in, c);
@@ -123,11 +189,6 @@ void batched_matmul(const Tensor& a, const Tensor& w, Tensor& c, ThreadPool& poo
     run_matmul(by_batch ? a_in.slice(0, b, e) : a_in,
                by_batch ? w_in.slice(0, b, e) : w_in.slice(2, b, e), c_part);
   });
-}
-
-Tensor batched_matmul_weight(Tensor w) {
-  if (w.dtype() == DType::kBF16 && !detail::onednn_native_bf16()) return w.to(DType::kF32);
-  return w;
 }
 
 void batched_matmul_reference(const Tensor& a, const Tensor& w, Tensor& c) {

@@ -72,4 +72,18 @@ void gemv(Isa isa, DType w_type, const float* xp, int64_t tokens, int64_t k, con
   bf16_w ? gemv_bf16_scalar(a) : gemv_f32_scalar(a);
 }
 
+void gemv_t_bf16(Isa isa, const GemvTArgs& a) {
+  CTXPAR_CHECK(a.tokens >= 1 && a.tokens <= kGemvMaxTokens, "gemv_t: {} tokens (valid 1..{})",
+               a.tokens, kGemvMaxTokens);
+  switch (isa) {
+    case Isa::kAvx512:
+      return gemv_t_bf16_avx512(a);
+    case Isa::kAvx2:
+      return gemv_t_bf16_avx2(a);
+    case Isa::kScalar:
+      break;
+  }
+  gemv_t_bf16_scalar(a);
+}
+
 }  // namespace ctxpar::kernels::detail

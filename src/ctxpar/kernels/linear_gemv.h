@@ -54,4 +54,23 @@ void gemv_f32_avx2(const GemvArgs& a);
 void gemv_bf16_avx512(const GemvArgs& a);
 void gemv_f32_avx512(const GemvArgs& a);
 
+// The transposed GEMV, y = x · W for W [k, n] stored with rows of n contiguous (MLA's absorbed
+// W_UK is read this way in place): y[t, c] = Σ_i xr[t, i]·w[i, c] for t < tokens, c < n, where
+// xr [tokens, k] (row stride k) is x rounded to bf16 (natural order) and w [k, n] bf16 (row
+// stride ldw); y [tokens, n] f32 (row stride ldy) is overwritten. Streams w once, 16 rows at a
+// time, every column tile of those rows with its accumulators kept in registers and parked in
+// y between row blocks. Runs on the calling thread; tokens <= kGemvMaxTokens.
+struct GemvTArgs {
+  const float* xr;
+  int64_t tokens, k;
+  const uint16_t* w;
+  int64_t ldw, n;
+  float* y;
+  int64_t ldy;
+};
+void gemv_t_bf16(Isa isa, const GemvTArgs& a);
+void gemv_t_bf16_scalar(const GemvTArgs& a);
+void gemv_t_bf16_avx2(const GemvTArgs& a);
+void gemv_t_bf16_avx512(const GemvTArgs& a);
+
 }  // namespace ctxpar::kernels::detail

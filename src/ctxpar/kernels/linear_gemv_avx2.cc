@@ -12,4 +12,8 @@ void gemv_f32_avx2(const GemvArgs& a) {
   gemv_rows<simd::Vec8, float>(a);
 }
 
+void gemv_t_bf16_avx2(const GemvTArgs& a) {
+  gemv_t_rows<simd::Vec8>(a);
+}
+
 }  // namespace ctxpar::kernels::detail

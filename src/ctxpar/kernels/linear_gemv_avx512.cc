@@ -12,4 +12,8 @@ void gemv_f32_avx512(const GemvArgs& a) {
   gemv_rows<simd::Vec16, float>(a);
 }
 
+void gemv_t_bf16_avx512(const GemvTArgs& a) {
+  gemv_t_rows<simd::Vec16>(a);
+}
+
 }  // namespace ctxpar::kernels::detail

@@ -128,5 +128,74 @@ void gemv_rows(const GemvArgs& a) {
   }
 }
 
+// gemv_t (linear_gemv.h): T tokens × kTile columns of accumulators; rows in blocks of
+// kGemvTRowBlock, each block's rows read once from DRAM by its first column tile (which
+// prefetches the next block's lines of its tile) and from L1 by the others.
+constexpr int64_t kGemvTRowBlock = 16;
+
+template <class V, int T>
+void gemv_t_tokens(const GemvTArgs& a, const float* xr, float* y) {
+  constexpr int kW = V::kWidth;
+  constexpr int kVecs = 4;
+  constexpr int64_t kTile = kVecs * kW;
+  const int64_t full = a.n / kTile * kTile;
+  for (int64_t k0 = 0; k0 < a.k; k0 += kGemvTRowBlock) {
+    const int64_t k1 = std::min(a.k, k0 + kGemvTRowBlock);
+    for (int64_t c0 = 0; c0 < full; c0 += kTile) {
+      V acc[T][kVecs];
+      for (int t = 0; t < T; ++t) {
+        for (int j = 0; j < kVecs; ++j) {
+          acc[t][j] = k0 == 0 ? V::zero() : V::load(y + t * a.ldy + c0 + j * kW);
+        }
+      }
+      for (int64_t i = k0; i < k1; ++i) {
+        const uint16_t* row = a.w + i * a.ldw + c0;
+        // The same tile one block ahead: 2 bytes · kTile are one or two cache lines.
+        __builtin_prefetch(row + kGemvTRowBlock * a.ldw, 0, 3);
+        if constexpr (kTile * 2 > 64) __builtin_prefetch(row + kGemvTRowBlock * a.ldw + 32, 0, 3);
+        V wv[kVecs];
+        for (int j = 0; j < kVecs; ++j) wv[j] = V::load_bf16(row + j * kW);
+        for (int t = 0; t < T; ++t) {
+          const V xv = V::set1(xr[t * a.k + i]);
+          for (int j = 0; j < kVecs; ++j) acc[t][j] = mul_add(wv[j], xv, acc[t][j]);
+        }
+      }
+      for (int t = 0; t < T; ++t) {
+        for (int j = 0; j < kVecs; ++j) acc[t][j].store(y + t * a.ldy + c0 + j * kW);
+      }
+    }
+    for (int64_t c = full; c < a.n; ++c) {
+      for (int t = 0; t < T; ++t) {
+        float sum = k0 == 0 ? 0.0f : y[t * a.ldy + c];
+        for (int64_t i = k0; i < k1; ++i) sum += xr[t * a.k + i] * bf16::to_f32(a.w[i * a.ldw + c]);
+        y[t * a.ldy + c] = sum;
+      }
+    }
+  }
+}
+
+template <class V>
+void gemv_t_rows(const GemvTArgs& a) {
+  constexpr int kMaxT = gemv_max_tokens<V>();
+  for (int64_t t0 = 0; t0 < a.tokens; t0 += kMaxT) {
+    const float* xr = a.xr + t0 * a.k;
+    float* y = a.y + t0 * a.ldy;
+    switch (std::min<int64_t>(kMaxT, a.tokens - t0)) {
+      case 4:
+        if constexpr (kMaxT >= 4) gemv_t_tokens<V, 4>(a, xr, y);
+        break;
+      case 3:
+        if constexpr (kMaxT >= 3) gemv_t_tokens<V, 3>(a, xr, y);
+        break;
+      case 2:
+        gemv_t_tokens<V, 2>(a, xr, y);
+        break;
+      default:
+        gemv_t_tokens<V, 1>(a, xr, y);
+        break;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ctxpar::kernels::detail

@@ -12,4 +12,8 @@ void gemv_f32_scalar(const GemvArgs& a) {
   gemv_rows<simd::Vec1, float>(a);
 }
 
+void gemv_t_bf16_scalar(const GemvTArgs& a) {
+  gemv_t_rows<simd::Vec1>(a);
+}
+
 }  // namespace ctxpar::kernels::detail

@@ -21,6 +21,11 @@ struct Vec8 {
   static Vec8 set1(float x) { return {_mm256_set1_ps(x)}; }
   static Vec8 load(const float* p) { return {_mm256_loadu_ps(p)}; }
   void store(float* p) const { _mm256_storeu_ps(p, v); }
+  // Eight bf16 values in natural order: zero-extend to 32 bits, shift into the high half.
+  static Vec8 load_bf16(const uint16_t* p) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return {_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))};
+  }
   // bf16 is the high half of an f32: shifting a 32-bit lane left by 16 turns its low bf16
   // (the even element, little endian) into an f32; masking off the low half does the same
   // for the odd element.

@@ -29,6 +29,11 @@ struct Vec16 {
   static Vec16 set1(float x) { return {_mm512_set1_ps(x)}; }
   static Vec16 load(const float* p) { return {_mm512_loadu_ps(p)}; }
   void store(float* p) const { _mm512_storeu_ps(p, v); }
+  // Sixteen bf16 values in natural order: zero-extend to 32 bits, shift into the high half.
+  static Vec16 load_bf16(const uint16_t* p) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return {_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16))};
+  }
   // Same shift / mask conversion as Vec8::load_bf16_pair over 32 bf16 values.
   static void load_bf16_pair(const uint16_t* p, Vec16& even, Vec16& odd) {
     const __m512i x = _mm512_loadu_si512(p);

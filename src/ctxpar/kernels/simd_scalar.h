@@ -18,6 +18,7 @@ struct Vec1 {
   static Vec1 set1(float x) { return {x}; }
   static Vec1 load(const float* p) { return {*p}; }
   void store(float* p) const { *p = v; }
+  static Vec1 load_bf16(const uint16_t* p) { return {bf16::to_f32(*p)}; }
   static void load_bf16_pair(const uint16_t* p, Vec1& even, Vec1& odd) {
     even.v = bf16::to_f32(p[0]);
     odd.v = bf16::to_f32(p[1]);

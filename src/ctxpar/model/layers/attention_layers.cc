@@ -205,12 +205,12 @@ MlaAttentionLayer::MlaAttentionLayer(const ModelContext& ctx, const ModelConfig&
                                    {c.mla.kv_lora_rank + c.mla.qk_rope_head_dim, c.hidden_size})),
       kv_a_norm_(ctx.load(attn_prefix(layer) + ".kv_a_layernorm.weight", {c.mla.kv_lora_rank},
                           Slice::full(), DType::kF32)),
-      kv_b_(kernels::batched_matmul_weight(ctx.load(
+      kv_b_(ctx.load(
           attn_prefix(layer) + ".kv_b_proj.weight",
           {c.num_attention_heads * (c.mla.qk_nope_head_dim + c.mla.v_head_dim), c.mla.kv_lora_rank},
           heads == Heads::kAll ? Slice::full()
                                : Slice::column_parallel(ctx.tp_rank(), ctx.tp_size()),
-          ctx.options.weight_dtype))),
+          ctx.options.weight_dtype)),
       o_proj_(ctx, attn_prefix(layer) + ".o_proj.weight",
               {c.hidden_size, c.num_attention_heads * c.mla.v_head_dim}),
       rope_(std::move(rope)) {

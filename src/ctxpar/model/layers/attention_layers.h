@@ -115,8 +115,7 @@ class MlaAttentionLayer : public AttentionLayer {
   std::optional<ColumnParallelLinear> q_;  // q_proj, or q_b_proj after the q LoRA
   ModelLinear kv_a_;                       // [kv_lora + rope, hidden], replicated
   Tensor kv_a_norm_;
-  // [H_l·(nope + v), kv_lora] (H_l = H under Heads::kAll), as batched_matmul runs it
-  // (kernels::batched_matmul_weight: f32 where the CPU has no bf16 dot products).
+  // [H_l·(nope + v), kv_lora] (H_l = H under Heads::kAll), f32 or bf16 as loaded.
   Tensor kv_b_;
   OutputProjection o_proj_;
   std::shared_ptr<const kernels::RopeCache> rope_;
