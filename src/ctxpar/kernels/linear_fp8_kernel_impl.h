@@ -33,7 +33,13 @@ void gemv_rows(const float* xs, int64_t ldxs, const uint8_t* w, int64_t ldw, int
   int64_t i = 0;
   for (; i + kC <= k; i += kC) {
     for (int r = 0; r < R; ++r) {
-      if constexpr (L::kPrefetch > 0) __builtin_prefetch(rows[r] + i + L::kPrefetch);
+      if constexpr (L::kPrefetch > 0) {
+        // Near a row's end, the same row of the next group (R rows on): short rows (k of 1536
+        // or 2048) otherwise start every group with R demand misses (x86 prefetches of
+        // addresses past the weight do not fault).
+        const int64_t ahead = i + L::kPrefetch;
+        __builtin_prefetch(ahead < k ? rows[r] + ahead : rows[r] + R * ldw + (ahead - k));
+      }
       V wv[kN];
       L::load_chunk(rows[r] + i, wv);
       for (int t = 0; t < M; ++t) {
