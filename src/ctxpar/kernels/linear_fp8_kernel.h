@@ -25,9 +25,10 @@ struct Fp8Kernels {
   float weight_factor;
   // xs [tokens, k] (row stride k) = x [tokens, k] (row stride ldx) · S_row[i / 128] /
   // weight_factor, where S_row is one row block's scales [ceil(k / 128)], laid out in the
-  // order this variant's gemv reads it: the AVX-512 variant widens 64 weight bytes at a time
-  // as even and odd bytes, so each whole 64-value run holds value j at (j % 2)·32 + j / 2;
-  // the other variants and every tail shorter than a run keep the natural order.
+  // order this variant's gemv reads it: the SIMD variants widen C weight bytes at a time (64
+  // for AVX-512, 32 for AVX2) as even and odd bytes, so each whole C-value run holds value j
+  // at (j % 2)·C/2 + j / 2; the scalar variant and every tail shorter than a run keep the
+  // natural order.
   void (*scale_x)(const float* x, int64_t ldx, int tokens, int64_t k, const float* scale_row,
                   float* xs);
   // Rows [r0, r0 + nr) of one 128-row block (r0 / 128 == (r0 + nr - 1) / 128):
