@@ -56,8 +56,10 @@ inline void gemv_block(const float* x, int64_t k, const WT* w, int64_t ldw, cons
     for (int r = 0; r < R; ++r) {
       const WT* row = w + r * ldw + i;
       // One request per cache line: a pair step of bf16 (or half of one of f32) is 64 bytes
-      // for 16-lane vectors; narrower vectors request a line twice, which is harmless.
-      __builtin_prefetch(row + kAhead, 0, 3);
+      // for 16-lane vectors; narrower vectors request a line twice, which is harmless. Near a
+      // row's end, the same row of the next block (R rows on), whose head would otherwise
+      // start with demand misses (x86 prefetches past the weight do not fault).
+      __builtin_prefetch(i + kAhead < k ? row + kAhead : row + R * ldw + (kAhead - k), 0, 3);
       V wa, wb;
       gemv_load_pair(row, wa, wb);
       for (int t = 0; t < T; ++t) {
