@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <numeric>
+#include <random>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "ctxpar/core/thread_pool.h"
@@ -18,6 +21,28 @@ TEST(ThreadPool, EveryTaskRunsExactlyOnce) {
       std::vector<std::atomic<int>> hits(n);
       pool.run(n, [&](int64_t t, int thread) {
         ASSERT_LT(thread, threads);
+        hits[t].fetch_add(1);
+      });
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << threads << " " << n;
+    }
+  }
+}
+
+// Idle workers spin ~200 µs and then sleep, and run() sleeps when a task outlasts its spin:
+// gaps between loops and task lengths drawn on both sides of that exercise every hand-off
+// (a lost wake-up hangs the test, which ctest's timeout ends).
+TEST(ThreadPool, LoopsAfterIdleGapsAndWithLongTasksAllComplete) {
+  std::mt19937 rng(std::random_device{}());
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    for (int round = 0; round < 40; ++round) {
+      const auto gap = std::chrono::microseconds(rng() % 600);
+      const auto task = std::chrono::microseconds(rng() % 600);
+      std::this_thread::sleep_for(gap);
+      const int64_t n = 1 + static_cast<int64_t>(rng() % 6);
+      std::vector<std::atomic<int>> hits(n);
+      pool.run(n, [&](int64_t t, int) {
+        if (t == n - 1) std::this_thread::sleep_for(task);
         hits[t].fetch_add(1);
       });
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << threads << " " << n;

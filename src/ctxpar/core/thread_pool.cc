@@ -81,7 +81,12 @@ void ThreadPool::worker_loop(int thread_index) {
     if (stop_.load()) return;
     seen = generation_.load();
     work(thread_index);
-    active_.fetch_sub(1);
+    // The same pairing as sleepers_ above: active_ falls before caller_sleeps_ is read, and
+    // run() sets caller_sleeps_ before its predicate reads active_.
+    if (active_.fetch_sub(1) == 1 && caller_sleeps_.load()) {
+      { const std::lock_guard<std::mutex> lock(mu_); }
+      done_.notify_one();
+    }
   }
 }
 
@@ -102,7 +107,11 @@ void ThreadPool::run(int64_t num_tasks, const std::function<void(int64_t, int)>&
   }
   work(0);
   const auto all_done = [&] { return active_.load() == 0; };
-  while (!spin_until(all_done)) {
+  if (!spin_until(all_done)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    caller_sleeps_.store(true);
+    done_.wait(lock, all_done);
+    caller_sleeps_.store(false);
   }
   fn_ = nullptr;
   std::exception_ptr error;

@@ -44,10 +44,14 @@ class ThreadPool {
   // variable costs ~40 µs on these VMs, more than many loops take. So workers spin on
   // generation_ for a short while after each loop (yielding the core as they do, for ranks that
   // share cores) and sleep on wake_ only when no loop came; run() notifies only if one sleeps.
+  // run() waits for the workers the same way: it spins, then sleeps on done_ (a worker's long
+  // task must not keep the calling thread spinning), and the last worker notifies if it sleeps.
   std::mutex mu_;
   std::condition_variable wake_;
+  std::condition_variable done_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> sleepers_{0};
+  std::atomic<bool> caller_sleeps_{false};
   std::atomic<int> active_{0};  // workers still in the current loop
   std::atomic<bool> stop_{false};
 
