@@ -14,7 +14,8 @@
 //                               inside;
 //     online softmax per row: m' = max(m, max S), P = 2^(S − m'), l = l·2^(m − m') + ΣP,
 //                              o *= 2^(m − m');
-//     O[rows, dv] += P · V     outer products, 4 rows × one pair step per register block;
+//     O[rows, dv] += P · V     outer products, 4 rows × two pair steps (AVX-512; one on AVX2)
+//                              per register block;
 //     meanwhile the next tile's K and V rows are prefetched (TilePrefetch, below).
 //   Finally o /= l and lse = (m + log2 l)·ln 2; a row that saw no key gets o = 0, lse = -inf.
 // All query heads of a KV head are rows of the same job, so every K/V row is loaded from
@@ -28,6 +29,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "ctxpar/core/half.h"
 #include "ctxpar/kernels/attention_kernel.h"
@@ -49,9 +51,10 @@ constexpr int qk_block_rows() {
 }
 constexpr int kQkKeys = 4;
 
-constexpr int kPvRows = 4;  // register block of the P·V micro-kernel: rows × 2 vectors
-// Keys of V the P·V micro-kernel reads between reports to the tile prefetcher.
-constexpr int kPvPrefetchKeys = 4;
+constexpr int kPvRows = 4;  // register block of the P·V micro-kernel: rows × pv_block_steps()
+// Keys of V the P·V micro-kernel reads between reports to the tile prefetcher (its
+// accumulators are loaded and stored once per run).
+constexpr int kPvPrefetchKeys = 8;
 
 inline float max_f(float a, float b) {
   return a > b ? a : b;
@@ -216,13 +219,15 @@ inline void qk_block(const float* q, int64_t qs, const RowT* const* k, int64_t d
     for (int kb = 0; kb < KB; ++kb) acc[rb][kb] = V::zero();
   }
   const int64_t steps = d / kP;
+  // Reported once for the block: a call inside the loop below (it writes the prefetcher's
+  // state) keeps the compiler from holding acc in registers across steps.
+  consumed(pf, KB * d * static_cast<int64_t>(sizeof(RowT)));
   for (int64_t p = 0; p < steps; ++p) {
     V qa[RB], qb[RB];
     for (int rb = 0; rb < RB; ++rb) {
       qa[rb] = V::load(q + rb * qs + p * kP);
       qb[rb] = V::load(q + rb * qs + p * kP + kW);
     }
-    consumed(pf, KB * kP * static_cast<int64_t>(sizeof(RowT)));
     for (int kb = 0; kb < KB; ++kb) {
       V ka, kb2;
       load_pair(k[kb] + p * kP, ka, kb2);
@@ -232,27 +237,80 @@ inline void qk_block(const float* q, int64_t qs, const RowT* const* k, int64_t d
       }
     }
   }
+  // Reduced with compile-time indices only: a run-time index into acc (a tail loop below, say)
+  // makes the compiler keep acc in memory and store all RB·KB accumulators every step.
+  float sums[RB][KB];
   if constexpr (KB == 1 && RB == 4) {
-    // One key, four rows: the four sums in one reduction.
-    float sums[4];
-    reduce_add4(acc[0][0], acc[1][0], acc[2][0], acc[3][0], sums);
-    for (int rb = 0; rb < RB; ++rb) {
-      for (int64_t i = steps * kP; i < d; ++i) sums[rb] += q[rb * qs + i] * load_one(k[0] + i);
-      s[rb * ss] = sums[rb];
+    float four[4];  // one key, four rows: the four sums in one reduction
+    reduce_add4(acc[0][0], acc[1][0], acc[2][0], acc[3][0], four);
+    for (int rb = 0; rb < 4; ++rb) sums[rb][0] = four[rb];
+  } else if constexpr (KB == 4) {
+    [&]<int... R>(std::integer_sequence<int, R...>) {
+      (reduce_add4(acc[R][0], acc[R][1], acc[R][2], acc[R][3], sums[R]), ...);
     }
-    return;
+    (std::make_integer_sequence<int, RB>{});
+  } else {
+    [&]<int... I>(std::integer_sequence<int, I...>) {
+      ((sums[I / KB][I % KB] = reduce_add(acc[I / KB][I % KB])), ...);
+    }
+    (std::make_integer_sequence<int, RB * KB>{});
   }
   for (int rb = 0; rb < RB; ++rb) {
-    float sums[KB];
-    if constexpr (KB == 4) {
-      reduce_add4(acc[rb][0], acc[rb][1], acc[rb][2], acc[rb][3], sums);
-    } else {
-      for (int kb = 0; kb < KB; ++kb) sums[kb] = reduce_add(acc[rb][kb]);
-    }
     for (int kb = 0; kb < KB; ++kb) {
-      for (int64_t i = steps * kP; i < d; ++i) sums[kb] += q[rb * qs + i] * load_one(k[kb] + i);
-      s[rb * ss + kb] = sums[kb];
+      float sum = sums[rb][kb];
+      for (int64_t i = steps * kP; i < d; ++i) sum += q[rb * qs + i] * load_one(k[kb] + i);
+      s[rb * ss + kb] = sum;
     }
+  }
+}
+
+// Pair steps of o the P·V micro-kernel accumulates per pass over the keys: with 32 zmm,
+// 4 rows × 2 steps = 16 accumulators hide the FMA latency twice over and share each weight
+// broadcast between two steps; 16 ymm hold only 4 rows × 1 step.
+template <class V>
+constexpr int pv_block_steps() {
+  return V::kWidth >= 16 ? 2 : 1;
+}
+
+// o[rb] += Σ_j w[rb·ws + j]·v[j] for RB rows over keys [j0, j1), pair steps [p0, p0 + PS)
+// of o and v (the same lane order). The accumulators live in registers only if no store
+// through another pointer (the prefetcher's) happens in this loop: callers report reads
+// between calls.
+template <class V, int RB, int PS, class RowT>
+inline void pv_keys(const float* w, int64_t ws, const RowT* const* v, int j0, int j1, int64_t p0,
+                    float* o, int64_t os) {
+  constexpr int kW = V::kWidth;
+  constexpr int kP = 2 * kW;
+  V acc[RB][2 * PS];
+  for (int rb = 0; rb < RB; ++rb) {
+    for (int x = 0; x < 2 * PS; ++x) acc[rb][x] = V::load(o + rb * os + p0 * kP + x * kW);
+  }
+  for (int j = j0; j < j1; ++j) {
+    V vv[2 * PS];
+    for (int ps = 0; ps < PS; ++ps) load_pair(v[j] + (p0 + ps) * kP, vv[2 * ps], vv[2 * ps + 1]);
+    for (int rb = 0; rb < RB; ++rb) {
+      const V wj = V::set1(w[rb * ws + j]);
+      for (int x = 0; x < 2 * PS; ++x) acc[rb][x] = mul_add(wj, vv[x], acc[rb][x]);
+    }
+  }
+  for (int rb = 0; rb < RB; ++rb) {
+    for (int x = 0; x < 2 * PS; ++x) acc[rb][x].store(o + rb * os + p0 * kP + x * kW);
+  }
+}
+
+// pv_keys over keys [0, n) in runs of kPvPrefetchKeys, reporting each run's reads to pf.
+template <class V, int RB, int PS, class RowT, class Pf>
+inline void pv_pass(const float* w, int64_t ws, const RowT* const* v, int n, int64_t p0, float* o,
+                    int64_t os, Pf* pf) {
+  constexpr int kP = 2 * V::kWidth;
+  if (pf == nullptr) {  // nothing to report: one run, accumulators loaded and stored once
+    pv_keys<V, RB, PS>(w, ws, v, 0, n, p0, o, os);
+    return;
+  }
+  for (int j0 = 0; j0 < n; j0 += kPvPrefetchKeys) {
+    const int j1 = std::min(n, j0 + kPvPrefetchKeys);
+    consumed(pf, (j1 - j0) * PS * kP * static_cast<int64_t>(sizeof(RowT)));
+    pv_keys<V, RB, PS>(w, ws, v, j0, j1, p0, o, os);
   }
 }
 
@@ -260,32 +318,12 @@ inline void qk_block(const float* q, int64_t qs, const RowT* const* k, int64_t d
 template <class V, int RB, class RowT, class Pf>
 inline void pv_block(const float* w, int64_t ws, const RowT* const* v, int n, int64_t d, float* o,
                      int64_t os, Pf* pf) {
-  constexpr int kW = V::kWidth;
-  constexpr int kP = 2 * kW;
+  constexpr int kP = 2 * V::kWidth;
+  constexpr int kPs = pv_block_steps<V>();
   const int64_t steps = d / kP;
-  for (int64_t p = 0; p < steps; ++p) {
-    V acc_a[RB], acc_b[RB];
-    for (int rb = 0; rb < RB; ++rb) {
-      acc_a[rb] = V::load(o + rb * os + p * kP);
-      acc_b[rb] = V::load(o + rb * os + p * kP + kW);
-    }
-    for (int j = 0; j < n; ++j) {
-      if (j % kPvPrefetchKeys == 0) {
-        consumed(pf, std::min(kPvPrefetchKeys, n - j) * kP * static_cast<int64_t>(sizeof(RowT)));
-      }
-      V va, vb;
-      load_pair(v[j] + p * kP, va, vb);
-      for (int rb = 0; rb < RB; ++rb) {
-        const V wj = V::set1(w[rb * ws + j]);
-        acc_a[rb] = mul_add(wj, va, acc_a[rb]);
-        acc_b[rb] = mul_add(wj, vb, acc_b[rb]);
-      }
-    }
-    for (int rb = 0; rb < RB; ++rb) {
-      acc_a[rb].store(o + rb * os + p * kP);
-      acc_b[rb].store(o + rb * os + p * kP + kW);
-    }
-  }
+  int64_t p = 0;
+  for (; p + kPs <= steps; p += kPs) pv_pass<V, RB, kPs>(w, ws, v, n, p, o, os, pf);
+  for (; p < steps; ++p) pv_pass<V, RB, 1>(w, ws, v, n, p, o, os, pf);
   for (int64_t i = steps * kP; i < d; ++i) {
     for (int rb = 0; rb < RB; ++rb) {
       float acc = o[rb * os + i];
