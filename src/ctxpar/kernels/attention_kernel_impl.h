@@ -51,7 +51,6 @@ constexpr int qk_block_rows() {
 }
 constexpr int kQkKeys = 4;
 
-constexpr int kPvRows = 4;  // register block of the P·V micro-kernel: rows × pv_block_steps()
 // Keys of V the P·V micro-kernel reads between reports to the tile prefetcher (its
 // accumulators are loaded and stored once per run).
 constexpr int kPvPrefetchKeys = 8;
@@ -271,6 +270,13 @@ template <class V>
 constexpr int pv_block_steps() {
   return V::kWidth >= 16 ? 2 : 1;
 }
+// Rows of the P·V register block: 6 × 2 steps = 24 zmm accumulators (+ 4 values, 1 weight),
+// so a job with many rows per head (MLA's 16) reads each value tile from L2 in 3 passes, not
+// 4; 16 ymm hold 4 × 1 step.
+template <class V>
+constexpr int pv_block_rows() {
+  return V::kWidth >= 16 ? 6 : 4;
+}
 
 // o[rb] += Σ_j w[rb·ws + j]·v[j] for RB rows over keys [j0, j1), pair steps [p0, p0 + PS)
 // of o and v (the same lane order). The accumulators live in registers only if no store
@@ -419,11 +425,18 @@ inline void tile_scores(const float* q, int64_t qs, int heads, int head_rows, co
 template <class V, class RowT, class Pf>
 inline void tile_values(const float* p, int rows, const RowT* const* v, int n, int64_t dv, float* o,
                         int64_t os, Pf* pf) {
-  for (int r = 0; r < rows; r += kPvRows) {
+  constexpr int kRows = pv_block_rows<V>();
+  for (int r = 0; r < rows; r += kRows) {
     const float* pr = p + static_cast<int64_t>(r) * kKeyTile;
     float* orow = o + r * os;
     Pf* first = r == 0 ? pf : nullptr;
-    switch (std::min(kPvRows, rows - r)) {
+    switch (std::min(kRows, rows - r)) {
+      case 6:
+        if constexpr (kRows >= 6) pv_block<V, 6>(pr, kKeyTile, v, n, dv, orow, os, first);
+        break;
+      case 5:
+        if constexpr (kRows >= 5) pv_block<V, 5>(pr, kKeyTile, v, n, dv, orow, os, first);
+        break;
       case 4:
         pv_block<V, 4>(pr, kKeyTile, v, n, dv, orow, os, first);
         break;
