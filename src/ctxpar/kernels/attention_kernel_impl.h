@@ -426,11 +426,15 @@ template <class V, class RowT, class Pf>
 inline void tile_values(const float* p, int rows, const RowT* const* v, int n, int64_t dv, float* o,
                         int64_t os, Pf* pf) {
   constexpr int kRows = pv_block_rows<V>();
-  for (int r = 0; r < rows; r += kRows) {
+  // As few blocks as kRows allows, as even as they go (8 rows: 4 + 4, not 6 + 2, whose
+  // 2-row block is bound by the FMA latency of its few accumulators).
+  const int blocks = (rows + kRows - 1) / kRows;
+  const int per = (rows + blocks - 1) / blocks;
+  for (int r = 0; r < rows; r += per) {
     const float* pr = p + static_cast<int64_t>(r) * kKeyTile;
     float* orow = o + r * os;
     Pf* first = r == 0 ? pf : nullptr;
-    switch (std::min(kRows, rows - r)) {
+    switch (std::min(per, rows - r)) {
       case 6:
         if constexpr (kRows >= 6) pv_block<V, 6>(pr, kKeyTile, v, n, dv, orow, os, first);
         break;
