@@ -1,8 +1,9 @@
 #include "ctxpar/kernels/activation.h"
 
-#include <cmath>
-
+#include "ctxpar/core/cpu_features.h"
 #include "ctxpar/core/error.h"
+#include "ctxpar/kernels/activation_kernel.h"
+#include "ctxpar/kernels/merge_kernel.h"  // check_isa_available
 
 namespace ctxpar::kernels {
 namespace {
@@ -22,18 +23,39 @@ void check_silu_and_mul_shapes(const char* op, const Tensor& x, const Tensor& y)
 
 }  // namespace
 
-void silu_and_mul(const Tensor& x, Tensor& y) {
+void silu_and_mul(const Tensor& x, Tensor& y, ThreadPool* pool) {
   check_silu_and_mul_shapes("silu_and_mul", x, y);
-  const int64_t inter = y.size(1);
-  for (int64_t t = 0; t < x.size(0); ++t) {
-    const float* gate = x.data<float>() + t * x.stride(0);
-    const float* up = gate + inter;
-    float* out = y.data<float>() + t * y.stride(0);
-    for (int64_t i = 0; i < inter; ++i) {
-      const float g = gate[i];
-      out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  const int64_t inter = y.size(1), tokens = x.size(0);
+  const detail::SiluMulFn row = detail::silu_mul_kernel(active_isa());
+  const auto rows = [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* gate = x.data<float>() + t * x.stride(0);
+      row(gate, gate + inter, inter, y.data<float>() + t * y.stride(0));
     }
+  };
+  // Whole rows per task; one decode token (a few µs of work) stays on the calling thread.
+  if (pool == nullptr || pool->num_threads() == 1 || tokens == 1) {
+    rows(0, tokens, 0);
+    return;
   }
+  pool->parallel_for(tokens, 1, rows);
 }
+
+namespace detail {
+
+SiluMulFn silu_mul_kernel(Isa isa) {
+  check_isa_available(isa);
+  switch (isa) {
+    case Isa::kAvx512:
+      return kSiluMulAvx512;
+    case Isa::kAvx2:
+      return kSiluMulAvx2;
+    case Isa::kScalar:
+      break;
+  }
+  return kSiluMulScalar;
+}
+
+}  // namespace detail
 
 }  // namespace ctxpar::kernels

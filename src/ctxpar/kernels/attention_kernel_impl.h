@@ -14,8 +14,8 @@
 //                               inside;
 //     online softmax per row: m' = max(m, max S), P = 2^(S − m'), l = l·2^(m − m') + ΣP,
 //                              o *= 2^(m − m');
-//     O[rows, dv] += P · V     outer products, 4 rows × two pair steps (AVX-512; one on AVX2)
-//                              per register block;
+//     O[rows, dv] += P · V     outer products in register blocks of up to 6 rows × two pair
+//                              steps (AVX-512; 4 rows × one step on AVX2);
 //     meanwhile the next tile's K and V rows are prefetched (TilePrefetch, below).
 //   Finally o /= l and lse = (m + log2 l)·ln 2; a row that saw no key gets o = 0, lse = -inf.
 // All query heads of a KV head are rows of the same job, so every K/V row is loaded from
@@ -264,8 +264,8 @@ inline void qk_block(const float* q, int64_t qs, const RowT* const* k, int64_t d
 }
 
 // Pair steps of o the P·V micro-kernel accumulates per pass over the keys: with 32 zmm,
-// 4 rows × 2 steps = 16 accumulators hide the FMA latency twice over and share each weight
-// broadcast between two steps; 16 ymm hold only 4 rows × 1 step.
+// two steps give each row 4 accumulators (16 for 4 rows: twice what hides the FMA latency)
+// and share each weight broadcast between two steps; 16 ymm hold only 4 rows × 1 step.
 template <class V>
 constexpr int pv_block_steps() {
   return V::kWidth >= 16 ? 2 : 1;

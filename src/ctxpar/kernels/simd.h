@@ -16,7 +16,7 @@
 //       reads 2·kWidth bf16 values; element 2i goes to even[i], 2i+1 to odd[i]. This is the
 //       cheap bf16→f32 conversion (one shift, one mask), at the price of de-interleaving the
 //       elements: kernels keep the other operand in the same "pair lane order" (see below).
-//   a + b, a - b, a * b, mul_add(a, b, c) = a·b + c (fused where the ISA has FMA)
+//   a + b, a - b, a * b, a / b, mul_add(a, b, c) = a·b + c (fused where the ISA has FMA)
 //   max(a, b), reduce_add(a), reduce_max(a)
 //   reduce_add4(a, b, c, d, float* out)   out[0..3] = horizontal sums of a, b, c, d
 //   exp2(a)                          2^a for a <= 127; a < -126, -inf and NaN give exactly 0

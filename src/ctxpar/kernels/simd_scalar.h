@@ -27,6 +27,7 @@ struct Vec1 {
   friend Vec1 operator+(Vec1 a, Vec1 b) { return {a.v + b.v}; }
   friend Vec1 operator-(Vec1 a, Vec1 b) { return {a.v - b.v}; }
   friend Vec1 operator*(Vec1 a, Vec1 b) { return {a.v * b.v}; }
+  friend Vec1 operator/(Vec1 a, Vec1 b) { return {a.v / b.v}; }
   // Not std::fma: without hardware FMA that is a slow library call.
   friend Vec1 mul_add(Vec1 a, Vec1 b, Vec1 c) { return {a.v * b.v + c.v}; }
   friend Vec1 max(Vec1 a, Vec1 b) { return {a.v > b.v ? a.v : b.v}; }

@@ -22,6 +22,7 @@ class GatedMlp {
  private:
   ColumnParallelLinear gate_up_;  // [2·I / T, hidden]: this rank's gate rows then up rows
   RowParallelLinear down_;
+  ThreadPool* pool_;  // the rank's, for the activation over a prefill's rows
 };
 
 }  // namespace ctxpar::model
