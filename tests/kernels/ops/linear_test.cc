@@ -95,8 +95,8 @@ TEST_F(LinearTest, Bf16WeightsMatchReferenceOnRoundedValues) {
 }
 
 TEST_F(LinearTest, Bf16WeightsWithLongRowsAndSeveralChunksAndRowRanges) {
-  // Enough rows for several pool tasks and several 128-row weight tiles with a partial last
-  // one, a long odd input dim.
+  // Enough rows for several pool tasks and, on one thread, two 512-row weight tiles with a
+  // partial last one; a long odd input dim.
   const int64_t tokens = 37, in = 4099, out = 2 * uniform_int(260, 300) + 1;
   const Tensor w = random({out, in}, DType::kBF16);
   const std::optional<Tensor> bias = random({out});
