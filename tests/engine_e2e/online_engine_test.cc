@@ -287,18 +287,28 @@ TEST(OnlineEngine, ALoadFailureEndsQueuedRequestsAndIsRethrown) {
   config.kv_cache_memory = 4096;  // not one max_model_len request
   bool loaded = true;
   std::optional<FinishReason> reason;
-  std::string message;
+  std::string finish_message;
+  std::string refused;  // add_request's error when the load had already failed
+  std::string message;  // what run_online_engine rethrew
   try {
     run_online_engine(config, [&](OnlineEngine& engine) {
       std::mutex mu;
       std::condition_variable cv;
-      engine.add_request(EngineRequest{.id = "a", .prompt_token_ids = {5, 6, 7}},
-                         [&](RequestOutput o) {
-                           std::lock_guard lock(mu);
-                           reason = o.finish_reason;
-                           cv.notify_all();
-                         });
+      // The load runs beside this thread and may fail before the request arrives: then
+      // add_request must refuse it with the load's error instead of queueing it.
+      try {
+        engine.add_request(EngineRequest{.id = "a", .prompt_token_ids = {5, 6, 7}},
+                           [&](RequestOutput o) {
+                             std::lock_guard lock(mu);
+                             reason = o.finish_reason;
+                             finish_message = o.finish_message;
+                             cv.notify_all();
+                           });
+      } catch (const Error& e) {
+        refused = e.what();
+      }
       loaded = engine.wait_until_loaded();
+      if (!refused.empty()) return;
       std::unique_lock lock(mu);
       cv.wait_for(lock, std::chrono::seconds(60), [&] { return reason.has_value(); });
     });
@@ -306,8 +316,14 @@ TEST(OnlineEngine, ALoadFailureEndsQueuedRequestsAndIsRethrown) {
     message = e.what();
   }
   EXPECT_FALSE(loaded);
-  EXPECT_EQ(reason, FinishReason::kError);
   EXPECT_NE(message.find("--kv-cache-memory"), std::string::npos) << message;
+  if (refused.empty()) {
+    EXPECT_EQ(reason, FinishReason::kError);
+    EXPECT_NE(finish_message.find("--kv-cache-memory"), std::string::npos) << finish_message;
+  } else {
+    EXPECT_FALSE(reason.has_value());
+    EXPECT_NE(refused.find("--kv-cache-memory"), std::string::npos) << refused;
+  }
 }
 
 TEST(OnlineEngine, ShutdownDrainsOrAborts) {
