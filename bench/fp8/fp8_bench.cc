@@ -8,6 +8,10 @@
 //   expert's down_proj). Enough copies of W are rotated that their total exceeds 1 GiB, so
 //   every call reads W from DRAM. Reported: GB/s of weight + scale bytes, and "of_read" = that
 //   / the read ceiling of the same thread count (goal >= 0.8); the label names the ISA.
+// - FP8 prefill (512 tokens) at an expert's gate / up_proj 2048 × 7168 and down_proj
+//   7168 × 2048 (and a dense layer's 18432 × 7168 on 2 threads), 1 and 2 threads: GFLOP/s and
+//   "of_sgemm" = that / the same linear with its weights already in f32 (oneDNN's sgemm, no
+//   dequantization: the ceiling of a path that dequantizes into it), the two alternated.
 // - Decode tokens/s of a DeepSeek-V3-shaped model with dummy weights (hidden 7168, 128 heads,
 //   MLA 1536/512, one dense layer and one MoE layer of 16 routed experts top-8 plus a shared
 //   one, vocab 8192), FP8 linears (quantized at load) against the same model in bf16, both
@@ -27,6 +31,7 @@
 #include "ctxpar/comm/parallel_groups.h"
 #include "ctxpar/core/cpu_features.h"
 #include "ctxpar/core/thread_pool.h"
+#include "ctxpar/kernels/linear.h"
 #include "ctxpar/kernels/linear_fp8.h"
 #include "ctxpar/kv/block_pool.h"
 #include "ctxpar/kv/block_table.h"
@@ -109,6 +114,43 @@ BENCHMARK(BM_Fp8Gemv)
     ->Args({7168, 2048, 1})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(2.0);
+
+// ---------------------------------------------------------------------------------------
+// FP8 prefill against the sgemm on f32 weights.
+
+void BM_Fp8Prefill(benchmark::State& state) {
+  const int64_t out = state.range(0), in = state.range(1), tokens = 512;
+  const int threads = static_cast<int>(state.range(2));
+  const kernels::Fp8Weight w = random_fp8(out, in, 1);
+  const kernels::Fp8Linear fp8(w);
+  const kernels::Linear f32(kernels::dequantize_fp8(w));
+  ThreadPool pool(threads);
+  Tensor x = Tensor::empty({tokens, in}, DType::kF32);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i % 7) - 3);
+  Tensor y = Tensor::empty({tokens, out}, DType::kF32);
+  fp8.forward(x, y, pool);  // warm up: primitives and scratch
+  f32.forward(x, y, pool);
+  double best_fp8 = 1e300, best_f32 = 1e300;
+  for (auto _ : state) {
+    best_fp8 = std::min(best_fp8, bench::timed([&] { fp8.forward(x, y, pool); }).wall);
+    best_f32 = std::min(best_f32, bench::timed([&] { f32.forward(x, y, pool); }).wall);
+    benchmark::DoNotOptimize(y.raw());
+  }
+  const double flops = 2.0 * static_cast<double>(tokens * out * in);
+  state.counters["GFLOP/s"] = flops / best_fp8 / 1e9;
+  state.counters["sgemm_GFLOP/s"] = flops / best_f32 / 1e9;
+  state.counters["of_sgemm"] = best_f32 / best_fp8;
+  state.SetLabel(std::string("isa=") + std::string(isa_name(active_isa())));
+}
+BENCHMARK(BM_Fp8Prefill)
+    ->ArgNames({"out", "in", "threads"})
+    ->Args({2048, 7168, 1})
+    ->Args({2048, 7168, 2})
+    ->Args({7168, 2048, 1})
+    ->Args({7168, 2048, 2})
+    ->Args({18432, 7168, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
 
 // ---------------------------------------------------------------------------------------
 // Decode tokens/s, FP8 vs bf16.

@@ -212,6 +212,34 @@ TEST_F(Fp8Test, LinearMatchesTheReferenceOnBothPathsWithAndWithoutAPool) {
   }
 }
 
+// A prefill past one 512-token chunk, its rows split over pools of 2 and 3 threads (tasks of
+// 64-row multiples that cut 128-row scale blocks and tiles of several blocks).
+TEST_F(Fp8Test, LongPrefillOverAPoolMatchesTheReference) {
+  ThreadPool two(2), three(3);
+  for (int rep = 0; rep < 4; ++rep) {
+    const int64_t out = uniform_int(65, 700), in = uniform_int(1, 300);
+    const int64_t tokens = uniform_int(513, 1100);
+    const DType act = rep % 2 ? DType::kBF16 : DType::kF32;
+    SCOPED_TRACE(testing::Message()
+                 << out << "x" << in << " tokens " << tokens << " " << dtype_name(act));
+    const Fp8Weight w = random_weight(out, in);
+    const Fp8Linear lin(w, std::nullopt, act);
+    const Tensor wide = random({tokens, in + 3});
+    const Tensor x = wide.slice(1, 1, 1 + in);
+    Tensor want = Tensor::empty({tokens, out}, DType::kF32);
+    fp8_linear_reference(x, w, nullptr, act, want);
+    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two, &three}) {
+      Tensor y = poisoned({tokens, out});
+      if (pool != nullptr) {
+        lin.forward(x, y, *pool);
+      } else {
+        lin.forward(x, y);
+      }
+      EXPECT_LE(relative_error(y, want), 2e-6) << (pool ? pool->num_threads() : 1) << " threads";
+    }
+  }
+}
+
 TEST_F(Fp8Test, BlockQuantizationStaysWithinE4m3Rounding) {
   for (bool ue8m0 : {false, true}) {
     const int64_t out = uniform_int(1, 300), in = uniform_int(1, 300);

@@ -27,15 +27,6 @@ Path choose_path(DType weight_dtype) {
   return detail::onednn_native_bf16() ? Path::kBf16Native : Path::kBf16ViaF32;
 }
 
-// Weight rows converted to f32 at a time on the kBf16ViaF32 path (N of one sgemm): 512 where
-// they fit kTileBytes, the pool thread's scratch. Wider tiles amortize oneDNN's per-call work
-// over more columns (kernels_linear_bench prefill, 1 thread: 128 rows 130 GFLOP/s, 256 135,
-// 512 141, 1024 140); the cap bounds the scratch for long rows (in 28672: 146 rows).
-constexpr int64_t kTileBytes = int64_t{16} << 20;
-int64_t tile_rows(int64_t in) {
-  return std::clamp<int64_t>(kTileBytes / (in * static_cast<int64_t>(sizeof(float))), 64, 512);
-}
-
 // Row stride as oneDNN wants it: a single row's stride is meaningless, so use the row length.
 int64_t row_stride(const Tensor& t) {
   return t.size(0) <= 1 ? t.size(1) : t.stride(0);
@@ -252,7 +243,7 @@ void Linear::Impl::forward_bf16(const Tensor& x, Tensor& y, ThreadPool* pool) co
           cache.run(s, xb, wp + o0 * ldw, bp ? bp + o0 : nullptr, nullptr, yb + o0);
           return;
         }
-        const int64_t rows_per_tile = tile_rows(in);
+        const int64_t rows_per_tile = detail::f32_tile_rows(in);
         thread_local std::vector<float> tile;  // this pool thread's [rows_per_tile, in]
         tile.resize(static_cast<size_t>(rows_per_tile * in));
         for (int64_t r0 = o0; r0 < o0 + no; r0 += rows_per_tile) {

@@ -23,6 +23,16 @@ constexpr int64_t kOneDnnTokenChunk = 512;
 // vector blocks of oneDNN's.
 constexpr int64_t kDirectRowGrain = 64;
 
+// Weight rows converted to f32 at a time where oneDNN's sgemm runs on converted weight tiles
+// (bf16 without native bf16 GEMM, FP8): 512 where they fit 16 MiB of a pool thread's scratch.
+// Wider tiles amortize oneDNN's per-call work over more columns (kernels_linear_bench prefill,
+// 1 thread: 128 rows 130 GFLOP/s, 256 135, 512 141, 1024 140); the cap bounds the scratch for
+// long rows (in 28672: 146 rows).
+inline int64_t f32_tile_rows(int64_t in) {
+  constexpr int64_t kTileBytes = int64_t{16} << 20;
+  return std::clamp<int64_t>(kTileBytes / (in * static_cast<int64_t>(sizeof(float))), 64, 512);
+}
+
 // Rows per task for `rows` output rows on `threads` threads: two contiguous ranges per thread
 // (a GEMM wants few large N blocks; two let a thread that another process slowed hand work
 // over), a multiple of kDirectRowGrain.

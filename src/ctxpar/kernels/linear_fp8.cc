@@ -7,6 +7,7 @@
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/core/fp8.h"
+#include "ctxpar/kernels/linear_direct_split.h"
 #include "ctxpar/kernels/linear_fp8_kernel.h"
 #include "ctxpar/kernels/linear_matmul_cache.h"
 
@@ -54,6 +55,14 @@ int64_t row_stride(const Tensor& t) {
   return t.size(0) <= 1 ? t.size(1) : t.stride(0);
 }
 
+// dst [tokens, in] (row stride in) = src [tokens, in] (row stride ld) rounded to bf16, kept f32.
+void round_to_bf16(const float* src, int64_t ld, int64_t tokens, int64_t in, float* dst) {
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t i = 0; i < in; ++i)
+      dst[t * in + i] = bf16::to_f32(bf16::from_f32(src[t * ld + i]));
+  }
+}
+
 }  // namespace
 
 Shape fp8_scale_shape(int64_t out, int64_t in) {
@@ -70,7 +79,8 @@ struct Fp8Linear::Impl {
   void forward(const Tensor& x, Tensor& y, ThreadPool* pool) const;
   void gemv(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
             ThreadPool* pool) const;
-  void prefill(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy) const;
+  void prefill(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
+               ThreadPool* pool) const;
 };
 
 Fp8Linear::Fp8Linear(Fp8Weight w, std::optional<Tensor> bias, DType activation_dtype)
@@ -160,25 +170,21 @@ void Fp8Linear::Impl::forward(const Tensor& x, Tensor& y, ThreadPool* pool) cons
                x.size(0), out, y.defined() ? y.describe() : "an undefined tensor");
   const int64_t tokens = x.size(0);
   if (tokens == 0) return;
-  const float* xp = x.data<float>();
-  int64_t ldx = row_stride(x);
-  thread_local std::vector<float> rounded;  // x rounded to bf16 (kept as f32)
-  if (activation_dtype == DType::kBF16) {
-    rounded.resize(static_cast<size_t>(tokens * in));
-    for (int64_t t = 0; t < tokens; ++t) {
-      for (int64_t i = 0; i < in; ++i) {
-        rounded[static_cast<size_t>(t * in + i)] = bf16::to_f32(bf16::from_f32(xp[t * ldx + i]));
-      }
-    }
-    xp = rounded.data();
-    ldx = in;
-  }
   float* yp = y.data<float>();
   const int64_t ldy = row_stride(y);
   if (tokens <= detail::kFp8GemvMaxTokens) {
+    const float* xp = x.data<float>();
+    int64_t ldx = row_stride(x);
+    thread_local std::vector<float> rounded;  // [tokens <= 4, in]: x rounded to bf16
+    if (activation_dtype == DType::kBF16) {
+      rounded.resize(static_cast<size_t>(tokens * in));
+      round_to_bf16(xp, ldx, tokens, in, rounded.data());
+      xp = rounded.data();
+      ldx = in;
+    }
     gemv(xp, ldx, tokens, yp, ldy, pool);
   } else {
-    prefill(xp, ldx, tokens, yp, ldy);
+    prefill(x.data<float>(), row_stride(x), tokens, yp, ldy, pool);
   }
   if (bias) {
     const float* b = bias->data<float>();
@@ -213,25 +219,37 @@ void Fp8Linear::Impl::gemv(const float* x, int64_t ldx, int64_t tokens, float* y
   }
 }
 
-void Fp8Linear::Impl::prefill(const float* x, int64_t ldx, int64_t tokens, float* y,
-                              int64_t ldy) const {
+void Fp8Linear::Impl::prefill(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
+                              ThreadPool* pool) const {
   const detail::Fp8Kernels& k = detail::fp8_kernels(active_isa());
   const auto* wq = static_cast<const uint8_t*>(w.weight.raw());
   const int64_t ldw = row_stride(w.weight);
-  thread_local std::vector<float> tile;  // [128, in] dequantized rows
-  tile.resize(static_cast<size_t>(kFp8Block * in));
-  for (int64_t r0 = 0; r0 < out; r0 += kFp8Block) {
-    const int64_t nr = std::min(kFp8Block, out - r0);
-    k.dequantize(wq, ldw, w.scale_inv.data<float>(), blocks(in), in, r0, nr, tile.data(), in);
-    detail::MatmulShape s;
-    s.m = tokens;
-    s.k = in;
-    s.n = nr;
-    s.lda = ldx;
-    s.ldw = in;
-    s.ldc = ldy;
-    cache.run(s, x, tile.data(), nullptr, nullptr, y + r0);
-  }
+  const bool round = activation_dtype == DType::kBF16;
+  thread_local std::vector<float> rounded;  // [<= kOneDnnTokenChunk, in]: a chunk of x in bf16
+  if (round) rounded.resize(static_cast<size_t>(std::min(tokens, detail::kOneDnnTokenChunk) * in));
+  const float* xr = rounded.data();  // the calling thread's buffer, read by the pool's tasks
+  detail::for_token_chunks(
+      pool, tokens, out, detail::kOneDnnTokenChunk,
+      [&](int64_t t0, int64_t nt) {
+        if (round) round_to_bf16(x + t0 * ldx, ldx, nt, in, rounded.data());
+      },
+      [&](int64_t t0, int64_t nt, int64_t o0, int64_t no) {
+        const int64_t rows_per_tile = detail::f32_tile_rows(in);
+        thread_local std::vector<float> tile;  // this pool thread's [rows_per_tile, in]
+        tile.resize(static_cast<size_t>(rows_per_tile * in));
+        for (int64_t r0 = o0; r0 < o0 + no; r0 += rows_per_tile) {
+          const int64_t nr = std::min(rows_per_tile, o0 + no - r0);
+          k.dequantize(wq, ldw, w.scale_inv.data<float>(), blocks(in), in, r0, nr, tile.data(), in);
+          detail::MatmulShape s;
+          s.m = nt;
+          s.k = in;
+          s.n = nr;
+          s.lda = round ? in : ldx;
+          s.ldw = in;
+          s.ldc = ldy;
+          cache.run(s, round ? xr : x + t0 * ldx, tile.data(), nullptr, nullptr, y + t0 * ldy + r0);
+        }
+      });
 }
 
 Tensor dequantize_fp8(const Fp8Weight& w) {

@@ -9,16 +9,16 @@
 //     registers (AVX-512 / AVX2 / scalar, picked at run time; linear_fp8_kernel.h), several
 //     rows per iteration with every token's activations in registers. The block scales are
 //     folded into a per-128-row-block copy of x, so the inner loop is a plain dot product.
-//   prefill, more tokens: 128-row tiles of W are dequantized to f32 and multiplied with
-//     oneDNN's f32 matmul (this CPU family has no bf16 matmul in oneDNN without AVX-512 BF16;
-//     the activations are the same numbers either way).
+//   prefill, more tokens: tiles of up to 512 rows of W are dequantized to f32 and multiplied
+//     with oneDNN's f32 matmul (this CPU family has no bf16 matmul in oneDNN without AVX-512
+//     BF16; the activations are the same numbers either way), 512 tokens at a time.
 // Numerics: products and sums in f32. With activation dtype bf16 (vLLM's --dtype bfloat16 for
 // an FP8 checkpoint: W8A16) x is first rounded to bf16, as for bf16 Linear weights.
 //
 // Memory: the given tensors are kept (shared storage, never copied or reordered): the FP8
 // bytes are the one persistent copy. Threads: forward may run concurrently on one object; the
-// GEMV splits its row blocks over the pool passed to forward; the prefill GEMM runs on the
-// calling thread's OpenMP team (see linear.h).
+// GEMV splits its row blocks over the pool passed to forward, the prefill its output rows
+// (each task dequantizes its own tiles into a per-thread scratch of at most 16 MiB).
 #pragma once
 
 #include <cstdint>
