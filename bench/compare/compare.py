@@ -240,11 +240,12 @@ def run_ctxpar(binary, model_dir, threads, context, decode_tokens):
     """(prefill tok/s, decode tok/s) from `ctxpar bench`: the prefill samples one token, then
     decode_tokens decode steps (so --output-len is decode_tokens + 1)."""
     kv_bytes = (context + decode_tokens + 64) * LAYERS * 2 * KV_HEADS * HEAD_DIM * 2
-    cmd = [binary, "bench", "--model", model_dir, "--dtype", "bfloat16", "--kv-cache-dtype",
-           "bfloat16", "--batch-sizes", "1", "--context-lengths", str(context), "--output-len",
-           str(decode_tokens + 1), "--threads-per-rank", str(threads), "--max-model-len",
-           str(context + decode_tokens + 1), "--kv-cache-memory",
-           str(max(kv_bytes * 2, 64 << 20)), "--json"]
+    # The checkpoint written for both engines, not `ctxpar bench`'s default of dummy weights.
+    cmd = [binary, "bench", "--model", model_dir, "--load-format", "safetensors", "--dtype",
+           "bfloat16", "--kv-cache-dtype", "bfloat16", "--batch-sizes", "1", "--context-lengths",
+           str(context), "--output-len", str(decode_tokens + 1), "--threads-per-rank",
+           str(threads), "--max-model-len", str(context + decode_tokens + 1),
+           "--kv-cache-memory", str(max(kv_bytes * 2, 64 << 20)), "--json"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     row = json.loads(out.strip().splitlines()[-1])[0]
     return row["prefill_tokens_per_second"], row["decode_tokens_per_second"]
