@@ -1,12 +1,11 @@
 #include "ctxpar/core/tensor.h"
 
-#include <sys/mman.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "ctxpar/core/error.h"
+#include "ctxpar/core/huge_block_cache.h"
 
 namespace ctxpar {
 namespace {
@@ -15,22 +14,31 @@ std::atomic<int64_t> g_live_bytes{0};
 std::atomic<int64_t> g_peak_bytes{0};
 std::atomic<int64_t> g_allocations{0};
 
-// Storage of at least this many bytes is aligned to a 2 MiB huge page and asks for
-// transparent huge pages: weights and KV caches are streamed from DRAM every decode step, and
-// with THP in "madvise" mode (Debian's default) 4 KiB pages read ~15% slower (TLB misses, the
-// prefetchers stopping at every page). Smaller tensors keep the 64-byte alignment.
-constexpr size_t kHugePageBytes = size_t{2} << 20;
-
-void* allocate_storage(size_t bytes) {
+// Storage of at least kHugePageBytes is whole huge pages from the block cache: weights and KV
+// caches are streamed from DRAM every decode step, and with THP in "madvise" mode (Debian's
+// default) 4 KiB pages read ~15% slower (TLB misses, the prefetchers stopping at every page);
+// activations of that size come and go in every layer of a prefill. Smaller tensors keep the
+// 64-byte alignment of the C allocator.
+size_t storage_bytes(size_t bytes) {
   if (bytes < kHugePageBytes) {
     const size_t rounded =
         (bytes + Tensor::kAlignment - 1) / Tensor::kAlignment * Tensor::kAlignment;
-    return std::aligned_alloc(Tensor::kAlignment, rounded == 0 ? Tensor::kAlignment : rounded);
+    return rounded == 0 ? Tensor::kAlignment : rounded;
   }
-  const size_t rounded = (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-  void* p = std::aligned_alloc(kHugePageBytes, rounded);
-  if (p != nullptr) madvise(p, rounded, MADV_HUGEPAGE);  // advisory: refused is fine
-  return p;
+  return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+}
+
+void* allocate_storage(size_t rounded) {
+  return rounded < kHugePageBytes ? std::aligned_alloc(Tensor::kAlignment, rounded)
+                                  : allocate_huge_block(rounded);
+}
+
+void free_storage(void* p, size_t rounded) {
+  if (rounded < kHugePageBytes) {
+    std::free(p);
+  } else {
+    release_huge_block(p, rounded);
+  }
 }
 
 std::vector<int64_t> contiguous_strides(const Shape& shape) {
@@ -159,7 +167,8 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   t.dtype_ = dtype;
   t.defined_ = true;
   const size_t bytes = t.nbytes();
-  void* p = allocate_storage(bytes);
+  const size_t rounded = storage_bytes(bytes);
+  void* p = allocate_storage(rounded);
   CTXPAR_CHECK(p != nullptr, "out of memory allocating {} bytes for {}", bytes, t.describe());
   const auto charged = static_cast<int64_t>(bytes);
   const int64_t live = g_live_bytes.fetch_add(charged) + charged;
@@ -167,9 +176,9 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   int64_t peak = g_peak_bytes.load();
   while (live > peak && !g_peak_bytes.compare_exchange_weak(peak, live)) {
   }
-  t.storage_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [charged](uint8_t* q) {
+  t.storage_ = std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [charged, rounded](uint8_t* q) {
     g_live_bytes.fetch_sub(charged);
-    std::free(q);
+    free_storage(q, rounded);
   });
   t.data_ = p;
   return t;

@@ -1,6 +1,7 @@
 // Tensor: a typed, strided view of memory that either owns its storage (64-byte aligned;
-// from 2 MiB up aligned to 2 MiB with transparent huge pages requested; shared by every view
-// sliced from it) or wraps memory someone else owns.
+// from 2 MiB up whole transparent huge pages, reused after a free by the next tensor of the
+// same size (huge_block_cache.h); shared by every view sliced from it) or wraps memory someone
+// else owns.
 //
 // Shapes are row-major; strides are in elements. Views (slice, select, view) never copy and
 // keep the owning storage alive. Element access goes through data<T>(), which checks the dtype.
