@@ -19,6 +19,7 @@ struct BenchOptions {
   std::string batch_sizes = "1,4";
   std::string context_lengths = "256,1024";
   int64_t output_len = 16;
+  int num_iters_warmup = 1;
   bool json = false;
 };
 
@@ -57,20 +58,28 @@ void run(const BenchOptions& o) {
   }
   for (int64_t batch : batches) {
     for (int64_t context : contexts) {
-      std::vector<engine::GenerationRequest> requests(static_cast<size_t>(batch));
-      for (auto& r : requests) {
-        for (int64_t i = 0; i < context; ++i)
-          r.prompt_token_ids.push_back(static_cast<int32_t>(rng() % 256));
-        r.params.temperature = 0;
-        r.params.max_tokens = o.output_len;
-        r.params.ignore_eos = true;
-      }
+      // Random prompts, new ones for every warm-up round (a repeated prompt would be served
+      // from the prefix cache).
+      const auto make_batch = [&] {
+        std::vector<engine::GenerationRequest> requests(static_cast<size_t>(batch));
+        for (auto& r : requests) {
+          for (int64_t i = 0; i < context; ++i)
+            r.prompt_token_ids.push_back(static_cast<int32_t>(rng() % 256));
+          r.params.temperature = 0;
+          r.params.max_tokens = o.output_len;
+          r.params.ignore_eos = true;
+        }
+        return requests;
+      };
+      engine::RunOptions run_options;
+      for (int w = 0; w < o.num_iters_warmup; ++w) run_options.warmup.push_back(make_batch());
+      const std::vector<engine::GenerationRequest> requests = make_batch();
       for (int dcp : dcps) {
         engine::EngineConfig c = base;
         c.decode_context_parallel_size = dcp;
         if (dcp == 1) c.cp_kv_cache_interleave_size = 1;
         if (c.max_model_len == 0) c.max_model_len = context + o.output_len;
-        const engine::GenerationResult r = engine::generate(c, requests);
+        const engine::GenerationResult r = engine::generate(c, requests, run_options);
         if (!is_output_rank()) continue;
         const auto& s = r.stats;
         const double prefill =
@@ -111,6 +120,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--context-lengths", o->context_lengths, "prompt tokens, comma-separated")
       ->capture_default_str();
   cmd->add_option("--output-len", o->output_len, "decode tokens per request")
+      ->capture_default_str();
+  cmd->add_option("--num-iters-warmup", o->num_iters_warmup,
+                  "batches of the same shape run first on the loaded engine, not timed")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "print one JSON array");
   cmd->callback([o] { run(*o); });

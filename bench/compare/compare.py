@@ -10,9 +10,10 @@ Measured, for each thread count, at batch 1:
   prefill P       prompt tokens per second for a P-token prompt
   decode 0-N      tokens per second decoding from a 1-token prompt up to context N
   decode at C     tokens per second of D decode tokens after a C-token prompt
-ctxpar runs `ctxpar bench` (bf16 KV cache); llama.cpp runs through llama-cpp-python's
-Llama.eval (flash attention on, f16 KV cache, n_batch 2048 / n_ubatch 512, its defaults but
-flash attention). Runs of the two engines alternate, each case is run --repeats times and
+ctxpar runs `ctxpar bench` (bf16 KV cache; one untimed warm-up batch of the same shape on the
+loaded engine, as llama.cpp's model stays loaded across repeats); llama.cpp runs through
+llama-cpp-python's Llama.eval (flash attention on, f16 KV cache, n_batch 2048 / n_ubatch 512,
+its defaults but flash attention). Runs of the two engines alternate, each case is run --repeats times and
 the best is kept, and the read ceiling (bench/support/read_ceiling, same threads) is
 measured right before every run: on these VMs bandwidth moves with host placement, so each
 figure is printed with the ceiling it ran beside. For decode, "roofline" is
@@ -245,7 +246,8 @@ def run_ctxpar(binary, model_dir, threads, context, decode_tokens):
            "bfloat16", "--kv-cache-dtype", "bfloat16", "--batch-sizes", "1", "--context-lengths",
            str(context), "--output-len", str(decode_tokens + 1), "--threads-per-rank",
            str(threads), "--max-model-len", str(context + decode_tokens + 1),
-           "--kv-cache-memory", str(max(kv_bytes * 2, 64 << 20)), "--json"]
+           "--kv-cache-memory", str(max(kv_bytes * 2, 64 << 20)), "--num-iters-warmup", "1",
+           "--json"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     row = json.loads(out.strip().splitlines()[-1])[0]
     return row["prefill_tokens_per_second"], row["decode_tokens_per_second"]

@@ -1,6 +1,7 @@
 // What `ctxpar bench` divides by: the engine's step statistics count prompt tokens as prefill
 // and only the tokens sampled by decode-only steps as decode (the token sampled at the end of
-// a prefill took no decode step).
+// a prefill took no decode step); warm-up batches run first and are left out of the stats and
+// the outputs.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -11,10 +12,7 @@
 namespace ctxpar::engine {
 namespace {
 
-TEST(EngineStats, DecodeTokensExcludeTheTokenSampledByThePrefill) {
-  const auto seed = std::random_device{}();
-  SCOPED_TRACE(fmt::format("seed {}", seed));
-  std::mt19937 rng(seed);
+EngineConfig tiny_config() {
   EngineConfig c;
   c.model = "builtin:tiny-llama";
   c.max_model_len = 64;
@@ -23,8 +21,13 @@ TEST(EngineStats, DecodeTokensExcludeTheTokenSampledByThePrefill) {
   c.dtype = "float32";
   c.kv_cache_memory = int64_t{16} << 20;
   c.threads_per_rank = 1;
+  return c;
+}
+
+// 1-3 greedy requests of random prompts; adds their prompt and decode token counts.
+std::vector<GenerationRequest> random_batch(std::mt19937& rng, int64_t& prompt_tokens,
+                                            int64_t& decode_tokens) {
   std::vector<GenerationRequest> requests(1 + rng() % 3);
-  int64_t prompt_tokens = 0, decode_tokens = 0;
   for (auto& r : requests) {
     const int64_t len = 1 + static_cast<int64_t>(rng() % 12);
     for (int64_t i = 0; i < len; ++i)
@@ -35,10 +38,47 @@ TEST(EngineStats, DecodeTokensExcludeTheTokenSampledByThePrefill) {
     prompt_tokens += len;
     decode_tokens += r.params.max_tokens - 1;
   }
-  const GenerationResult result = generate(c, requests);
+  return requests;
+}
+
+TEST(EngineStats, DecodeTokensExcludeTheTokenSampledByThePrefill) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  std::mt19937 rng(seed);
+  int64_t prompt_tokens = 0, decode_tokens = 0;
+  const std::vector<GenerationRequest> requests = random_batch(rng, prompt_tokens, decode_tokens);
+  const GenerationResult result = generate(tiny_config(), requests);
   EXPECT_EQ(result.stats.prefill_tokens, prompt_tokens);
   EXPECT_EQ(result.stats.decode_tokens, decode_tokens);
   EXPECT_EQ(result.stats.decode_seconds > 0, decode_tokens > 0);
+}
+
+TEST(EngineStats, WarmupBatchesAreLeftOutOfTheStatsAndTheOutputs) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  std::mt19937 rng(seed);
+  int64_t prompt_tokens = 0, decode_tokens = 0, unused = 0;
+  RunOptions options;
+  const int rounds = 1 + static_cast<int>(rng() % 3);
+  for (int w = 0; w < rounds; ++w) options.warmup.push_back(random_batch(rng, unused, unused));
+  const std::vector<GenerationRequest> requests = random_batch(rng, prompt_tokens, decode_tokens);
+  int64_t last_total = 0;
+  options.on_step = [&](const StepProgress& p) { last_total = p.total_requests; };
+  const GenerationResult warm = generate(tiny_config(), requests, options);
+  const GenerationResult cold = generate(tiny_config(), requests);
+  EXPECT_EQ(warm.stats.prefill_tokens, prompt_tokens);
+  EXPECT_EQ(warm.stats.decode_tokens, decode_tokens);
+  EXPECT_EQ(warm.stats.steps, cold.stats.steps);
+  EXPECT_EQ(warm.stats.prefix_cache.requests, cold.stats.prefix_cache.requests);
+  int64_t warmup_requests = 0;
+  for (const auto& round : options.warmup) warmup_requests += static_cast<int64_t>(round.size());
+  EXPECT_EQ(last_total, warmup_requests + static_cast<int64_t>(requests.size()));
+  ASSERT_EQ(warm.outputs.size(), requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(warm.outputs[i].id, cold.outputs[i].id);
+    EXPECT_EQ(warm.outputs[i].output_token_ids, cold.outputs[i].output_token_ids) << i;
+    EXPECT_EQ(warm.outputs[i].finish_reason, "length") << i;
+  }
 }
 
 }  // namespace

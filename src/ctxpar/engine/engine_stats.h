@@ -37,4 +37,24 @@ struct EngineStats {
   double load_seconds = 0;
 };
 
+// The counters `now` gained since `before` (the KV fields and load time are now's).
+inline EngineStats counters_since(const EngineStats& now, const EngineStats& before) {
+  EngineStats d = now;
+  d.prefill_tokens -= before.prefill_tokens;
+  d.prefill_seconds -= before.prefill_seconds;
+  d.decode_tokens -= before.decode_tokens;
+  d.decode_seconds -= before.decode_seconds;
+  d.steps -= before.steps;
+  d.preemptions -= before.preemptions;
+  PrefixCacheStats& p = d.prefix_cache;
+  const PrefixCacheStats& b = before.prefix_cache;
+  p.requests -= b.requests;
+  p.queries -= b.queries;
+  p.hits -= b.hits;
+  p.preempted_requests -= b.preempted_requests;
+  p.preempted_queries -= b.preempted_queries;
+  p.preempted_hits -= b.preempted_hits;
+  return d;
+}
+
 }  // namespace ctxpar::engine

@@ -44,6 +44,11 @@ struct StepProgress {
 struct RunOptions {
   bool record_logits = false;
   std::function<void(const StepProgress&)> on_step;  // rank 0, after each step
+  // Batches run to completion one after another before the requests, on the same loaded
+  // engine (oneDNN primitives built, scratch touched: what vLLM's bench latency warms up);
+  // their outputs are dropped and their steps left out of the result's stats. Give them
+  // other prompts than the requests', or the prefix cache serves the requests' prompts.
+  std::vector<std::vector<GenerationRequest>> warmup;
 };
 
 // Validates the config first (no weights read before that), then runs. A request the engine
