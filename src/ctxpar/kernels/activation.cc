@@ -3,7 +3,7 @@
 #include "ctxpar/core/cpu_features.h"
 #include "ctxpar/core/error.h"
 #include "ctxpar/kernels/activation_kernel.h"
-#include "ctxpar/kernels/merge_kernel.h"  // check_isa_available
+#include "ctxpar/kernels/isa_dispatch.h"
 
 namespace ctxpar::kernels {
 namespace {
@@ -44,16 +44,7 @@ void silu_and_mul(const Tensor& x, Tensor& y, ThreadPool* pool) {
 namespace detail {
 
 SiluMulFn silu_mul_kernel(Isa isa) {
-  check_isa_available(isa);
-  switch (isa) {
-    case Isa::kAvx512:
-      return kSiluMulAvx512;
-    case Isa::kAvx2:
-      return kSiluMulAvx2;
-    case Isa::kScalar:
-      break;
-  }
-  return kSiluMulScalar;
+  return for_isa(isa, kSiluMulScalar, kSiluMulAvx2, kSiluMulAvx512);
 }
 
 }  // namespace detail

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "ctxpar/core/error.h"
+#include "ctxpar/kernels/isa_dispatch.h"
 #include "ctxpar/kernels/merge_kernel.h"
 
 namespace ctxpar::kernels::detail {
@@ -24,16 +25,8 @@ float* thread_scratch(int64_t floats) {
 }
 
 AttnJobFn job_fn(Isa isa) {
-  check_isa_available(isa);
-  switch (isa) {
-    case Isa::kAvx512:
-      return &run_attention_job_avx512;
-    case Isa::kAvx2:
-      return &run_attention_job_avx2;
-    case Isa::kScalar:
-      break;
-  }
-  return &run_attention_job_scalar;
+  return for_isa<AttnJobFn>(isa, &run_attention_job_scalar, &run_attention_job_avx2,
+                            &run_attention_job_avx512);
 }
 
 struct JobSpec {

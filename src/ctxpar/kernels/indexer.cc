@@ -7,7 +7,7 @@
 #include "ctxpar/core/error.h"
 #include "ctxpar/core/half.h"
 #include "ctxpar/kernels/indexer_kernel.h"
-#include "ctxpar/kernels/merge_kernel.h"
+#include "ctxpar/kernels/isa_dispatch.h"
 
 namespace ctxpar::kernels {
 namespace detail {
@@ -75,16 +75,7 @@ IndexerDims check_indexer_args(const Tensor& q, const Tensor& weights, const Ten
 }
 
 const IndexerKernels& indexer_kernels(Isa isa) {
-  check_isa_available(isa);
-  switch (isa) {
-    case Isa::kAvx512:
-      return kIndexerKernelsAvx512;
-    case Isa::kAvx2:
-      return kIndexerKernelsAvx2;
-    case Isa::kScalar:
-      break;
-  }
-  return kIndexerKernelsScalar;
+  return *for_isa(isa, &kIndexerKernelsScalar, &kIndexerKernelsAvx2, &kIndexerKernelsAvx512);
 }
 
 }  // namespace detail

@@ -7,6 +7,7 @@
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/core/fp8.h"
+#include "ctxpar/kernels/isa_dispatch.h"
 #include "ctxpar/kernels/linear_direct_split.h"
 #include "ctxpar/kernels/linear_fp8_kernel.h"
 #include "ctxpar/kernels/linear_matmul_cache.h"
@@ -25,20 +26,7 @@ const float* e4m3_table() {
 }
 
 const Fp8Kernels& fp8_kernels(Isa isa) {
-  const CpuFeatures& f = cpu_features();
-  const bool ok =
-      isa == Isa::kScalar || (isa == Isa::kAvx2 && f.avx2_fma) || (isa == Isa::kAvx512 && f.avx512);
-  CTXPAR_CHECK(ok, "ISA {} was asked for but this CPU lacks it (avx2+fma: {}, avx512: {})",
-               isa_name(isa), f.avx2_fma, f.avx512);
-  switch (isa) {
-    case Isa::kAvx512:
-      return kFp8KernelsAvx512;
-    case Isa::kAvx2:
-      return kFp8KernelsAvx2;
-    case Isa::kScalar:
-      break;
-  }
-  return kFp8KernelsScalar;
+  return *for_isa(isa, &kFp8KernelsScalar, &kFp8KernelsAvx2, &kFp8KernelsAvx512);
 }
 
 }  // namespace detail

@@ -3,6 +3,7 @@
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/core/half.h"
+#include "ctxpar/kernels/isa_dispatch.h"
 
 namespace ctxpar::kernels::detail {
 namespace {
@@ -61,29 +62,17 @@ void gemv(Isa isa, DType w_type, const float* xp, int64_t tokens, int64_t k, con
                    bias != nullptr ? bias + r0 : nullptr,
                    y + r0,
                    ldy};
-  switch (isa) {
-    case Isa::kAvx512:
-      return bf16_w ? gemv_bf16_avx512(a) : gemv_f32_avx512(a);
-    case Isa::kAvx2:
-      return bf16_w ? gemv_bf16_avx2(a) : gemv_f32_avx2(a);
-    case Isa::kScalar:
-      break;
+  if (bf16_w) {
+    for_isa(isa, &gemv_bf16_scalar, &gemv_bf16_avx2, &gemv_bf16_avx512)(a);
+  } else {
+    for_isa(isa, &gemv_f32_scalar, &gemv_f32_avx2, &gemv_f32_avx512)(a);
   }
-  bf16_w ? gemv_bf16_scalar(a) : gemv_f32_scalar(a);
 }
 
 void gemv_t_bf16(Isa isa, const GemvTArgs& a) {
   CTXPAR_CHECK(a.tokens >= 1 && a.tokens <= kGemvMaxTokens, "gemv_t: {} tokens (valid 1..{})",
                a.tokens, kGemvMaxTokens);
-  switch (isa) {
-    case Isa::kAvx512:
-      return gemv_t_bf16_avx512(a);
-    case Isa::kAvx2:
-      return gemv_t_bf16_avx2(a);
-    case Isa::kScalar:
-      break;
-  }
-  gemv_t_bf16_scalar(a);
+  for_isa(isa, &gemv_t_bf16_scalar, &gemv_t_bf16_avx2, &gemv_t_bf16_avx512)(a);
 }
 
 }  // namespace ctxpar::kernels::detail

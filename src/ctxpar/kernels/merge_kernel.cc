@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "ctxpar/core/error.h"
+#include "ctxpar/kernels/isa_dispatch.h"
 
 namespace ctxpar::kernels::detail {
 
@@ -27,25 +28,8 @@ float merge_weights(int n, const float* lse, float* w) {
   return static_cast<float>(merged);
 }
 
-void check_isa_available(Isa isa) {
-  const CpuFeatures& f = cpu_features();
-  const bool ok =
-      isa == Isa::kScalar || (isa == Isa::kAvx2 && f.avx2_fma) || (isa == Isa::kAvx512 && f.avx512);
-  CTXPAR_CHECK(ok, "ISA {} was asked for but this CPU lacks it (avx2+fma: {}, avx512: {})",
-               isa_name(isa), f.avx2_fma, f.avx512);
-}
-
 const MergeKernels& merge_kernels(Isa isa) {
-  check_isa_available(isa);
-  switch (isa) {
-    case Isa::kAvx512:
-      return kMergeKernelsAvx512;
-    case Isa::kAvx2:
-      return kMergeKernelsAvx2;
-    case Isa::kScalar:
-      break;
-  }
-  return kMergeKernelsScalar;
+  return *for_isa(isa, &kMergeKernelsScalar, &kMergeKernelsAvx2, &kMergeKernelsAvx512);
 }
 
 }  // namespace ctxpar::kernels::detail

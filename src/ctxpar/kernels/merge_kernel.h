@@ -22,9 +22,6 @@ struct MergeKernels {
   void (*scale)(float* o, int64_t d, float s);
 };
 
-// Throws ctxpar::Error if the CPU lacks isa (CTXPAR_ISA only lowers active_isa(); an explicit
-// request for a variant the CPU has is honoured, which is how tests cover every variant).
-void check_isa_available(Isa isa);
 const MergeKernels& merge_kernels(Isa isa);
 
 // Per-ISA tables, defined in merge_kernel_{scalar,avx2,avx512}.cc.
