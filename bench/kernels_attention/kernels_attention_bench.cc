@@ -9,6 +9,9 @@
 // heads, 576/512, 32768 keys, bf16 cache) is compute bound: reported as GFLOP/s (2·H·keys·(576 +
 // 512)) and the fraction of the GEMM rate.
 //
+// Prefill attention (causal, 2048 tokens of f32 k/v, 32 q / 8 KV heads, d 64 and 128) is
+// compute bound: GFLOP/s against the f32 GEMM rate.
+//
 // Every rate is reported from wall time, and for one thread also from the thread's CPU time
 // (suffix _cpu): on a shared machine the CPU-time figures show what the code does while it
 // runs, the wall-time ones include time other processes took.
@@ -309,6 +312,50 @@ void BM_MlaDecode(benchmark::State& state) {
   state.SetLabel(std::string("isa ") + std::string(isa_name(active_isa())));
 }
 BENCHMARK(BM_MlaDecode)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+
+// ---------------------------------------------------------------------------------------
+// Prefill attention.
+
+// Causal self-attention of one 2048-token prompt over its own f32 k/v (what a Llama prefill
+// runs per layer): 32 q heads over 8 KV heads, d 64 (Llama-3.2-1B) and 128. Compute bound:
+// GFLOP/s (2·2·Hq·d per query-key pair, T(T+1)/2 pairs per head) against the f32 GEMM rate.
+void BM_GqaPrefill(benchmark::State& state) {
+  constexpr int64_t kTokens = 2048, kHq = 32, kHkv = 8;
+  const int64_t d = state.range(0);
+  const int threads = static_cast<int>(state.range(1));
+  std::mt19937 rng(5);
+  const Tensor q = random_f32({kTokens, kHq, d}, rng);
+  const Tensor k = random_f32({kTokens, kHkv, d}, rng);
+  const Tensor v = random_f32({kTokens, kHkv, d}, rng);
+  Tensor cu = Tensor::empty({2}, DType::kI32);
+  cu.data<int32_t>()[0] = 0;
+  cu.data<int32_t>()[1] = static_cast<int32_t>(kTokens);
+  Tensor out = Tensor::empty({kTokens, kHq, d}, DType::kF32);
+  Tensor lse = Tensor::empty({kTokens, kHq}, DType::kF32);
+  const MatmulResult f32_gemm = matmul_ceiling(dnnl::memory::data_type::f32, threads);
+  ThreadPool pool(threads);
+  const double gigaflops = 4.0 * kHq * d * (kTokens * (kTokens + 1) / 2) / 1e9;
+  causal_attention(q, k, v, cu, 0.125f, out, lse, pool);  // warm-up
+  Rates r;
+  for (auto _ : state) {
+    r.add(gigaflops, timed([&] { causal_attention(q, k, v, cu, 0.125f, out, lse, pool); }));
+  }
+  state.counters["GFLOP/s"] = r.wall;
+  state.counters["f32_gemm_GFLOP/s"] = f32_gemm.gflops.wall;
+  state.counters["frac_of_f32_gemm"] = r.wall / f32_gemm.gflops.wall;
+  if (threads == 1) {
+    state.counters["GFLOP/s_cpu"] = r.cpu;
+    state.counters["frac_f32_gemm_cpu"] = r.cpu / f32_gemm.gflops.cpu;
+  }
+  state.SetLabel(std::string("isa ") + std::string(isa_name(active_isa())));
+}
+BENCHMARK(BM_GqaPrefill)
+    ->ArgNames({"d", "threads"})
+    ->Args({64, 1})
+    ->Args({64, 2})
+    ->Args({128, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
 
 }  // namespace
 }  // namespace ctxpar::kernels
