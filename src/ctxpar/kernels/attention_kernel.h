@@ -60,7 +60,7 @@ struct AttnJob {
 // Per-thread scratch of a job, in floats (the same layout for every ISA).
 struct AttnScratchLayout {
   int64_t dk_stride, dv_stride;  // row strides of the q / k-tile and o / v-tile regions
-  int64_t q, o, s, m, l, k_tile, v_tile, total;
+  int64_t q, o, s, m, l, k_tile, v_tile, k_t, total;
 };
 constexpr AttnScratchLayout attn_scratch_layout(int64_t dk, int64_t dv) {
   AttnScratchLayout x{};
@@ -73,7 +73,8 @@ constexpr AttnScratchLayout attn_scratch_layout(int64_t dk, int64_t dv) {
   x.l = x.m + kMaxJobRows;                       // [kMaxJobRows] running sum
   x.k_tile = x.l + kMaxJobRows;                  // [kKeyTile, dk] f32 copy of bf16 keys
   x.v_tile = x.k_tile + kKeyTile * x.dk_stride;  // [kKeyTile, dv]
-  x.total = x.v_tile + kKeyTile * x.dv_stride;
+  x.k_t = x.v_tile + kKeyTile * x.dv_stride;     // [dk, kKeyTile] a K tile transposed
+  x.total = x.k_t + kKeyTile * x.dk_stride;
   return x;
 }
 

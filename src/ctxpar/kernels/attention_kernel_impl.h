@@ -51,6 +51,21 @@ constexpr int qk_block_rows() {
 }
 constexpr int kQkKeys = 4;
 
+// Rows of a KV head from which the scores are outer products over the K tile transposed
+// (q element broadcast × 16 keys of one K dimension) instead of 4 × 4 dot-product blocks:
+// those end in a horizontal reduction per block that costs as much as the block's FMAs at
+// d 64, while the transpose is paid once per tile and shared by all rows of the head.
+// Decode (4 rows per KV head for GQA) stays with the dot products, which read K once.
+constexpr int kTransposedQkRows = 8;
+constexpr int kTransposedRowsPerDim = 20;
+// Register block of the outer-product scores: rows × kQktKeyVectors vectors of keys. 32 zmm
+// hold 6 × 4 accumulators + 4 key vectors + 1 broadcast; 16 ymm hold 2 × 4 + 4 + 1.
+template <class V>
+constexpr int qkt_block_rows() {
+  return V::kWidth >= 16 ? 6 : 2;
+}
+constexpr int kQktKeyVectors = 4;
+
 // Keys of V the P·V micro-kernel reads between reports to the tile prefetcher (its
 // accumulators are loaded and stored once per run).
 constexpr int kPvPrefetchKeys = 8;
@@ -420,6 +435,85 @@ inline void tile_scores(const float* q, int64_t qs, int heads, int head_rows, co
   }
 }
 
+// kt[i·kKeyTile + j] = k[j][i] for j < n, i < d (f32 rows, any lane order: kt keeps it);
+// the columns from n to kKeyTile are zero.
+template <class V>
+inline void transpose_tile(const float* const* k, int n, int64_t d, float* kt) {
+  constexpr int kW = V::kWidth;
+  for (int j0 = 0; j0 < kKeyTile; j0 += kW) {
+    const int jn = std::clamp(n - j0, 0, kW);
+    int64_t i0 = 0;
+    for (; i0 + kW <= d; i0 += kW) {
+      V r[kW];
+      for (int x = 0; x < kW; ++x) r[x] = x < jn ? V::load(k[j0 + x] + i0) : V::zero();
+      transpose(r);
+      for (int y = 0; y < kW; ++y) r[y].store(kt + (i0 + y) * kKeyTile + j0);
+    }
+    for (; i0 < d; ++i0) {
+      for (int x = 0; x < kW; ++x) kt[i0 * kKeyTile + j0 + x] = x < jn ? k[j0 + x][i0] : 0.0f;
+    }
+  }
+}
+
+// s[r·kKeyTile + j0 + j] = q[r]·k[j0 + j] for R rows (row stride qs, the lane order of kt)
+// and NV·kWidth keys, from the transposed tile kt: per dimension, NV key vectors times a
+// broadcast q value per row, no reduction.
+template <class V, int R, int NV>
+inline void qkt_block(const float* q, int64_t qs, const float* kt, int64_t d, int j0, float* s) {
+  constexpr int kW = V::kWidth;
+  V acc[R][NV];
+  for (int r = 0; r < R; ++r) {
+    for (int x = 0; x < NV; ++x) acc[r][x] = V::zero();
+  }
+  for (int64_t i = 0; i < d; ++i) {
+    V kv[NV];
+    for (int x = 0; x < NV; ++x) kv[x] = V::load(kt + i * kKeyTile + j0 + x * kW);
+    for (int r = 0; r < R; ++r) {
+      const V qb = V::set1(q[r * qs + i]);
+      for (int x = 0; x < NV; ++x) acc[r][x] = mul_add(qb, kv[x], acc[r][x]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int x = 0; x < NV; ++x) acc[r][x].store(s + r * kKeyTile + j0 + x * kW);
+  }
+}
+
+// Scores of `rows` rows of one KV head against the n keys of the transposed tile kt (columns
+// up to the next whole key block are written too, from kt's zero columns).
+template <class V>
+inline void tile_scores_transposed(const float* q, int64_t qs, int rows, const float* kt, int n,
+                                   int64_t d, float* s) {
+  constexpr int kR = qkt_block_rows<V>();
+  constexpr int kKeys = kQktKeyVectors * V::kWidth;
+  static_assert(kKeyTile % kKeys == 0 && kR <= 6);
+  for (int j0 = 0; j0 < n; j0 += kKeys) {
+    for (int r = 0; r < rows; r += kR) {
+      const float* qr = q + r * qs;
+      float* sr = s + static_cast<int64_t>(r) * kKeyTile;
+      switch (std::min(kR, rows - r)) {
+        case 6:
+          if constexpr (kR >= 6) qkt_block<V, 6, kQktKeyVectors>(qr, qs, kt, d, j0, sr);
+          break;
+        case 5:
+          if constexpr (kR >= 5) qkt_block<V, 5, kQktKeyVectors>(qr, qs, kt, d, j0, sr);
+          break;
+        case 4:
+          if constexpr (kR >= 4) qkt_block<V, 4, kQktKeyVectors>(qr, qs, kt, d, j0, sr);
+          break;
+        case 3:
+          if constexpr (kR >= 3) qkt_block<V, 3, kQktKeyVectors>(qr, qs, kt, d, j0, sr);
+          break;
+        case 2:
+          qkt_block<V, 2, kQktKeyVectors>(qr, qs, kt, d, j0, sr);
+          break;
+        default:
+          qkt_block<V, 1, kQktKeyVectors>(qr, qs, kt, d, j0, sr);
+          break;
+      }
+    }
+  }
+}
+
 // o[r] += Σ_j p[r·kKeyTile + j]·v[j] for rows of one KV head; only the first row block
 // reports its reads to pf.
 template <class V, class RowT, class Pf>
@@ -502,6 +596,7 @@ void run_job(const AttnJob& job, float* scratch) {
   float* l = scratch + lay.l;
   float* k_tile = scratch + lay.k_tile;
   float* v_tile = scratch + lay.v_tile;
+  float* k_t = scratch + lay.k_t;
 
   const float q_scale = job.scale * kLog2e;
   for (int r = 0; r < rows; ++r) {
@@ -518,6 +613,11 @@ void run_job(const AttnJob& job, float* scratch) {
   // A bf16 tile used by several row blocks is converted once; when V rows are prefixes of
   // the K rows (MLA) and the prefix ends on a pair step, the converted K tile serves as V.
   const bool convert = kBf16 && head_rows > kDirectBf16Rows;
+  // Vector ISAs only (one lane would make the transposed form a scalar loop), and only where
+  // the transpose (~4 / head_rows of the score FMAs on AVX-512) costs less than the dot
+  // products' reductions (~80 / dk): GQA prefill, not MLA decode's 16 rows over 576 dims.
+  const bool transposed =
+      kW >= 8 && head_rows >= kTransposedQkRows && head_rows * kTransposedRowsPerDim > dk;
   const bool v_from_k_tile = job.v_in_k_row && (dv % kP == 0 || dv == dk);
   const int64_t k_bytes = dk * static_cast<int64_t>(sizeof(KvT));
   const int64_t v_bytes = job.v_in_k_row ? 0 : dv * static_cast<int64_t>(sizeof(KvT));
@@ -547,7 +647,27 @@ void run_job(const AttnJob& job, float* scratch) {
     TilePrefetch<KvT>* const pf = &prefetch;
     TilePrefetch<KvT>* const no_pf = nullptr;
 
-    if (!convert) {
+    if (transposed) {
+      // Head by head: the head's K rows as f32 (converted from bf16 into k_tile, or read in
+      // place), transposed into k_t, then every row of the head against it.
+      for (int hh = 0; hh < heads; ++hh) {
+        const KvT* kh[kKeyTile];
+        shift_rows(kr, n, hh * job.k_head_stride, kh);
+        if constexpr (kBf16) {
+          for (int j = 0; j < n; ++j) {
+            convert_row<V>(kh[j], dk, k_tile + j * qs, pf);
+            k_f32[j] = k_tile + j * qs;
+          }
+        } else {
+          consumed(pf, n * k_bytes);
+          for (int j = 0; j < n; ++j) k_f32[j] = kh[j];
+        }
+        transpose_tile<V>(k_f32, n, dk, k_t);
+        const int r0 = hh * head_rows;
+        tile_scores_transposed<V>(q + r0 * qs, qs, head_rows, k_t, n, dk,
+                                  s + static_cast<int64_t>(r0) * kKeyTile);
+      }
+    } else if (!convert) {
       tile_scores<V>(q, qs, heads, head_rows, kr, job.k_head_stride, n, dk, s, pf);
     } else if constexpr (kBf16) {
       // Head by head: the head's K rows of the tile are converted once, then every row block

@@ -63,6 +63,27 @@ struct Vec8 {
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
   }
 
+  // Pairs of rows interleaved (unpack), then pairs of those as 64-bit units: each 128-bit lane
+  // then holds a 4 × 4 block transposed; the two lanes of rows i and i + 4 are swapped last.
+  friend void transpose(Vec8 (&r)[8]) {
+    __m256 t[8], u[8];
+    for (int g = 0; g < 8; g += 2) {
+      t[g] = _mm256_unpacklo_ps(r[g].v, r[g + 1].v);
+      t[g + 1] = _mm256_unpackhi_ps(r[g].v, r[g + 1].v);
+    }
+    for (int g = 0; g < 8; g += 4) {
+      const auto pd = [](__m256 x) { return _mm256_castps_pd(x); };
+      u[g] = _mm256_castpd_ps(_mm256_unpacklo_pd(pd(t[g]), pd(t[g + 2])));
+      u[g + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(pd(t[g]), pd(t[g + 2])));
+      u[g + 2] = _mm256_castpd_ps(_mm256_unpacklo_pd(pd(t[g + 1]), pd(t[g + 3])));
+      u[g + 3] = _mm256_castpd_ps(_mm256_unpackhi_pd(pd(t[g + 1]), pd(t[g + 3])));
+    }
+    for (int k = 0; k < 4; ++k) {
+      r[k].v = _mm256_permute2f128_ps(u[k], u[4 + k], 0x20);
+      r[4 + k].v = _mm256_permute2f128_ps(u[k], u[4 + k], 0x31);
+    }
+  }
+
   // 2^a = 2^n · 2^f with n = round(a), f in [-0.5, 0.5]; 2^n is built in the exponent bits.
   friend Vec8 exp2(Vec8 a) {
     const __m256 underflow = _mm256_cmp_ps(a.v, _mm256_set1_ps(-126.0f), _CMP_NGE_UQ);

@@ -61,6 +61,33 @@ struct Vec16 {
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
   }
 
+  // As Vec8's: each 128-bit lane holds a 4 × 4 block transposed after two unpack steps; the
+  // 4 × 4 arrangement of 128-bit lanes over rows g, g + 4, g + 8, g + 12 is transposed last.
+  friend void transpose(Vec16 (&r)[16]) {
+    __m512 t[16], u[16];
+    for (int g = 0; g < 16; g += 2) {
+      t[g] = _mm512_unpacklo_ps(r[g].v, r[g + 1].v);
+      t[g + 1] = _mm512_unpackhi_ps(r[g].v, r[g + 1].v);
+    }
+    for (int g = 0; g < 16; g += 4) {
+      const auto pd = [](__m512 x) { return _mm512_castps_pd(x); };
+      u[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[g]), pd(t[g + 2])));
+      u[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[g]), pd(t[g + 2])));
+      u[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[g + 1]), pd(t[g + 3])));
+      u[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[g + 1]), pd(t[g + 3])));
+    }
+    for (int k = 0; k < 4; ++k) {
+      const __m512 v0 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x44);
+      const __m512 v1 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xEE);
+      const __m512 v2 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0x44);
+      const __m512 v3 = _mm512_shuffle_f32x4(u[8 + k], u[12 + k], 0xEE);
+      r[k].v = _mm512_shuffle_f32x4(v0, v2, 0x88);
+      r[4 + k].v = _mm512_shuffle_f32x4(v0, v2, 0xDD);
+      r[8 + k].v = _mm512_shuffle_f32x4(v1, v3, 0x88);
+      r[12 + k].v = _mm512_shuffle_f32x4(v1, v3, 0xDD);
+    }
+  }
+
   friend Vec16 exp2(Vec16 a) {
     const __mmask16 keep = _mm512_cmp_ps_mask(a.v, _mm512_set1_ps(-126.0f), _CMP_GE_OQ);
     const __m512 x =

@@ -39,6 +39,7 @@ struct Vec1 {
     out[2] = c.v;
     out[3] = d.v;
   }
+  friend void transpose(Vec1 (&)[1]) {}
   friend Vec1 exp2(Vec1 a) { return {a.v >= -126.0f ? std::exp2(a.v) : 0.0f}; }
 };
 

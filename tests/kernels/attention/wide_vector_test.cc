@@ -73,6 +73,11 @@ struct WideVec {
     out[2] = reduce_add(c);
     out[3] = reduce_add(d);
   }
+  friend void transpose(WideVec (&r)[W]) {
+    for (int i = 0; i < W; ++i) {
+      for (int j = i + 1; j < W; ++j) std::swap(r[i].v[j], r[j].v[i]);
+    }
+  }
   friend WideVec exp2(WideVec a) {
     WideVec r;
     for (int i = 0; i < W; ++i) r.v[i] = a.v[i] >= -126.0f ? std::exp2(a.v[i]) : 0.0f;
@@ -95,7 +100,7 @@ class WideVectorTest : public SeededTest {
  protected:
   void make(RandomJob& x, detail::KvDType dtype, int64_t dk, int64_t dv, bool v_in_k) {
     const int heads = static_cast<int>(uniform_int(1, 3));
-    const int head_rows = std::vector<int>{1, 2, 4, 5, 8}[uniform_int(0, 4)];
+    const int head_rows = std::vector<int>{1, 2, 4, 5, 8, 13, 16}[uniform_int(0, 6)];
     const int64_t keys = std::vector<int64_t>{0, 1, 37, 64, 65, 200, 700}[uniform_int(0, 6)];
     const bool paged = coin();
     const int64_t block = std::vector<int64_t>{1, 16, 48}[uniform_int(0, 2)];
