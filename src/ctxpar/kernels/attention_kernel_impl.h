@@ -11,7 +11,8 @@
 //   for each tile of kKeyTile keys:
 //     S[rows, tile] = Q · Kᵀ   dot products in 2- (AVX2) or 4-row (AVX-512) × 4-key register
 //                               blocks; key blocks run outermost and the KV heads of the job
-//                               inside;
+//                               inside; or, for a head with many rows and few dims (prefill),
+//                               outer products over the tile transposed (6 rows × 64 keys);
 //     online softmax per row: m' = max(m, max S), P = 2^(S − m'), l = l·2^(m − m') + ΣP,
 //                              o *= 2^(m − m');
 //     O[rows, dv] += P · V     outer products in register blocks of up to 6 rows × two pair
