@@ -97,6 +97,7 @@ using ReadFn = uint64_t (*)(const char*, int64_t);
 
 ReadFn read_fn(std::string& name) {
   switch (active_isa()) {
+    case Isa::kAmx:
     case Isa::kAvx512:
       name = "avx512";
       return detail::read_sum_avx512;

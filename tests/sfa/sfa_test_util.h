@@ -42,6 +42,7 @@ inline std::vector<Isa> available_isas() {
   std::vector<Isa> out{Isa::kScalar};
   if (active_isa() >= Isa::kAvx2) out.push_back(Isa::kAvx2);
   if (active_isa() >= Isa::kAvx512) out.push_back(Isa::kAvx512);
+  if (active_isa() >= Isa::kAmx) out.push_back(Isa::kAmx);
   return out;
 }
 

@@ -3,9 +3,35 @@
 #include <cstdlib>
 #include <string>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include "ctxpar/core/error.h"
 
 namespace ctxpar {
+namespace {
+
+// AMX-TILE and AMX-BF16 (CPUID leaf 7 EDX bits 24 and 22; GCC 12's __builtin_cpu_supports does
+// not know them), and the tile data state granted: Linux enables it per process on request.
+bool amx_bf16_usable() {
+#if defined(__linux__) && defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+  if ((d & (1u << 24)) == 0 || (d & (1u << 22)) == 0) return false;
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
 
 const CpuFeatures& cpu_features() {
   static const CpuFeatures f = [] {
@@ -16,6 +42,7 @@ const CpuFeatures& cpu_features() {
     c.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
     c.avx512_bf16 = c.avx512 && __builtin_cpu_supports("avx512bf16");
+    c.amx_bf16 = c.avx512_bf16 && amx_bf16_usable();
 #endif
     return c;
   }();
@@ -25,7 +52,9 @@ const CpuFeatures& cpu_features() {
 Isa active_isa() {
   static const Isa isa = [] {
     const CpuFeatures& f = cpu_features();
-    Isa best = f.avx512 ? Isa::kAvx512 : (f.avx2_fma ? Isa::kAvx2 : Isa::kScalar);
+    Isa best = f.amx_bf16 ? Isa::kAmx
+               : f.avx512 ? Isa::kAvx512
+                          : (f.avx2_fma ? Isa::kAvx2 : Isa::kScalar);
     if (const char* env = std::getenv("CTXPAR_ISA"); env != nullptr && *env != '\0') {
       const std::string v(env);
       Isa asked;
@@ -35,8 +64,10 @@ Isa active_isa() {
         asked = Isa::kAvx2;
       } else if (v == "avx512") {
         asked = Isa::kAvx512;
+      } else if (v == "amx") {
+        asked = Isa::kAmx;
       } else {
-        CTXPAR_FAIL("CTXPAR_ISA='{}' is not valid; use scalar, avx2 or avx512", v);
+        CTXPAR_FAIL("CTXPAR_ISA='{}' is not valid; use scalar, avx2, avx512 or amx", v);
       }
       if (asked < best) best = asked;
     }
@@ -53,6 +84,8 @@ std::string_view isa_name(Isa isa) {
       return "avx2";
     case Isa::kAvx512:
       return "avx512";
+    case Isa::kAmx:
+      return "amx";
   }
   return "unknown";
 }

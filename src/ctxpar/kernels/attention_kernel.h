@@ -1,5 +1,5 @@
 // Internal: one attention job, the unit of work the dispatcher (attention_plan.cc) hands to a
-// per-ISA kernel (attention_kernel_{scalar,avx2,avx512}.cc).
+// per-ISA kernel (attention_kernel_{scalar,avx2,avx512,amx}.cc).
 //
 // A job is `rows` query rows that attend the same keys [key_begin, key_end) of kv_heads
 // consecutive KV heads: the query heads of those KV heads for one token, or for several tokens
@@ -82,5 +82,8 @@ using AttnJobFn = void (*)(const AttnJob& job, float* scratch);
 void run_attention_job_scalar(const AttnJob& job, float* scratch);
 void run_attention_job_avx2(const AttnJob& job, float* scratch);
 void run_attention_job_avx512(const AttnJob& job, float* scratch);
+// bf16 caches with up to 16 rows per KV head and head dims multiples of 32 on the AMX tiles
+// (attention_kernel_amx.cc); other jobs as run_attention_job_avx512.
+void run_attention_job_amx(const AttnJob& job, float* scratch);
 
 }  // namespace ctxpar::kernels::detail

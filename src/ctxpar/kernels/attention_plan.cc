@@ -26,7 +26,7 @@ float* thread_scratch(int64_t floats) {
 
 AttnJobFn job_fn(Isa isa) {
   return for_isa<AttnJobFn>(isa, &run_attention_job_scalar, &run_attention_job_avx2,
-                            &run_attention_job_avx512);
+                            &run_attention_job_avx512, &run_attention_job_amx);
 }
 
 struct JobSpec {

@@ -10,6 +10,7 @@ namespace {
 
 int isa_width(Isa isa) {
   switch (isa) {
+    case Isa::kAmx:
     case Isa::kAvx512:
       return 16;
     case Isa::kAvx2:

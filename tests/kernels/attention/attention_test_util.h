@@ -28,6 +28,7 @@ inline std::vector<Isa> supported_isas() {
   std::vector<Isa> isas{Isa::kScalar};
   if (cpu_features().avx2_fma) isas.push_back(Isa::kAvx2);
   if (cpu_features().avx512) isas.push_back(Isa::kAvx512);
+  if (cpu_features().amx_bf16) isas.push_back(Isa::kAmx);
   return isas;
 }
 

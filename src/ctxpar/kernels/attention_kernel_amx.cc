@@ -1,0 +1,387 @@
+// AMX variant of the attention job (attention_kernel.h) for a bf16 cache: 8 to 16 query rows
+// of a KV head (MLA decode's 16 heads, 8 at TP 2) times the keys on the AMX tile unit, exact
+// to f32 rounding through multi-term bf16 splits. Other jobs run the AVX-512 variant.
+//
+// Per KV head, one pass over the keys in tiles of 64 (the AVX-512 variant's online softmax,
+// with the 16 rows as the 16 lanes of a vector):
+//   the next tile's K and V rows are prefetched into L2, a line per row per k-step below;
+//   Sᵀ[keys, rows] = K · qᵀ: four 16-key C tiles, A = 16 K rows × 32 dims loaded from the
+//                    cache in place (or from a copy where the rows are not evenly spaced),
+//                    B = q in VNNI pairs as three bf16 terms (prepared once per job), each
+//                    k-step's B tiles shared by the four key groups;
+//   per 32 keys: max, 2^(S − m) and the running sums lane-wise over the key rows of Sᵀ;
+//                P[rows, 32 keys] = the weights transposed, as p_hi + p_lo (two A tiles);
+//                O[rows, dv] += P · V, V's rows interleaved in key pairs (VNNI B tiles of 16
+//                columns), O kept in memory and loaded / stored per 16-column tile.
+// Three bf16 terms hold an f32 mantissa exactly and products of bf16 values are exact in the
+// tile unit's f32 accumulation, so the scores (and the lse the merges need) are as exact as
+// f32 FMAs; the weights keep 16 bits (~2⁻¹⁷ relative in o). Two terms of q instead fail the
+// attention tests' lse tolerance; kernels_attention_bench MlaDecode, 1 thread: 72 GFLOP/s
+// (AVX-512) → 285, 0.63 of the read ceiling.
+#include <immintrin.h>
+
+#include <bit>
+
+#include "ctxpar/kernels/attention_kernel_impl.h"
+#include "ctxpar/kernels/simd_avx512.h"
+
+namespace ctxpar::kernels::detail {
+namespace {
+
+constexpr int kTileRows = 16;  // rows of every tile: query rows of a head, keys of a score tile
+constexpr int kAmxKeys = 64;   // keys per score tile: four 16-key C tiles share q's tiles
+constexpr int kPvKeys = 32;    // keys per softmax step: one bf16 k-step of P · V
+constexpr int kDimStep = 32;   // bf16 values per 64-byte tile row
+// bf16 terms of q: three hold all 24 bits of an f32 mantissa, so Q · Kᵀ is f32-exact (the
+// scores feed the lse, which the merge across ranks and chunks needs to f32 precision).
+constexpr int kQTerms = 3;
+
+// LDTILECFG's 64-byte operand: palette 1, tiles 0-7 all 16 rows × 64 bytes.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+void configure_tiles() {
+  TileConfig c;
+  for (int t = 0; t < 8; ++t) {
+    c.colsb[t] = 64;
+    c.rows[t] = kTileRows;
+  }
+  _tile_loadconfig(&c);
+}
+
+// Rows per KV head from which the tile unit pays: GQA decode's 4 rows per head read the cache
+// at 0.31 of the read ceiling this way and at 0.72 with the AVX-512 dot products
+// (kernels_attention_bench GqaDecode); MLA decode's 16 (8 at TP 2) gain 4x.
+constexpr int kAmxMinRows = 8;
+
+bool amx_fits(const AttnJob& job) {
+  const int head_rows = job.rows / job.kv_heads;
+  return job.dtype == KvDType::kBF16 && head_rows >= kAmxMinRows && head_rows <= kTileRows &&
+         job.dk % kDimStep == 0 && job.dv % kDimStep == 0 && (!job.v_in_k_row || job.dv <= job.dk);
+}
+
+inline __m512 bf16_to_f32(__m256i b) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16));
+}
+inline __m256i f32_to_bf16(__m512 x) {
+  return std::bit_cast<__m256i>(_mm512_cvtneps_pbh(x));
+}
+
+// Scratch of one head's pass, carved from the job's scratch (attn_scratch_layout() is larger).
+struct AmxScratch {
+  uint16_t* qv;   // [dk / 32][3 terms][16 pairs][16 rows][2] q·scale·log2(e) split, VNNI B
+  uint16_t* kst;  // [32 keys, dk]                            K rows copied (key_group)
+  float* st;      // [32 keys, 16 rows]                        scores, then weights
+  uint16_t* p;    // [hi, lo][16 rows, 32 keys]                the weights as A tiles
+  uint16_t* vv;   // [dv / 16][16 pairs][16 columns][2]        the tile's V rows, VNNI B
+  float* o;       // [16 rows, dv]                             unnormalized output
+  float* m;       // [16] running max (base 2)
+  float* l;       // [16] running sum
+  float* alpha;   // [16]
+};
+
+AmxScratch carve(float* scratch, int64_t dk, int64_t dv) {
+  char* at = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t{63});
+  const auto take = [&](int64_t bytes) {
+    char* p = at;
+    at += (bytes + 63) / 64 * 64;
+    return p;
+  };
+  AmxScratch s;
+  s.qv = reinterpret_cast<uint16_t*>(take(dk / kDimStep * kQTerms * 1024));
+  s.kst = reinterpret_cast<uint16_t*>(take(kAmxKeys * dk * 2));
+  s.st = reinterpret_cast<float*>(take(kAmxKeys * kTileRows * 4));  // [64 keys, 16 rows]
+  s.p = reinterpret_cast<uint16_t*>(take(2 * 1024));
+  s.vv = reinterpret_cast<uint16_t*>(take(dv / 16 * 1024));
+  s.o = reinterpret_cast<float*>(take(kTileRows * dv * 4));
+  s.m = reinterpret_cast<float*>(take(64));
+  s.l = reinterpret_cast<float*>(take(64));
+  s.alpha = reinterpret_cast<float*>(take(64));
+  return s;
+}
+
+// Row r's q (scaled into base 2) as kQTerms bf16 terms in B-tile pair order; rows past `rows`
+// zero.
+void prepare_q(const float* const* q, int rows, int64_t dk, float q_scale, uint16_t* qv) {
+  std::memset(qv, 0, static_cast<size_t>(dk / kDimStep * kQTerms * 1024));
+  for (int r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < dk; ++i) {
+      float x = q[r][i] * q_scale;
+      const int64_t ks = i / kDimStep, pair = (i % kDimStep) / 2, e = i % 2;
+      for (int term = 0; term < kQTerms; ++term) {
+        const uint16_t b = bf16::from_f32(x);
+        qv[(ks * kQTerms + term) * 512 + pair * 32 + r * 2 + e] = b;
+        x -= bf16::to_f32(b);
+      }
+    }
+  }
+}
+
+// The A operand of 16 keys [j0, j0 + 16) of a tile: their rows in place when they are evenly
+// spaced (a paged block's run, a contiguous cache) — the tile unit loads them with that
+// stride — else copied into stage (row stride dk). Rows past n read as zero either way (a
+// partial group is always copied). Returns the base; *stride gets the row stride in bytes.
+const uint16_t* key_group(const uint16_t* const* rows, int j0, int n, int64_t dk, uint16_t* stage,
+                          int64_t* stride) {
+  if (j0 + 16 <= n) {
+    const int64_t step =
+        reinterpret_cast<const char*>(rows[j0 + 1]) - reinterpret_cast<const char*>(rows[j0]);
+    bool even = step >= dk * 2;
+    for (int j = j0 + 2; even && j < j0 + 16; ++j) {
+      even = reinterpret_cast<const char*>(rows[j]) - reinterpret_cast<const char*>(rows[j - 1]) ==
+             step;
+    }
+    if (even) {
+      *stride = step;
+      return rows[j0];
+    }
+  }
+  for (int j = 0; j < 16; ++j) {
+    uint16_t* dst = stage + j * dk;
+    for (int64_t i = 0; i < dk; i += kDimStep) {
+      _mm512_store_si512(
+          dst + i, j0 + j < n ? _mm512_loadu_si512(rows[j0 + j] + i) : _mm512_setzero_si512());
+    }
+  }
+  *stride = dk * 2;
+  return stage;
+}
+
+// V rows (n of them, zero past n) interleaved in key pairs: vv[c] is the B tile of columns
+// [16c, 16c + 16), its row k holding (v[2k][col], v[2k + 1][col]) for each column.
+void interleave_values(const uint16_t* const* rows, int n, int64_t dv, uint16_t* vv) {
+  alignas(64) static constexpr uint16_t kLo[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
+                                                   37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
+                                                   11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+  alignas(64) static constexpr uint16_t kHi[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21,
+                                                   53, 22, 54, 23, 55, 24, 56, 25, 57, 26, 58,
+                                                   27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+  const __m512i lo_idx = _mm512_load_si512(kLo);
+  const __m512i hi_idx = _mm512_load_si512(kHi);
+  for (int k = 0; k < kPvKeys / 2; ++k) {
+    const uint16_t* a = 2 * k < n ? rows[2 * k] : nullptr;
+    const uint16_t* b = 2 * k + 1 < n ? rows[2 * k + 1] : nullptr;
+    for (int64_t c = 0; c < dv; c += kDimStep) {
+      const __m512i va = a ? _mm512_loadu_si512(a + c) : _mm512_setzero_si512();
+      const __m512i vb = b ? _mm512_loadu_si512(b + c) : _mm512_setzero_si512();
+      const int64_t tile = c / 16;
+      _mm512_store_si512(vv + tile * 512 + k * 32, _mm512_permutex2var_epi16(va, lo_idx, vb));
+      _mm512_store_si512(vv + (tile + 1) * 512 + k * 32, _mm512_permutex2var_epi16(va, hi_idx, vb));
+    }
+  }
+}
+
+// Online softmax over the tile's scores st[32 keys][16 rows] (lanes are rows): keys at or
+// past valid[r] masked; st becomes the weights, o rows are rescaled.
+void softmax_tile(float* st, __m512i valid, const AmxScratch& sc, int rows, int64_t dv) {
+  const __m512 neg_inf = _mm512_set1_ps(kNegInf);
+  __m512 mx = _mm512_loadu_ps(sc.m);
+  const __m512 m_old = mx;
+  for (int j = 0; j < kPvKeys; ++j) {
+    const __mmask16 keep = _mm512_cmpgt_epi32_mask(valid, _mm512_set1_epi32(j));
+    const __m512 s = _mm512_mask_mov_ps(neg_inf, keep, _mm512_load_ps(st + j * kTileRows));
+    _mm512_store_ps(st + j * kTileRows, s);
+    mx = _mm512_max_ps(mx, s);
+  }
+  // A row with no key yet keeps m = -inf; its weights 2^(-inf - 0) are 0.
+  const __mmask16 none = _mm512_cmp_ps_mask(mx, neg_inf, _CMP_EQ_OQ);
+  const simd::Vec16 m_use{_mm512_mask_mov_ps(mx, none, _mm512_setzero_ps())};
+  simd::Vec16 sum = simd::Vec16::zero();
+  for (int j = 0; j < kPvKeys; ++j) {
+    const simd::Vec16 p = exp2(simd::Vec16{_mm512_load_ps(st + j * kTileRows)} - m_use);
+    p.store(st + j * kTileRows);
+    sum = sum + p;
+  }
+  const simd::Vec16 alpha = exp2(simd::Vec16{m_old} - m_use);  // 0 where m was -inf
+  _mm512_storeu_ps(sc.l, _mm512_fmadd_ps(_mm512_loadu_ps(sc.l), alpha.v, sum.v));
+  _mm512_storeu_ps(sc.m, mx);
+  alpha.store(sc.alpha);
+  for (int r = 0; r < rows; ++r) {
+    const float a = sc.alpha[r];
+    if (a == 1.0f) continue;
+    float* orow = sc.o + r * dv;
+    const __m512 av = _mm512_set1_ps(a);
+    for (int64_t i = 0; i < dv; i += 16) {
+      _mm512_storeu_ps(orow + i, _mm512_mul_ps(_mm512_loadu_ps(orow + i), av));
+    }
+  }
+}
+
+// The weights st[32 keys][16 rows] as A tiles p[hi, lo][16 rows][32 keys].
+void weights_to_tiles(const float* st, uint16_t* p) {
+  __m512i hi[kTileRows], lo[kTileRows];
+  for (int half = 0; half < 2; ++half) {
+    simd::Vec16 blk[16];
+    for (int j = 0; j < 16; ++j) blk[j] = simd::Vec16::load(st + (half * 16 + j) * kTileRows);
+    transpose(blk);  // blk[r]: row r's weights of keys [16·half, 16·half + 16)
+    for (int r = 0; r < kTileRows; ++r) {
+      const __m256i h = f32_to_bf16(blk[r].v);
+      const __m256i l = f32_to_bf16(_mm512_sub_ps(blk[r].v, bf16_to_f32(h)));
+      if (half == 0) {
+        hi[r] = _mm512_castsi256_si512(h);
+        lo[r] = _mm512_castsi256_si512(l);
+      } else {
+        hi[r] = _mm512_inserti64x4(hi[r], h, 1);
+        lo[r] = _mm512_inserti64x4(lo[r], l, 1);
+      }
+    }
+  }
+  for (int r = 0; r < kTileRows; ++r) {
+    _mm512_store_si512(p + r * 32, hi[r]);
+    _mm512_store_si512(p + 512 + r * 32, lo[r]);
+  }
+}
+
+// One KV head's rows [r0, r0 + rows) over the job's keys.
+void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& resolver,
+               const AmxScratch& sc) {
+  const int64_t dk = job.dk, dv = job.dv;
+  const int64_t k_steps = dk / kDimStep;
+  prepare_q(job.q + r0, rows, dk, job.scale * kLog2e, sc.qv);
+  std::memset(sc.o, 0, static_cast<size_t>(kTileRows * dv) * sizeof(float));
+  for (int r = 0; r < kTileRows; ++r) {
+    sc.m[r] = kNegInf;
+    sc.l[r] = 0.0f;
+  }
+
+  const uint16_t* k_rows[2][kAmxKeys];
+  const uint16_t* v_rows[2][kAmxKeys];
+  const auto resolve = [&](int64_t t0, int n, int buf) {
+    resolver.resolve(t0, n, k_rows[buf], v_rows[buf]);
+    for (int j = 0; j < n; ++j) {
+      k_rows[buf][j] = reinterpret_cast<const uint16_t*>(
+          reinterpret_cast<const char*>(k_rows[buf][j]) + hh * job.k_head_stride);
+      v_rows[buf][j] = reinterpret_cast<const uint16_t*>(
+          reinterpret_cast<const char*>(v_rows[buf][j]) + hh * job.v_head_stride);
+    }
+  };
+  int cur = 0;
+  if (job.key_begin < job.key_end) {
+    resolve(job.key_begin,
+            static_cast<int>(std::min<int64_t>(kAmxKeys, job.key_end - job.key_begin)), 0);
+  }
+  for (int64_t t0 = job.key_begin; t0 < job.key_end; t0 += kAmxKeys) {
+    const int n = static_cast<int>(std::min<int64_t>(kAmxKeys, job.key_end - t0));
+    const int n_next = static_cast<int>(std::clamp<int64_t>(job.key_end - t0 - n, 0, kAmxKeys));
+    if (n_next > 0) resolve(t0 + n, n_next, cur ^ 1);
+
+    // Sᵀ = K · qᵀ (three terms): tile g the scores of keys [16g, 16g + 16), g < groups; each
+    // k-step's q tiles are loaded once for all four groups.
+    const int groups = (n + 15) / 16;
+    const uint16_t* ka[4];
+    int64_t a_stride[4] = {};
+    for (int g = 0; g < groups; ++g) {
+      ka[g] = key_group(k_rows[cur], 16 * g, n, dk, sc.kst + 16 * g * dk, &a_stride[g]);
+    }
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    for (int64_t ks = 0; ks < k_steps; ++ks) {
+      // The next tile's K rows, line ks of each (a k-step reads one 64-byte line per row):
+      // spread over the steps so the misses overlap the tile unit's work instead of stalling
+      // in one burst on the fill buffers.
+      for (int j = 0; j < n_next; ++j)
+        _mm_prefetch(k_rows[cur ^ 1][j] + ks * kDimStep, _MM_HINT_T1);
+      const uint16_t* qk = sc.qv + ks * kQTerms * 512;
+      const int64_t d0 = ks * kDimStep;
+      _tile_loadd(5, qk, 64);
+      _tile_loadd(6, qk + 512, 64);
+      _tile_loadd(7, qk + 1024, 64);
+#define CTXPAR_AMX_SCORE_GROUP(g)          \
+  _tile_loadd(4, ka[g] + d0, a_stride[g]); \
+  _tile_dpbf16ps(g, 4, 5);                 \
+  _tile_dpbf16ps(g, 4, 6);                 \
+  _tile_dpbf16ps(g, 4, 7)
+      CTXPAR_AMX_SCORE_GROUP(0);
+      if (groups > 1) CTXPAR_AMX_SCORE_GROUP(1);
+      if (groups > 2) CTXPAR_AMX_SCORE_GROUP(2);
+      if (groups > 3) CTXPAR_AMX_SCORE_GROUP(3);
+#undef CTXPAR_AMX_SCORE_GROUP
+    }
+    _tile_stored(0, sc.st, 64);
+    _tile_stored(1, sc.st + 16 * kTileRows, 64);
+    _tile_stored(2, sc.st + 32 * kTileRows, 64);
+    _tile_stored(3, sc.st + 48 * kTileRows, 64);
+
+    // Softmax and P · V per 32 keys (one bf16 k-step of the product).
+    for (int h = 0; h * kPvKeys < n; ++h) {
+      const int64_t h0 = t0 + h * kPvKeys;
+      const int nh = std::min(kPvKeys, n - h * kPvKeys);
+      float* st = sc.st + h * kPvKeys * kTileRows;
+      alignas(64) int32_t valid[kTileRows];
+      for (int r = 0; r < kTileRows; ++r) {
+        // Rows past the head's own are masked whole (their weights are 0).
+        valid[r] =
+            r >= rows ? 0
+            : job.row_key_end != nullptr
+                ? static_cast<int32_t>(std::clamp<int64_t>(job.row_key_end[r0 + r] - h0, 0, nh))
+                : nh;
+      }
+      softmax_tile(st, _mm512_load_si512(valid), sc, rows, dv);
+      weights_to_tiles(st, sc.p);
+
+      // V rows: the K rows' prefixes (MLA, just read), or the cache's V rows.
+      interleave_values((job.v_in_k_row ? k_rows[cur] : v_rows[cur]) + h * kPvKeys, nh, dv, sc.vv);
+
+      // O += P · V, two 16-column tiles at a time (dv is a multiple of 32).
+      _tile_loadd(2, sc.p, 64);
+      _tile_loadd(3, sc.p + 512, 64);
+      const int64_t o_stride = dv * 4;
+      for (int64_t c = 0; c < dv; c += 32) {
+        if (!job.v_in_k_row) {
+          for (int j = h * kPvKeys; j < std::min(n_next, (h + 1) * kPvKeys); ++j) {
+            _mm_prefetch(v_rows[cur ^ 1][j] + c, _MM_HINT_T1);
+          }
+        }
+        _tile_loadd(0, sc.o + c, o_stride);
+        _tile_loadd(1, sc.o + c + 16, o_stride);
+        _tile_loadd(4, sc.vv + (c / 16) * 512, 64);
+        _tile_loadd(5, sc.vv + (c / 16 + 1) * 512, 64);
+        _tile_dpbf16ps(0, 2, 4);
+        _tile_dpbf16ps(0, 3, 4);
+        _tile_dpbf16ps(1, 2, 5);
+        _tile_dpbf16ps(1, 3, 5);
+        _tile_stored(0, sc.o + c, o_stride);
+        _tile_stored(1, sc.o + c + 16, o_stride);
+      }
+    }
+    cur ^= 1;
+  }
+
+  for (int r = 0; r < rows; ++r) {
+    float* dst = job.out[r0 + r];
+    if (sc.l[r] > 0.0f) {
+      const float inv = 1.0f / sc.l[r];
+      const float* src = sc.o + r * dv;
+      for (int64_t i = 0; i < dv; ++i) dst[i] = src[i] * inv;
+      *job.lse[r0 + r] = (sc.m[r] + std::log2(sc.l[r])) * kLn2;
+    } else {
+      std::memset(dst, 0, static_cast<size_t>(dv) * sizeof(float));
+      *job.lse[r0 + r] = kNegInf;
+    }
+  }
+}
+
+}  // namespace
+
+void run_attention_job_amx(const AttnJob& job, float* scratch) {
+  if (!amx_fits(job)) {
+    run_job_for_isa<simd::Vec16>(job, scratch);
+    return;
+  }
+  const AmxScratch sc = carve(scratch, job.dk, job.dv);
+  const RowResolver resolver(job.keys);
+  const int head_rows = job.rows / job.kv_heads;
+  configure_tiles();
+  for (int hh = 0; hh < job.kv_heads; ++hh)
+    head_pass(job, hh, hh * head_rows, head_rows, resolver, sc);
+  _tile_release();
+}
+
+}  // namespace ctxpar::kernels::detail
