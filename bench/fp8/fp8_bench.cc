@@ -9,9 +9,11 @@
 //   every call reads W from DRAM. Reported: GB/s of weight + scale bytes, and "of_read" = that
 //   / the read ceiling of the same thread count (goal >= 0.8); the label names the ISA.
 // - FP8 prefill (512 tokens) at an expert's gate / up_proj 2048 × 7168 and down_proj
-//   7168 × 2048 (and a dense layer's 18432 × 7168 on 2 threads), 1 and 2 threads: GFLOP/s and
-//   "of_sgemm" = that / the same linear with its weights already in f32 (oneDNN's sgemm, no
-//   dequantization: the ceiling of a path that dequantizes into it), the two alternated.
+//   7168 × 2048 (and a dense layer's 18432 × 7168 on 2 threads), 1 and 2 threads, f32 and
+//   bf16 activations: GFLOP/s and "of_gemm" = that / the GEMM the path feeds with the
+//   weights already dequantized (oneDNN's sgemm on f32 weights; with bf16 activations on a
+//   CPU with native bf16 matmuls, that matmul on bf16 weights — the label says which), the
+//   two alternated.
 // - Decode tokens/s of a DeepSeek-V3-shaped model with dummy weights (hidden 7168, 128 heads,
 //   MLA 1536/512, one dense layer and one MoE layer of 16 routed experts top-8 plus a shared
 //   one, vocab 8192), FP8 linears (quantized at load) against the same model in bf16, both
@@ -116,39 +118,45 @@ BENCHMARK(BM_Fp8Gemv)
     ->MinTime(2.0);
 
 // ---------------------------------------------------------------------------------------
-// FP8 prefill against the sgemm on f32 weights.
+// FP8 prefill against the GEMM its path feeds: with f32 activations the sgemm on the f32
+// dequantized weights; with bf16 activations, where oneDNN has a native bf16 matmul (AVX-512
+// BF16 / AMX), that matmul on the dequantized weights rounded to bf16 (one call, no K blocks),
+// else again the sgemm (the bf16 x is rounded, then the f32 path runs).
 
 void BM_Fp8Prefill(benchmark::State& state) {
   const int64_t out = state.range(0), in = state.range(1), tokens = 512;
   const int threads = static_cast<int>(state.range(2));
+  const DType act = state.range(3) == 16 ? DType::kBF16 : DType::kF32;
   const kernels::Fp8Weight w = random_fp8(out, in, 1);
-  const kernels::Fp8Linear fp8(w);
-  const kernels::Linear f32(kernels::dequantize_fp8(w));
+  const kernels::Fp8Linear fp8(w, std::nullopt, act);
+  const Tensor dense = kernels::dequantize_fp8(w);
+  const kernels::Linear gemm(act == DType::kBF16 ? dense.to(DType::kBF16) : dense);
   ThreadPool pool(threads);
   Tensor x = Tensor::empty({tokens, in}, DType::kF32);
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i % 7) - 3);
   Tensor y = Tensor::empty({tokens, out}, DType::kF32);
   fp8.forward(x, y, pool);  // warm up: primitives and scratch
-  f32.forward(x, y, pool);
-  double best_fp8 = 1e300, best_f32 = 1e300;
+  gemm.forward(x, y, pool);
+  double best_fp8 = 1e300, best_gemm = 1e300;
   for (auto _ : state) {
     best_fp8 = std::min(best_fp8, bench::timed([&] { fp8.forward(x, y, pool); }).wall);
-    best_f32 = std::min(best_f32, bench::timed([&] { f32.forward(x, y, pool); }).wall);
+    best_gemm = std::min(best_gemm, bench::timed([&] { gemm.forward(x, y, pool); }).wall);
     benchmark::DoNotOptimize(y.raw());
   }
   const double flops = 2.0 * static_cast<double>(tokens * out * in);
   state.counters["GFLOP/s"] = flops / best_fp8 / 1e9;
-  state.counters["sgemm_GFLOP/s"] = flops / best_f32 / 1e9;
-  state.counters["of_sgemm"] = best_f32 / best_fp8;
-  state.SetLabel(std::string("isa=") + std::string(isa_name(active_isa())));
+  state.counters["gemm_GFLOP/s"] = flops / best_gemm / 1e9;
+  state.counters["of_gemm"] = best_gemm / best_fp8;
+  state.SetLabel(std::string("isa=") + std::string(isa_name(active_isa())) + " gemm=" +
+                 (act == DType::kBF16 && cpu_features().avx512_bf16 && active_isa() >= Isa::kAvx512
+                      ? "bf16"
+                      : "f32"));
 }
 BENCHMARK(BM_Fp8Prefill)
-    ->ArgNames({"out", "in", "threads"})
-    ->Args({2048, 7168, 1})
-    ->Args({2048, 7168, 2})
-    ->Args({7168, 2048, 1})
-    ->Args({7168, 2048, 2})
-    ->Args({18432, 7168, 2})
+    ->ArgNames({"out", "in", "threads", "act"})
+    ->ArgsProduct({{2048}, {7168}, {1, 2}, {32, 16}})
+    ->ArgsProduct({{7168}, {2048}, {1, 2}, {32, 16}})
+    ->ArgsProduct({{18432}, {7168}, {2}, {32, 16}})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(5);
 

@@ -7,6 +7,7 @@
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/core/fp8.h"
+#include "ctxpar/core/half.h"
 #include "ctxpar/kernels/isa_dispatch.h"
 #include "ctxpar/kernels/linear_direct_split.h"
 #include "ctxpar/kernels/linear_fp8_kernel.h"
@@ -34,6 +35,12 @@ const Fp8Kernels& fp8_kernels(Isa isa) {
 namespace {
 
 using detail::kFp8Block;
+
+// Weight rows widened to f32 at a time on the way to a bf16 tile (stays in L2).
+constexpr int64_t kConvertRows = 16;
+// Weight rows per panel of the native bf16 prefill: one K block's product and the y block it
+// is added to ([512 tokens, 256] f32 each) stay in L2.
+constexpr int64_t kNativePanel = 256;
 
 int64_t blocks(int64_t n) {
   return (n + kFp8Block - 1) / kFp8Block;
@@ -69,6 +76,11 @@ struct Fp8Linear::Impl {
             ThreadPool* pool) const;
   void prefill(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
                ThreadPool* pool) const;
+  // bf16 activations where oneDNN has a native bf16 matmul (AVX-512 BF16 / AMX): the e4m3
+  // values as bf16 (exact) times x in bf16, one K block of 128 at a time, each product
+  // scaled by that block's scales and accumulated in y.
+  void prefill_native_bf16(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
+                           ThreadPool* pool) const;
 };
 
 Fp8Linear::Fp8Linear(Fp8Weight w, std::optional<Tensor> bias, DType activation_dtype)
@@ -209,10 +221,14 @@ void Fp8Linear::Impl::gemv(const float* x, int64_t ldx, int64_t tokens, float* y
 
 void Fp8Linear::Impl::prefill(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
                               ThreadPool* pool) const {
+  const bool round = activation_dtype == DType::kBF16;
+  if (round && detail::onednn_native_bf16()) {
+    prefill_native_bf16(x, ldx, tokens, y, ldy, pool);
+    return;
+  }
   const detail::Fp8Kernels& k = detail::fp8_kernels(active_isa());
   const auto* wq = static_cast<const uint8_t*>(w.weight.raw());
   const int64_t ldw = row_stride(w.weight);
-  const bool round = activation_dtype == DType::kBF16;
   thread_local std::vector<float> rounded;  // [<= kOneDnnTokenChunk, in]: a chunk of x in bf16
   if (round) rounded.resize(static_cast<size_t>(std::min(tokens, detail::kOneDnnTokenChunk) * in));
   const float* xr = rounded.data();  // the calling thread's buffer, read by the pool's tasks
@@ -236,6 +252,90 @@ void Fp8Linear::Impl::prefill(const float* x, int64_t ldx, int64_t tokens, float
           s.ldw = in;
           s.ldc = ldy;
           cache.run(s, round ? xr : x + t0 * ldx, tile.data(), nullptr, nullptr, y + t0 * ldy + r0);
+        }
+      });
+}
+
+void Fp8Linear::Impl::prefill_native_bf16(const float* x, int64_t ldx, int64_t tokens, float* y,
+                                          int64_t ldy, ThreadPool* pool) const {
+  const detail::Fp8Kernels& k = detail::fp8_kernels(active_isa());
+  const auto* wq = static_cast<const uint8_t*>(w.weight.raw());
+  const int64_t ldw = row_stride(w.weight);
+  const float* scale = w.scale_inv.data<float>();
+  const int64_t k_blocks = blocks(in);
+  // K block kb spans [kb·128, kb·128 + width(kb)); operands are stored K-block-major so that
+  // every matmul reads dense A and W (oneDNN 2.x runs its AMX kernels only on dense operands).
+  const auto width = [&](int64_t kb) { return std::min(kFp8Block, in - kb * kFp8Block); };
+  // dequantize() with lds 0 reads these for every row: the unscaled e4m3 values.
+  const std::vector<float> ones(static_cast<size_t>(k_blocks), 1.0f);
+  // A chunk of x in bf16, K-block-major: block kb is [nt, width(kb)] at offset nt·kb·128.
+  thread_local std::vector<bf16> xb;
+  xb.resize(static_cast<size_t>(std::min(tokens, detail::kOneDnnTokenChunk) * in));
+  const bf16* xp = xb.data();  // the calling thread's buffer, read by the pool's tasks
+  detail::for_token_chunks(
+      pool, tokens, out, detail::kOneDnnTokenChunk,
+      [&](int64_t t0, int64_t nt) {
+        for (int64_t t = 0; t < nt; ++t) {
+          const float* src = x + (t0 + t) * ldx;
+          for (int64_t kb = 0; kb < k_blocks; ++kb) {
+            bf16* dst = xb.data() + nt * kb * kFp8Block + t * width(kb);
+            for (int64_t i = 0; i < width(kb); ++i) dst[i] = bf16(src[kb * kFp8Block + i]);
+          }
+        }
+      },
+      [&](int64_t t0, int64_t nt, int64_t o0, int64_t no) {
+        // This pool thread's panel of weight rows as bf16 e4m3 values (exact), K-block-major
+        // (block kb is [rows, width(kb)] at offset rows·kb·128), a few rows first widened to
+        // f32, and one K block's product [nt, rows].
+        thread_local std::vector<uint16_t> panel;
+        thread_local std::vector<float> rows_f32;
+        thread_local std::vector<float> product;
+        panel.resize(static_cast<size_t>(kNativePanel * in));
+        rows_f32.resize(static_cast<size_t>(kConvertRows * in));
+        product.resize(static_cast<size_t>(nt * kNativePanel));
+        for (int64_t r0 = o0; r0 < o0 + no; r0 += kNativePanel) {
+          const int64_t nr = std::min(kNativePanel, o0 + no - r0);
+          for (int64_t c0 = 0; c0 < nr; c0 += kConvertRows) {
+            const int64_t nc = std::min(kConvertRows, nr - c0);
+            k.dequantize(wq, ldw, ones.data(), 0, in, r0 + c0, nc, rows_f32.data(), in);
+            for (int64_t r = 0; r < nc; ++r) {
+              for (int64_t kb = 0; kb < k_blocks; ++kb) {
+                uint16_t* dst = panel.data() + nr * kb * kFp8Block + (c0 + r) * width(kb);
+                const float* src = rows_f32.data() + r * in + kb * kFp8Block;
+                for (int64_t i = 0; i < width(kb); ++i) {
+                  dst[i] = static_cast<uint16_t>(f32_bits(src[i]) >> 16);
+                }
+              }
+            }
+          }
+          // y = Σ_kb scale[·, kb] ⊙ (x[:, kb] · e4m3[·, kb]ᵀ): the products of bf16 values are
+          // exact, so this is the f32 path's sum in another order. The scales are applied
+          // here, not as oneDNN output scales, which would also drop it off its AMX kernels.
+          for (int64_t kb = 0; kb < k_blocks; ++kb) {
+            detail::MatmulShape s;
+            s.m = nt;
+            s.k = width(kb);
+            s.n = nr;
+            s.lda = s.k;
+            s.ldw = s.k;
+            s.ldc = nr;
+            s.a_type = DType::kBF16;
+            s.w_type = DType::kBF16;
+            cache.run(s, xp + nt * kb * kFp8Block, panel.data() + nr * kb * kFp8Block, nullptr,
+                      nullptr, product.data());
+            float row_scale[kNativePanel];
+            for (int64_t r = 0; r < nr; ++r)
+              row_scale[r] = scale[(r0 + r) / kFp8Block * k_blocks + kb];
+            for (int64_t t = 0; t < nt; ++t) {
+              float* dst = y + (t0 + t) * ldy + r0;
+              const float* src = product.data() + t * nr;
+              if (kb == 0) {
+                for (int64_t r = 0; r < nr; ++r) dst[r] = src[r] * row_scale[r];
+              } else {
+                for (int64_t r = 0; r < nr; ++r) dst[r] += src[r] * row_scale[r];
+              }
+            }
+          }
         }
       });
 }
