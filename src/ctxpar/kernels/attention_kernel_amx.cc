@@ -61,7 +61,7 @@ constexpr int kAmxMinRows = 8;
 
 bool amx_fits(const AttnJob& job) {
   const int head_rows = job.rows / job.kv_heads;
-  return job.dtype == KvDType::kBF16 && head_rows >= kAmxMinRows && head_rows <= kTileRows &&
+  return job.dtype == KvDType::kBF16 && head_rows >= kAmxMinRows && head_rows <= kMaxJobRows &&
          job.dk % kDimStep == 0 && job.dv % kDimStep == 0 && (!job.v_in_k_row || job.dv <= job.dk);
 }
 
@@ -72,17 +72,24 @@ inline __m256i f32_to_bf16(__m512 x) {
   return std::bit_cast<__m256i>(_mm512_cvtneps_pbh(x));
 }
 
+// Up to 16 rows of a head: the lanes of one pass over a score tile.
+struct RowGroup {
+  int r0 = 0, rows = 0;  // the job's rows [r0, r0 + rows)
+  uint16_t* qv;          // [dk / 32][3 terms][16 pairs][16 rows][2] q·scale·log2(e), VNNI B
+  float* o;              // [16 rows, dv] unnormalized output
+  float* m;              // [16] running max (base 2)
+  float* l;              // [16] running sum
+  float* alpha;          // [16]
+};
+constexpr int kMaxGroups = kMaxJobRows / kTileRows;
+
 // Scratch of one head's pass, carved from the job's scratch (attn_scratch_layout() is larger).
 struct AmxScratch {
-  uint16_t* qv;   // [dk / 32][3 terms][16 pairs][16 rows][2] q·scale·log2(e) split, VNNI B
-  uint16_t* kst;  // [32 keys, dk]                            K rows copied (key_group)
-  float* st;      // [32 keys, 16 rows]                        scores, then weights
-  uint16_t* p;    // [hi, lo][16 rows, 32 keys]                the weights as A tiles
-  uint16_t* vv;   // [dv / 16][16 pairs][16 columns][2]        the tile's V rows, VNNI B
-  float* o;       // [16 rows, dv]                             unnormalized output
-  float* m;       // [16] running max (base 2)
-  float* l;       // [16] running sum
-  float* alpha;   // [16]
+  RowGroup groups[kMaxGroups];
+  uint16_t* kst;  // [64 keys, dk]                               K rows copied (key_group)
+  float* st;      // [64 keys, 16 rows]                           one group's scores → weights
+  uint16_t* p;    // [hi, lo][16 rows, 32 keys]                   the weights as A tiles
+  uint16_t* vv;   // [2 halves][dv / 16][16 pairs][16 columns][2] the tile's V rows, VNNI B
 };
 
 AmxScratch carve(float* scratch, int64_t dk, int64_t dv) {
@@ -93,15 +100,17 @@ AmxScratch carve(float* scratch, int64_t dk, int64_t dv) {
     return p;
   };
   AmxScratch s;
-  s.qv = reinterpret_cast<uint16_t*>(take(dk / kDimStep * kQTerms * 1024));
+  for (RowGroup& g : s.groups) {
+    g.qv = reinterpret_cast<uint16_t*>(take(dk / kDimStep * kQTerms * 1024));
+    g.o = reinterpret_cast<float*>(take(kTileRows * dv * 4));
+    g.m = reinterpret_cast<float*>(take(64));
+    g.l = reinterpret_cast<float*>(take(64));
+    g.alpha = reinterpret_cast<float*>(take(64));
+  }
   s.kst = reinterpret_cast<uint16_t*>(take(kAmxKeys * dk * 2));
-  s.st = reinterpret_cast<float*>(take(kAmxKeys * kTileRows * 4));  // [64 keys, 16 rows]
+  s.st = reinterpret_cast<float*>(take(kAmxKeys * kTileRows * 4));
   s.p = reinterpret_cast<uint16_t*>(take(2 * 1024));
-  s.vv = reinterpret_cast<uint16_t*>(take(dv / 16 * 1024));
-  s.o = reinterpret_cast<float*>(take(kTileRows * dv * 4));
-  s.m = reinterpret_cast<float*>(take(64));
-  s.l = reinterpret_cast<float*>(take(64));
-  s.alpha = reinterpret_cast<float*>(take(64));
+  s.vv = reinterpret_cast<uint16_t*>(take(2 * dv / 16 * 1024));
   return s;
 }
 
@@ -178,7 +187,7 @@ void interleave_values(const uint16_t* const* rows, int n, int64_t dv, uint16_t*
 
 // Online softmax over the tile's scores st[32 keys][16 rows] (lanes are rows): keys at or
 // past valid[r] masked; st becomes the weights, o rows are rescaled.
-void softmax_tile(float* st, __m512i valid, const AmxScratch& sc, int rows, int64_t dv) {
+void softmax_tile(float* st, __m512i valid, const RowGroup& sc, int64_t dv) {
   const __m512 neg_inf = _mm512_set1_ps(kNegInf);
   __m512 mx = _mm512_loadu_ps(sc.m);
   const __m512 m_old = mx;
@@ -201,7 +210,7 @@ void softmax_tile(float* st, __m512i valid, const AmxScratch& sc, int rows, int6
   _mm512_storeu_ps(sc.l, _mm512_fmadd_ps(_mm512_loadu_ps(sc.l), alpha.v, sum.v));
   _mm512_storeu_ps(sc.m, mx);
   alpha.store(sc.alpha);
-  for (int r = 0; r < rows; ++r) {
+  for (int r = 0; r < sc.rows; ++r) {
     const float a = sc.alpha[r];
     if (a == 1.0f) continue;
     float* orow = sc.o + r * dv;
@@ -237,16 +246,23 @@ void weights_to_tiles(const float* st, uint16_t* p) {
   }
 }
 
-// One KV head's rows [r0, r0 + rows) over the job's keys.
+// One KV head's rows [r0, r0 + rows) over the job's keys, in groups of 16 that share each
+// K tile (read from memory once, then from L2) and its interleaved V rows.
 void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& resolver,
-               const AmxScratch& sc) {
+               AmxScratch& sc) {
   const int64_t dk = job.dk, dv = job.dv;
   const int64_t k_steps = dk / kDimStep;
-  prepare_q(job.q + r0, rows, dk, job.scale * kLog2e, sc.qv);
-  std::memset(sc.o, 0, static_cast<size_t>(kTileRows * dv) * sizeof(float));
-  for (int r = 0; r < kTileRows; ++r) {
-    sc.m[r] = kNegInf;
-    sc.l[r] = 0.0f;
+  const int num_groups = (rows + kTileRows - 1) / kTileRows;
+  for (int gi = 0; gi < num_groups; ++gi) {
+    RowGroup& g = sc.groups[gi];
+    g.r0 = r0 + gi * kTileRows;
+    g.rows = std::min(kTileRows, rows - gi * kTileRows);
+    prepare_q(job.q + g.r0, g.rows, dk, job.scale * kLog2e, g.qv);
+    std::memset(g.o, 0, static_cast<size_t>(kTileRows * dv) * sizeof(float));
+    for (int r = 0; r < kTileRows; ++r) {
+      g.m[r] = kNegInf;
+      g.l[r] = 0.0f;
+    }
   }
 
   const uint16_t* k_rows[2][kAmxKeys];
@@ -269,101 +285,112 @@ void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& 
     const int n = static_cast<int>(std::min<int64_t>(kAmxKeys, job.key_end - t0));
     const int n_next = static_cast<int>(std::clamp<int64_t>(job.key_end - t0 - n, 0, kAmxKeys));
     if (n_next > 0) resolve(t0 + n, n_next, cur ^ 1);
-
-    // Sᵀ = K · qᵀ (three terms): tile g the scores of keys [16g, 16g + 16), g < groups; each
-    // k-step's q tiles are loaded once for all four groups.
-    const int groups = (n + 15) / 16;
+    const int key_groups = (n + 15) / 16;
     const uint16_t* ka[4];
     int64_t a_stride[4] = {};
-    for (int g = 0; g < groups; ++g) {
-      ka[g] = key_group(k_rows[cur], 16 * g, n, dk, sc.kst + 16 * g * dk, &a_stride[g]);
+    for (int kg = 0; kg < key_groups; ++kg) {
+      ka[kg] = key_group(k_rows[cur], 16 * kg, n, dk, sc.kst + 16 * kg * dk, &a_stride[kg]);
     }
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-    for (int64_t ks = 0; ks < k_steps; ++ks) {
-      // The next tile's K rows, line ks of each (a k-step reads one 64-byte line per row):
-      // spread over the steps so the misses overlap the tile unit's work instead of stalling
-      // in one burst on the fill buffers.
-      for (int j = 0; j < n_next; ++j)
-        _mm_prefetch(k_rows[cur ^ 1][j] + ks * kDimStep, _MM_HINT_T1);
-      const uint16_t* qk = sc.qv + ks * kQTerms * 512;
-      const int64_t d0 = ks * kDimStep;
-      _tile_loadd(5, qk, 64);
-      _tile_loadd(6, qk + 512, 64);
-      _tile_loadd(7, qk + 1024, 64);
-#define CTXPAR_AMX_SCORE_GROUP(g)          \
-  _tile_loadd(4, ka[g] + d0, a_stride[g]); \
-  _tile_dpbf16ps(g, 4, 5);                 \
-  _tile_dpbf16ps(g, 4, 6);                 \
-  _tile_dpbf16ps(g, 4, 7)
-      CTXPAR_AMX_SCORE_GROUP(0);
-      if (groups > 1) CTXPAR_AMX_SCORE_GROUP(1);
-      if (groups > 2) CTXPAR_AMX_SCORE_GROUP(2);
-      if (groups > 3) CTXPAR_AMX_SCORE_GROUP(3);
-#undef CTXPAR_AMX_SCORE_GROUP
+    // V rows of each 32-key half: the K rows' prefixes (MLA), or the cache's V rows.
+    const int halves = (n + kPvKeys - 1) / kPvKeys;
+    for (int h = 0; h < halves; ++h) {
+      interleave_values((job.v_in_k_row ? k_rows[cur] : v_rows[cur]) + h * kPvKeys,
+                        std::min(kPvKeys, n - h * kPvKeys), dv, sc.vv + h * (dv / 16) * 512);
     }
-    _tile_stored(0, sc.st, 64);
-    _tile_stored(1, sc.st + 16 * kTileRows, 64);
-    _tile_stored(2, sc.st + 32 * kTileRows, 64);
-    _tile_stored(3, sc.st + 48 * kTileRows, 64);
 
-    // Softmax and P · V per 32 keys (one bf16 k-step of the product).
-    for (int h = 0; h * kPvKeys < n; ++h) {
-      const int64_t h0 = t0 + h * kPvKeys;
-      const int nh = std::min(kPvKeys, n - h * kPvKeys);
-      float* st = sc.st + h * kPvKeys * kTileRows;
-      alignas(64) int32_t valid[kTileRows];
-      for (int r = 0; r < kTileRows; ++r) {
-        // Rows past the head's own are masked whole (their weights are 0).
-        valid[r] =
-            r >= rows ? 0
-            : job.row_key_end != nullptr
-                ? static_cast<int32_t>(std::clamp<int64_t>(job.row_key_end[r0 + r] - h0, 0, nh))
-                : nh;
-      }
-      softmax_tile(st, _mm512_load_si512(valid), sc, rows, dv);
-      weights_to_tiles(st, sc.p);
-
-      // V rows: the K rows' prefixes (MLA, just read), or the cache's V rows.
-      interleave_values((job.v_in_k_row ? k_rows[cur] : v_rows[cur]) + h * kPvKeys, nh, dv, sc.vv);
-
-      // O += P · V, two 16-column tiles at a time (dv is a multiple of 32).
-      _tile_loadd(2, sc.p, 64);
-      _tile_loadd(3, sc.p + 512, 64);
-      const int64_t o_stride = dv * 4;
-      for (int64_t c = 0; c < dv; c += 32) {
-        if (!job.v_in_k_row) {
-          for (int j = h * kPvKeys; j < std::min(n_next, (h + 1) * kPvKeys); ++j) {
-            _mm_prefetch(v_rows[cur ^ 1][j] + c, _MM_HINT_T1);
-          }
+    for (int gi = 0; gi < num_groups; ++gi) {
+      RowGroup& g = sc.groups[gi];
+      // Sᵀ = K · qᵀ (three terms): tile kg the scores of keys [16kg, 16kg + 16); each k-step's
+      // q tiles are loaded once for all four key groups.
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (int64_t ks = 0; ks < k_steps; ++ks) {
+        // The next tile's K rows, line ks of each (a k-step reads one 64-byte line per row),
+        // by the first row group: spread over the steps, not one burst on the fill buffers.
+        if (gi == 0) {
+          for (int j = 0; j < n_next; ++j)
+            _mm_prefetch(k_rows[cur ^ 1][j] + ks * kDimStep, _MM_HINT_T1);
         }
-        _tile_loadd(0, sc.o + c, o_stride);
-        _tile_loadd(1, sc.o + c + 16, o_stride);
-        _tile_loadd(4, sc.vv + (c / 16) * 512, 64);
-        _tile_loadd(5, sc.vv + (c / 16 + 1) * 512, 64);
-        _tile_dpbf16ps(0, 2, 4);
-        _tile_dpbf16ps(0, 3, 4);
-        _tile_dpbf16ps(1, 2, 5);
-        _tile_dpbf16ps(1, 3, 5);
-        _tile_stored(0, sc.o + c, o_stride);
-        _tile_stored(1, sc.o + c + 16, o_stride);
+        const uint16_t* qk = g.qv + ks * kQTerms * 512;
+        const int64_t d0 = ks * kDimStep;
+        _tile_loadd(5, qk, 64);
+        _tile_loadd(6, qk + 512, 64);
+        _tile_loadd(7, qk + 1024, 64);
+#define CTXPAR_AMX_SCORE_GROUP(kg)           \
+  _tile_loadd(4, ka[kg] + d0, a_stride[kg]); \
+  _tile_dpbf16ps(kg, 4, 5);                  \
+  _tile_dpbf16ps(kg, 4, 6);                  \
+  _tile_dpbf16ps(kg, 4, 7)
+        CTXPAR_AMX_SCORE_GROUP(0);
+        if (key_groups > 1) CTXPAR_AMX_SCORE_GROUP(1);
+        if (key_groups > 2) CTXPAR_AMX_SCORE_GROUP(2);
+        if (key_groups > 3) CTXPAR_AMX_SCORE_GROUP(3);
+#undef CTXPAR_AMX_SCORE_GROUP
+      }
+      _tile_stored(0, sc.st, 64);
+      _tile_stored(1, sc.st + 16 * kTileRows, 64);
+      _tile_stored(2, sc.st + 32 * kTileRows, 64);
+      _tile_stored(3, sc.st + 48 * kTileRows, 64);
+
+      // Softmax and P · V per 32 keys (one bf16 k-step of the product).
+      for (int h = 0; h < halves; ++h) {
+        const int64_t h0 = t0 + h * kPvKeys;
+        const int nh = std::min(kPvKeys, n - h * kPvKeys);
+        float* st = sc.st + h * kPvKeys * kTileRows;
+        alignas(64) int32_t valid[kTileRows];
+        for (int r = 0; r < kTileRows; ++r) {
+          // Rows past the group's own are masked whole (their weights are 0).
+          valid[r] =
+              r >= g.rows ? 0
+              : job.row_key_end != nullptr
+                  ? static_cast<int32_t>(std::clamp<int64_t>(job.row_key_end[g.r0 + r] - h0, 0, nh))
+                  : nh;
+        }
+        softmax_tile(st, _mm512_load_si512(valid), g, dv);
+        weights_to_tiles(st, sc.p);
+
+        // O += P · V, two 16-column tiles at a time (dv is a multiple of 32).
+        const uint16_t* vv = sc.vv + h * (dv / 16) * 512;
+        _tile_loadd(2, sc.p, 64);
+        _tile_loadd(3, sc.p + 512, 64);
+        const int64_t o_stride = dv * 4;
+        for (int64_t c = 0; c < dv; c += 32) {
+          if (gi == 0 && !job.v_in_k_row) {
+            for (int j = h * kPvKeys; j < std::min(n_next, (h + 1) * kPvKeys); ++j) {
+              _mm_prefetch(v_rows[cur ^ 1][j] + c, _MM_HINT_T1);
+            }
+          }
+          _tile_loadd(0, g.o + c, o_stride);
+          _tile_loadd(1, g.o + c + 16, o_stride);
+          _tile_loadd(4, vv + (c / 16) * 512, 64);
+          _tile_loadd(5, vv + (c / 16 + 1) * 512, 64);
+          _tile_dpbf16ps(0, 2, 4);
+          _tile_dpbf16ps(0, 3, 4);
+          _tile_dpbf16ps(1, 2, 5);
+          _tile_dpbf16ps(1, 3, 5);
+          _tile_stored(0, g.o + c, o_stride);
+          _tile_stored(1, g.o + c + 16, o_stride);
+        }
       }
     }
     cur ^= 1;
   }
 
-  for (int r = 0; r < rows; ++r) {
-    float* dst = job.out[r0 + r];
-    if (sc.l[r] > 0.0f) {
-      const float inv = 1.0f / sc.l[r];
-      const float* src = sc.o + r * dv;
-      for (int64_t i = 0; i < dv; ++i) dst[i] = src[i] * inv;
-      *job.lse[r0 + r] = (sc.m[r] + std::log2(sc.l[r])) * kLn2;
-    } else {
-      std::memset(dst, 0, static_cast<size_t>(dv) * sizeof(float));
-      *job.lse[r0 + r] = kNegInf;
+  for (int gi = 0; gi < num_groups; ++gi) {
+    const RowGroup& g = sc.groups[gi];
+    for (int r = 0; r < g.rows; ++r) {
+      float* dst = job.out[g.r0 + r];
+      if (g.l[r] > 0.0f) {
+        const float inv = 1.0f / g.l[r];
+        const float* src = g.o + r * dv;
+        for (int64_t i = 0; i < dv; ++i) dst[i] = src[i] * inv;
+        *job.lse[g.r0 + r] = (g.m[r] + std::log2(g.l[r])) * kLn2;
+      } else {
+        std::memset(dst, 0, static_cast<size_t>(dv) * sizeof(float));
+        *job.lse[g.r0 + r] = kNegInf;
+      }
     }
   }
 }
@@ -375,7 +402,7 @@ void run_attention_job_amx(const AttnJob& job, float* scratch) {
     run_job_for_isa<simd::Vec16>(job, scratch);
     return;
   }
-  const AmxScratch sc = carve(scratch, job.dk, job.dv);
+  AmxScratch sc = carve(scratch, job.dk, job.dv);
   const RowResolver resolver(job.keys);
   const int head_rows = job.rows / job.kv_heads;
   configure_tiles();
