@@ -399,7 +399,7 @@ void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& 
 
 void run_attention_job_amx(const AttnJob& job, float* scratch) {
   if (!amx_fits(job)) {
-    run_job_for_isa<simd::Vec16>(job, scratch);
+    run_attention_job_avx512(job, scratch);
     return;
   }
   AmxScratch sc = carve(scratch, job.dk, job.dv);

@@ -267,7 +267,9 @@ void Fp8Linear::Impl::prefill_native_bf16(const float* x, int64_t ldx, int64_t t
   // every matmul reads dense A and W (oneDNN 2.x runs its AMX kernels only on dense operands).
   const auto width = [&](int64_t kb) { return std::min(kFp8Block, in - kb * kFp8Block); };
   // dequantize() with lds 0 reads these for every row: the unscaled e4m3 values.
-  const std::vector<float> ones(static_cast<size_t>(k_blocks), 1.0f);
+  thread_local std::vector<float> ones;
+  ones.resize(static_cast<size_t>(k_blocks), 1.0f);
+  const float* unit = ones.data();  // the calling thread's buffer, read by the pool's tasks
   // A chunk of x in bf16, K-block-major: block kb is [nt, width(kb)] at offset nt·kb·128.
   thread_local std::vector<bf16> xb;
   xb.resize(static_cast<size_t>(std::min(tokens, detail::kOneDnnTokenChunk) * in));
@@ -297,7 +299,7 @@ void Fp8Linear::Impl::prefill_native_bf16(const float* x, int64_t ldx, int64_t t
           const int64_t nr = std::min(kNativePanel, o0 + no - r0);
           for (int64_t c0 = 0; c0 < nr; c0 += kConvertRows) {
             const int64_t nc = std::min(kConvertRows, nr - c0);
-            k.dequantize(wq, ldw, ones.data(), 0, in, r0 + c0, nc, rows_f32.data(), in);
+            k.dequantize(wq, ldw, unit, 0, in, r0 + c0, nc, rows_f32.data(), in);
             for (int64_t r = 0; r < nc; ++r) {
               for (int64_t kb = 0; kb < k_blocks; ++kb) {
                 uint16_t* dst = panel.data() + nr * kb * kFp8Block + (c0 + r) * width(kb);
