@@ -241,8 +241,13 @@ TEST(Scheduler, AbortFreesBlocksAndIsSkippedInFlight) {
   SchedulerConfig config;
   config.layout = random_layout(rng);
   Scheduler s(config, 500);
-  for (int i = 0; i < 4; ++i)
-    s.add_request(std::to_string(i), random_tokens(rng, uniform(rng, 1, 40)), long_running(100));
+  for (int i = 0; i < 4; ++i) {
+    // A first token of its own: with prefix caching (on by default) and one-token blocks, two
+    // prompts that start alike share a block, which an abort of one of them cannot free.
+    std::vector<int32_t> prompt = random_tokens(rng, uniform(rng, 1, 40));
+    prompt[0] = 1001 + i;
+    s.add_request(std::to_string(i), prompt, long_running(100));
+  }
   run_step(s, 5);
   EXPECT_EQ(s.num_running(), 4);
   s.add_request("waiting", random_tokens(rng, 3), {});
