@@ -2,9 +2,10 @@
 // loop: chunked prefills with random chunk sizes, decodes first in every step, so steps mix decodes
 // and prefills and token counts are rarely a multiple of T): the greedy tokens are identical in all
 // four SFA modes for N = T in {2, 4} with I = B and I = 1, with and without sequence-parallel
-// layers, for f32; for an int8 and a bf16 o_proj (against the native run with the same o_proj) they
-// are identical up to a near tie of the reference (see expect_same_tokens). Sequence-parallel
-// layers give the same tokens for the other built-in architectures too.
+// layers, for f32; for an int8 and a bf16 o_proj (against the native run with the same o_proj),
+// with the reference's tokens forced, the logits stay within kRoundedTolerance of its logits
+// (see expect_close_logits). Sequence-parallel layers give the same tokens for the other built-in
+// architectures too.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -23,15 +24,24 @@ namespace {
 using attention::DcpCommPlan;
 using attention::SfaIndexerMode;
 
-// f32: identical tokens; rounded o_proj numerics: identical up to a near tie of the
-// reference (token_mismatch).
+// f32: identical greedy tokens.
 void expect_same_tokens(const model::ModelConfig& config, const RunSpec& spec,
-                        const PromptSet& prompts, const Generation& want,
-                        double tie_tolerance = 0) {
+                        const PromptSet& prompts, const Generation& want) {
   SCOPED_TRACE(spec.describe());
   const Generation got = generate_inprocess(config, spec, prompts);
   ASSERT_TRUE(got.finite);
-  EXPECT_EQ(token_mismatch(got, want, tie_tolerance), "");
+  EXPECT_EQ(token_mismatch(got, want), "");
+}
+
+// Rounded o_proj numerics: with the reference's tokens forced, the argmaxes in each other's top
+// logits and the median row within tolerance of the reference's (logits_mismatch).
+void expect_close_logits(const model::ModelConfig& config, const RunSpec& spec,
+                         const PromptSet& prompts, const Generation& want, double tolerance) {
+  SCOPED_TRACE(spec.describe());
+  const Generation got = generate_inprocess(config, spec, prompts, &want.tokens);
+  ASSERT_TRUE(got.finite);
+
+  EXPECT_EQ(logits_mismatch(got, want, tolerance), "");
 }
 
 // The four modes at T = 2 and 4, I = B and I = 1 under DCP, with the given numerics.
@@ -107,21 +117,21 @@ TEST_P(SparseModelDsaCp, GreedyTokensAreIdenticalInAllFourModes) {
   }
 }
 
-TEST_P(SparseModelDsaCp, Int8OProjTokensMatchTheNativeInt8Run) {
+TEST_P(SparseModelDsaCp, Int8OProjLogitsStayCloseToTheNativeInt8Run) {
   RunSpec int8;
   int8.o_proj_quant = model::OProjQuant::kInt8;
   const Generation want = reference(int8);
   for (const RunSpec& spec : four_modes(rng_, int8)) {
-    expect_same_tokens(config_, spec, prompts_, want, 1e-3);
+    expect_close_logits(config_, spec, prompts_, want, kRoundedTolerance);
   }
 }
 
-TEST_P(SparseModelDsaCp, Bf16OProjTokensMatchTheNativeBf16Run) {
+TEST_P(SparseModelDsaCp, Bf16OProjLogitsStayCloseToTheNativeBf16Run) {
   RunSpec bf16;
   bf16.o_proj_quant = model::OProjQuant::kBf16;
   const Generation want = reference(bf16);
   for (const RunSpec& spec : four_modes(rng_, bf16)) {
-    expect_same_tokens(config_, spec, prompts_, want, 1e-3);
+    expect_close_logits(config_, spec, prompts_, want, kRoundedTolerance);
   }
 }
 

@@ -26,7 +26,9 @@ std::string RunSpec::describe() const {
   return fmt::format("T={} N={} B={} I={} {} {}{}{}{}{}", tp, dcp, block_size, interleave,
                      attention::dcp_comm_plan_name(plan), attention::sfa_indexer_mode_name(mode),
                      dsa_cp ? " dsa_cp" : "", sequence_parallel ? " flashcomm1" : "",
-                     o_proj_quant == model::OProjQuant::kInt8 ? " int8-o_proj" : "",
+                     o_proj_quant == model::OProjQuant::kInt8   ? " int8-o_proj"
+                     : o_proj_quant == model::OProjQuant::kBf16 ? " bf16-o_proj"
+                                                                : "",
                      weight_dtype == DType::kBF16 ? " bf16" : "");
 }
 
@@ -51,9 +53,16 @@ PromptSet make_prompts(std::mt19937& rng) {
 // each unfinished prompt; the rows at the end of a request's known tokens are sampled
 // greedily (argmax, ties to the lower id).
 Generation generate_on(Communicator& world, const model::ModelConfig& config, const RunSpec& spec,
-                       const PromptSet& set) {
+                       const PromptSet& set, const ForcedTokens* forced) {
   CTXPAR_CHECK(world.size() == spec.tp, "{} needs {} ranks, the communicator has {}",
                spec.describe(), spec.tp, world.size());
+  if (forced != nullptr) {
+    CTXPAR_CHECK(forced->size() == set.prompts.size(), "{} forced continuations for {} prompts",
+                 forced->size(), set.prompts.size());
+    for (const auto& f : *forced)
+      CTXPAR_CHECK(f.size() == kDecodeSteps, "a forced continuation of {} tokens, want {}",
+                   f.size(), kDecodeSteps);
+  }
   ModelOptions options;
   options.block_size = spec.block_size;
   options.interleave = spec.interleave;
@@ -130,8 +139,9 @@ Generation generate_on(Communicator& world, const model::ModelConfig& config, co
         lo = std::min(lo, l[v]);
         hi = std::max(hi, l[v]);
       }
-      known[sampled[r]].push_back(best);
-      rows_seen[sampled[r]].emplace_back(l, l + logits.size(1));
+      const size_t i = sampled[r];
+      known[i].push_back(forced != nullptr ? (*forced)[i][rows_seen[i].size()] : best);
+      rows_seen[i].emplace_back(l, l + logits.size(1));
       spread = std::min<double>(spread, hi - lo);
     }
   }
@@ -147,10 +157,10 @@ Generation generate_on(Communicator& world, const model::ModelConfig& config, co
 }
 
 Generation generate_inprocess(const model::ModelConfig& config, const RunSpec& spec,
-                              const PromptSet& set) {
+                              const PromptSet& set, const ForcedTokens* forced) {
   Generation result;
   run_inprocess_ranks(spec.tp, [&](Communicator& world) {
-    Generation mine = generate_on(world, config, spec, set);
+    Generation mine = generate_on(world, config, spec, set, forced);
     if (world.rank() == 0) result = std::move(mine);
   });
   return result;

@@ -49,12 +49,18 @@ struct Generation {
 
 inline constexpr size_t kDecodeSteps = 6;
 
-// Every rank of `world` (world.size() == spec.tp) calls this; the result is rank 0's.
+// Per prompt, a continuation to feed instead of the argmax (teacher forcing): the logits rows
+// are those of the forced tokens' positions, so a rounding step taken differently at one
+// position cannot change the inputs of the next ones.
+using ForcedTokens = std::vector<std::vector<int32_t>>;
+
+// Every rank of `world` (world.size() == spec.tp) calls this; the result is rank 0's. With
+// `forced` (kDecodeSteps tokens per prompt) the continuation is forced's, else greedy.
 Generation generate_on(Communicator& world, const model::ModelConfig& config, const RunSpec& spec,
-                       const PromptSet& prompts);
+                       const PromptSet& prompts, const ForcedTokens* forced = nullptr);
 
 // The same on spec.tp in-process ranks.
 Generation generate_inprocess(const model::ModelConfig& config, const RunSpec& spec,
-                              const PromptSet& prompts);
+                              const PromptSet& prompts, const ForcedTokens* forced = nullptr);
 
 }  // namespace ctxpar::sfa_test
