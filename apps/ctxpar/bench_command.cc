@@ -53,8 +53,9 @@ void run(const BenchOptions& o) {
   std::mt19937 rng(static_cast<uint32_t>(base.seed));
   nlohmann::json rows = nlohmann::json::array();
   if (is_output_rank() && !o.json) {
-    std::printf("%-6s %-8s %-4s %14s %14s %12s %12s %14s\n", "batch", "context", "N",
-                "prefill tok/s", "decode tok/s", "KV used/rank", "KV pool/rank", "capacity");
+    std::printf("%-6s %-8s %-4s %14s %14s %12s %12s %12s %14s\n", "batch", "context", "N",
+                "prefill tok/s", "decode tok/s", "decode comm", "KV used/rank", "KV pool/rank",
+                "capacity");
   }
   for (int64_t batch : batches) {
     for (int64_t context : contexts) {
@@ -85,6 +86,9 @@ void run(const BenchOptions& o) {
         const double prefill =
             s.prefill_seconds > 0 ? double(s.prefill_tokens) / s.prefill_seconds : 0;
         const double decode = s.decode_seconds > 0 ? double(s.decode_tokens) / s.decode_seconds : 0;
+        // Rank 0's share of the decode steps spent in TP and DCP collectives.
+        const double decode_comm =
+            s.decode_seconds > 0 ? s.decode_collective_seconds / s.decode_seconds : 0;
         // KV rows written per rank: every prompt token and every output token but the last
         // (sampled, never fed back); a DCP-sharded row counts 1/N on each rank.
         const int64_t kv_used =
@@ -94,13 +98,15 @@ void run(const BenchOptions& o) {
                         {"dcp", dcp},
                         {"prefill_tokens_per_second", prefill},
                         {"decode_tokens_per_second", decode},
+                        {"decode_collective_share", decode_comm},
                         {"kv_bytes_used_per_rank", kv_used},
                         {"kv_bytes_per_rank", s.kv_bytes_per_rank},
                         {"token_capacity", s.token_capacity}});
         if (!o.json) {
-          std::printf("%-6ld %-8ld %-4d %14.1f %14.2f %12s %12s %14ld\n", static_cast<long>(batch),
-                      static_cast<long>(context), dcp, prefill, decode,
-                      human_bytes(kv_used).c_str(), human_bytes(s.kv_bytes_per_rank).c_str(),
+          std::printf("%-6ld %-8ld %-4d %14.1f %14.2f %11.1f%% %12s %12s %14ld\n",
+                      static_cast<long>(batch), static_cast<long>(context), dcp, prefill, decode,
+                      100 * decode_comm, human_bytes(kv_used).c_str(),
+                      human_bytes(s.kv_bytes_per_rank).c_str(),
                       static_cast<long>(s.token_capacity));
         }
       }

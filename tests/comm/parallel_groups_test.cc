@@ -1,9 +1,11 @@
-// ParallelGroups: membership and ranks of the TP and DCP groups for several (T, N), and the
-// start-up validation messages.
+// ParallelGroups: membership and ranks of the TP and DCP groups for several (T, N), the time
+// counted in their collectives, and the start-up validation messages.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <numeric>
+#include <thread>
 
 #include "comm_test_util.h"
 #include "ctxpar/comm/inprocess_communicator.h"
@@ -49,6 +51,37 @@ TEST(ParallelGroups, MembershipForSeveralLayouts) {
       });
     });
   }
+}
+
+TEST(ParallelGroups, CollectiveSecondsCountTheWaitInTpAndDcpCollectivesOnly) {
+  // Rank 1 arrives 50 ms late at one TP and one DCP all-reduce: every rank's count grows by
+  // at least that wait (rank 1's own by less), and world traffic is not counted.
+  constexpr auto kLate = std::chrono::milliseconds(50);
+  run_with_deadline(30, "ParallelGroups", [&] {
+    run_inprocess_ranks(4, [&](Communicator& world) {
+      ParallelGroups groups(world, 4, 2);
+      EXPECT_EQ(groups.collective_seconds(), 0.0);
+      Tensor x = Tensor::zeros({3}, DType::kF32);
+      world.barrier();
+      if (world.rank() == 1) std::this_thread::sleep_for(kLate);
+      world.all_reduce(x);
+      EXPECT_EQ(groups.collective_seconds(), 0.0) << "world collectives are not counted";
+      if (world.rank() == 1) std::this_thread::sleep_for(kLate);
+      groups.tp().all_reduce(x);
+      const double after_tp = groups.collective_seconds();
+      if (world.rank() == 1) std::this_thread::sleep_for(kLate);
+      groups.dcp().all_reduce(x);  // only rank 0 shares a group with rank 1
+      const double after_dcp = groups.collective_seconds();
+      if (world.rank() != 1) {
+        EXPECT_GE(after_tp, 0.045);
+      }
+      if (world.rank() == 0) {
+        EXPECT_GE(after_dcp - after_tp, 0.045);
+      }
+      EXPECT_GE(after_dcp, after_tp);
+      EXPECT_LT(after_dcp, 10.0);
+    });
+  });
 }
 
 TEST(ParallelGroups, ValidationNamesNumbersAndRule) {

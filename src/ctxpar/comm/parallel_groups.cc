@@ -1,5 +1,6 @@
 #include "ctxpar/comm/parallel_groups.h"
 
+#include "ctxpar/comm/timed_communicator.h"
 #include "ctxpar/core/error.h"
 
 namespace ctxpar {
@@ -22,10 +23,10 @@ void validate_parallel_sizes(int world_size, int tensor_parallel_size,
 
 ParallelGroups::ParallelGroups(Communicator& world, int tensor_parallel_size,
                                int decode_context_parallel_size)
-    : world_(&world) {
+    : world_(&world), collective_ns_(std::make_shared<std::atomic<int64_t>>(0)) {
   validate_parallel_sizes(world.size(), tensor_parallel_size, decode_context_parallel_size);
   const int n = decode_context_parallel_size;
-  tp_ = world.split(0, world.rank());
+  tp_ = std::make_unique<TimedCommunicator>(world.split(0, world.rank()), collective_ns_);
   dcp_ = tp_->split(tp_->rank() / n, tp_->rank());
   CTXPAR_CHECK(dcp_->size() == n && dcp_->rank() == tp_->rank() % n,
                "ParallelGroups: DCP group of TP rank {} came out as rank {} of {} (expected {} "

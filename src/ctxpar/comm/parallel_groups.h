@@ -4,6 +4,8 @@
 // dcp_rank = tp_rank % N.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 
 #include "ctxpar/comm/communicator.h"
@@ -19,7 +21,8 @@ class ParallelGroups {
  public:
   // Collective over world (every rank calls it with the same sizes). Validates the sizes,
   // then splits world into the TP group (all ranks, its own communicator so TP traffic is
-  // ordered separately) and this rank's DCP group. world must outlive this object.
+  // ordered separately) and this rank's DCP group, both timed (collective_seconds). world
+  // must outlive this object.
   ParallelGroups(Communicator& world, int tensor_parallel_size, int decode_context_parallel_size);
 
   Communicator& world() const { return *world_; }
@@ -33,8 +36,13 @@ class ParallelGroups {
   // Index g of this rank's DCP group (tp_rank / N).
   int dcp_group() const { return tp_rank() / dcp_size(); }
 
+  // Wall seconds this rank has spent inside TP and DCP collectives so far, waiting for the
+  // other ranks included (world's own traffic, the engine's step broadcasts, is not counted).
+  double collective_seconds() const { return static_cast<double>(collective_ns_->load()) * 1e-9; }
+
  private:
   Communicator* world_;
+  std::shared_ptr<std::atomic<int64_t>> collective_ns_;
   std::unique_ptr<Communicator> tp_;
   std::unique_ptr<Communicator> dcp_;
 };

@@ -31,6 +31,10 @@ struct EngineStats {
   double prefill_seconds = 0;  // steps that carried prompt tokens
   int64_t decode_tokens = 0;   // tokens sampled by decode-only steps (not the prefill's token)
   double decode_seconds = 0;   // decode-only steps
+  // Of prefill_seconds / decode_seconds: rank 0's wall time inside TP and DCP collectives
+  // (ParallelGroups::collective_seconds), waiting for slower ranks included.
+  double prefill_collective_seconds = 0;
+  double decode_collective_seconds = 0;
   int64_t steps = 0;
   int64_t preemptions = 0;
   PrefixCacheStats prefix_cache;
@@ -44,6 +48,8 @@ inline EngineStats counters_since(const EngineStats& now, const EngineStats& bef
   d.prefill_seconds -= before.prefill_seconds;
   d.decode_tokens -= before.decode_tokens;
   d.decode_seconds -= before.decode_seconds;
+  d.prefill_collective_seconds -= before.prefill_collective_seconds;
+  d.decode_collective_seconds -= before.decode_collective_seconds;
   d.steps -= before.steps;
   d.preemptions -= before.preemptions;
   PrefixCacheStats& p = d.prefix_cache;

@@ -9,6 +9,7 @@ ModelRunner::ModelRunner(const model::ModelConfig& config, const model::ModelCon
     : model_(std::make_unique<model::CausalLM>(config, ctx)),
       builder_(model::make_metadata_builder(config, ctx)),
       tables_(int64_t{ctx.options.block_size} * ctx.dcp_size()),
+      groups_(&ctx.groups),
       world_rank_(ctx.groups.world().rank()) {}
 
 Tensor ModelRunner::execute(const StepPlan& plan, bool all_positions) {

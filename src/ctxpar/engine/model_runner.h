@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "ctxpar/attention/attention_metadata.h"
+#include "ctxpar/comm/parallel_groups.h"
 #include "ctxpar/engine/request_block_tables.h"
 #include "ctxpar/engine/step_plan.h"
 #include "ctxpar/model/causal_lm.h"
@@ -27,10 +28,14 @@ class ModelRunner {
 
   const RequestBlockTables& block_tables() const { return tables_; }
 
+  // This rank's time in TP and DCP collectives so far (ParallelGroups::collective_seconds).
+  double collective_seconds() const { return groups_->collective_seconds(); }
+
  private:
   std::unique_ptr<model::CausalLM> model_;
   std::unique_ptr<attention::AttentionMetadataBuilder> builder_;
   RequestBlockTables tables_;
+  const ParallelGroups* groups_;
   int world_rank_;
   int64_t num_steps_ = 0;  // execute() calls so far (test fault injection counts them)
 };

@@ -270,7 +270,9 @@ void OnlineEngine::step(Communicator& world, ModelRunner& runner) {
   std::vector<uint8_t> bytes = plan.encode();
   world.broadcast_bytes(bytes, 0);
   const auto start = Clock::now();
+  const double collectives_before = runner.collective_seconds();
   const Tensor logits = runner.execute(plan);
+  const double collective_seconds = runner.collective_seconds() - collectives_before;
 
   // One row of logits per sampling entry, in entry order.
   std::vector<SamplingRow> rows;
@@ -317,8 +319,10 @@ void OnlineEngine::step(Communicator& world, ModelRunner& runner) {
     if (tokens > decode_entries) {
       stats_.prefill_tokens += tokens - decode_entries;
       stats_.prefill_seconds += seconds;
+      stats_.prefill_collective_seconds += collective_seconds;
     } else {
       stats_.decode_seconds += seconds;
+      stats_.decode_collective_seconds += collective_seconds;
       stats_.decode_tokens += static_cast<int64_t>(sampled_rows.size());
     }
     ++stats_.steps;
