@@ -468,7 +468,11 @@ TEST(Scheduler, DecodePlansDoNotGrowWithTheContext) {
   config.max_num_batched_tokens = 512;
   config.max_num_seqs = 8;
   config.max_model_len = 4096;
-  Scheduler s(config, 4000);
+  // Room for every request's prompt (<= 300) and 600 decodes with no preemption, which would
+  // take a request out of the decode steps: one-token virtual blocks need 8 · 901 blocks
+  // (4000 failed about 1 run in 20).
+  const int64_t per_block = config.layout.tokens_per_virtual_block();
+  Scheduler s(config, static_cast<int32_t>(8 * ((300 + 600 + per_block) / per_block + 1)));
   StepPlanBuilder plans;
   const int num_requests = static_cast<int>(uniform(rng, 1, 8));
   for (int i = 0; i < num_requests; ++i) {
@@ -502,7 +506,6 @@ TEST(Scheduler, DecodePlansDoNotGrowWithTheContext) {
   // At most one new block per request per step (4 bytes each), nothing else varies.
   EXPECT_LE(largest - smallest, static_cast<size_t>(4 * num_requests));
   // Over 600 steps each request crossed about 600 / (B·N) virtual blocks, no more.
-  const int64_t per_block = config.layout.tokens_per_virtual_block();
   EXPECT_LE(block_ids, num_requests * (600 / per_block + 1));
 }
 
