@@ -97,13 +97,16 @@ class HfTokenizer(unittest.TestCase):
     def test_stop_strings_on_decoded_text(self):
         rng = fx.seeded_rng(self)
         vocab = self.golden["vocab_size"]
-        for _ in range(30):
+        # The stop string is cut from the text before its first U+FFFD (a byte token that does
+        # not complete a character): dummy weights produce one in most 40-token texts, and
+        # asking for none failed about 1 run in 10 after 30 prompts.
+        for _ in range(100):
             prompt = [rng.randrange(vocab) for _ in range(8)]
-            base = self.complete(prompt)
-            if len(base) >= 8 and "\ufffd" not in base:
+            base = self.complete(prompt).split("\ufffd")[0]
+            if len(base) >= 8:
                 break
         else:
-            self.fail("no greedy text long enough to cut")
+            self.fail("no greedy text long enough to cut in 100 prompts")
         at = rng.randint(1, len(base) - 4)
         stop = base[at:at + 3]
         got = self.client.completions.create(
