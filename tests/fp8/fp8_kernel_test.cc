@@ -182,6 +182,38 @@ TEST_F(Fp8Test, DequantizationOfEveryIsaIsExact) {
   }
 }
 
+TEST_F(Fp8Test, ScaledAccumulationOfEveryIsaMatchesTheReference) {
+  for (Isa isa : available_isas()) {
+    const int64_t tokens = uniform_int(0, 9), n = uniform_int(1, 300);
+    const int64_t ldp = n + uniform_int(0, 7), ldy = n + uniform_int(0, 7);
+    SCOPED_TRACE(testing::Message() << isa_name(isa) << " " << tokens << "x" << n);
+    const Tensor p = random({std::max<int64_t>(tokens, 1), ldp});
+    const Tensor s1 = random({n}), s2 = random({n});
+    const Tensor y0 = random({std::max<int64_t>(tokens, 1), ldy});
+    Tensor y = y0.clone();
+    const auto& k = detail::fp8_kernels(isa);
+    k.accumulate_scaled(p.data<float>(), ldp, tokens, n, s1.data<float>(), true, y.data<float>(),
+                        ldy);
+    k.accumulate_scaled(p.data<float>(), ldp, tokens, n, s2.data<float>(), false, y.data<float>(),
+                        ldy);
+    for (int64_t t = 0; t < std::max<int64_t>(tokens, 1); ++t) {
+      for (int64_t r = 0; r < ldy; ++r) {
+        const float got = y.data<float>()[t * ldy + r];
+        if (t >= tokens || r >= n) {  // outside the block: untouched
+          ASSERT_EQ(got, y0.data<float>()[t * ldy + r]) << t << "," << r;
+          continue;
+        }
+        const double v = p.data<float>()[t * ldp + r];
+        const double want = v * s1.data<float>()[r] + v * s2.data<float>()[r];
+        ASSERT_NEAR(
+            got, want,
+            1e-6 * (std::fabs(v * s1.data<float>()[r]) + std::fabs(v * s2.data<float>()[r])))
+            << t << "," << r;
+      }
+    }
+  }
+}
+
 TEST_F(Fp8Test, LinearMatchesTheReferenceOnBothPathsWithAndWithoutAPool) {
   ThreadPool pool(2);
   for (int rep = 0; rep < 16; ++rep) {

@@ -328,15 +328,8 @@ void Fp8Linear::Impl::prefill_native_bf16(const float* x, int64_t ldx, int64_t t
             float row_scale[kNativePanel];
             for (int64_t r = 0; r < nr; ++r)
               row_scale[r] = scale[(r0 + r) / kFp8Block * k_blocks + kb];
-            for (int64_t t = 0; t < nt; ++t) {
-              float* dst = y + (t0 + t) * ldy + r0;
-              const float* src = product.data() + t * nr;
-              if (kb == 0) {
-                for (int64_t r = 0; r < nr; ++r) dst[r] = src[r] * row_scale[r];
-              } else {
-                for (int64_t r = 0; r < nr; ++r) dst[r] += src[r] * row_scale[r];
-              }
-            }
+            k.accumulate_scaled(product.data(), nr, nt, nr, row_scale, kb == 0, y + t0 * ldy + r0,
+                                ldy);
           }
         }
       });
