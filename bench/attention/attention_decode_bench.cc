@@ -2,13 +2,16 @@
 // step time with N = 1 and with N = 2, the share of the step spent in collectives, and the KV
 // bytes per rank. With DCP each rank reads half the cache but, its query heads gathered from
 // the group, does the same FLOPs as without: N = 2 is faster where the KV read bounds the step
-// (GqaFewHeads64K: ~1.6x) and barely where the arithmetic does (Gqa64K, 16 query heads per KV
-// row, and Mla64K: ~1.15x).
+// (GqaFewHeads64K) and less where the arithmetic does (Gqa64K, 16 query heads per KV row;
+// Mla64K on CPUs without AMX).
 //
 //   build/bench/attention/attention_decode_bench [--benchmark_filter=Mla]
 //
 // The cache is filled with random rows directly (prefilling 64K tokens through the layer
-// would dominate the run); every step decodes one token at the end of the context.
+// would dominate the run); every step decodes one token at the end of the context. A step
+// runs as many layers, each with its own cache, as add up to beyond the last-level cache
+// (bench/support: >= 1 GiB and 4x the LLC), as a model's layers do: one layer's 32-72 MiB
+// would stay in a large LLC between steps and read faster than DRAM.
 #include <benchmark/benchmark.h>
 
 #include <atomic>
@@ -21,6 +24,7 @@
 #include "ctxpar/attention/context_parallel/mla_dcp_attention.h"
 #include "ctxpar/comm/inprocess_communicator.h"
 #include "ctxpar/comm/timed_communicator.h"
+#include "read_bandwidth.h"
 
 namespace ctxpar {
 namespace {
@@ -29,7 +33,7 @@ using Clock = std::chrono::steady_clock;
 constexpr int kTp = 2;
 constexpr int64_t kContext = 65536;
 constexpr int kBlock = 64;
-constexpr int kSteps = 8;
+constexpr int kSteps = 2;  // each over every layer
 
 void fill_random(Tensor& t, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -39,6 +43,15 @@ void fill_random(Tensor& t, uint32_t seed) {
   } else {
     for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
   }
+}
+
+// The first layer's blocks random, copied to the other layers (random numbers for GiBs of
+// cache would dominate the run; every layer is still read from memory).
+void fill_layers(Tensor& cache, int64_t blocks_per_layer, uint32_t seed) {
+  Tensor first = cache.slice(0, 0, blocks_per_layer);
+  fill_random(first, seed);
+  for (int64_t b = blocks_per_layer; b < cache.size(0); b += blocks_per_layer)
+    cache.slice(0, b, b + blocks_per_layer).copy_from(first);
 }
 
 // kGqa: 32 query heads over one replicated KV head (16 per rank, 16 FLOP per KV byte: the
@@ -58,21 +71,27 @@ struct Result {
 Result run(Kind kind, int n) {
   const kv::DcpLayout layout(n, kBlock, 1);
   const int64_t seq_len = kContext + 1;
-  const int64_t blocks = layout.num_virtual_blocks(seq_len);
-  std::vector<int32_t> table(static_cast<size_t>(blocks));
-  for (int64_t b = 0; b < blocks; ++b) table[static_cast<size_t>(b)] = static_cast<int32_t>(b);
+  const int64_t blocks = layout.num_virtual_blocks(seq_len);  // per layer
+  // The layer count is the one N = 1 needs, so both N run the same layers.
+  const int64_t bytes_per_token = kind == Kind::kMla ? 576 * 2 : 2 * 128 * 2;
+  const int64_t layers = bench::copies_beyond_llc(
+      kv::DcpLayout(1, kBlock, 1).num_virtual_blocks(seq_len) * kBlock * bytes_per_token);
   auto comm_ns = std::make_shared<std::atomic<int64_t>>(0);  // both ranks' collective time
   std::atomic<int64_t> step_ns{0}, kv_bytes{0};
   run_inprocess_ranks(kTp, [&](Communicator& world) {
     TimedCommunicator dcp(world.split(world.rank() / n, world.rank()), comm_ns);
     ThreadPool pool(1);
-    std::vector<attention::ScheduledRequest> batch(1);
-    batch[0].num_computed = kContext;
-    batch[0].num_scheduled = 1;
-    batch[0].block_table = table;
-    const attention::AttentionMetadata md =
-        n > 1 ? attention::DcpMetadataBuilder(layout, dcp.rank()).build(batch)
-              : attention::AttentionMetadataBuilder(kBlock).build(batch);
+    // Layer l's blocks are [l·blocks, (l + 1)·blocks) of one cache tensor.
+    std::vector<attention::AttentionMetadata> md;
+    for (int64_t l = 0; l < layers; ++l) {
+      std::vector<attention::ScheduledRequest> batch(1);
+      batch[0].num_computed = kContext;
+      batch[0].num_scheduled = 1;
+      for (int64_t b = 0; b < blocks; ++b)
+        batch[0].block_table.push_back(static_cast<int32_t>(l * blocks + b));
+      md.push_back(n > 1 ? attention::DcpMetadataBuilder(layout, dcp.rank()).build(batch)
+                         : attention::AttentionMetadataBuilder(kBlock).build(batch));
+    }
     std::mt19937 rng(7 + world.rank());
     std::normal_distribution<float> g;
     auto random = [&](const Shape& s) {
@@ -88,9 +107,9 @@ Result run(Kind kind, int n) {
       // Query heads per rank over one replicated KV head of 128.
       const int64_t heads = kind == Kind::kGqa ? 16 : 2;
       const attention::GqaDims dims{heads, 1, 128, 0.088f};
-      Tensor cache = Tensor::empty({blocks, kBlock, 2, 1, 128}, DType::kBF16);
-      fill_random(cache, 1);
-      kv_bytes = static_cast<int64_t>(cache.nbytes());
+      Tensor cache = Tensor::empty({layers * blocks, kBlock, 2, 1, 128}, DType::kBF16);
+      fill_layers(cache, blocks, 1);
+      kv_bytes = static_cast<int64_t>(cache.nbytes()) / layers;
       if (n > 1) {
         gqa = std::make_unique<attention::GqaDcpAttention>(
             dims, cache.select(2, 0), cache.select(2, 1), pool, dcp,
@@ -103,7 +122,9 @@ Result run(Kind kind, int n) {
       k = random({1, 1, 128});
       v = random({1, 1, 128});
       out = Tensor::empty({1, heads, 128}, DType::kF32);
-      step = [&] { gqa->forward(md, q, k, v, out); };
+      step = [&] {
+        for (const auto& m : md) gqa->forward(m, q, k, v, out);
+      };
     } else {
       // DeepSeek-V3 dims with 16 heads in all (8 per rank): latent 512 + rope 64.
       attention::MlaDims dims;
@@ -113,9 +134,9 @@ Result run(Kind kind, int n) {
       dims.qk_rope_head_dim = 64;
       dims.v_head_dim = 128;
       dims.scale = 0.07f;
-      Tensor cache = Tensor::empty({blocks, kBlock, 576}, DType::kBF16);
-      fill_random(cache, 2);
-      kv_bytes = static_cast<int64_t>(cache.nbytes());
+      Tensor cache = Tensor::empty({layers * blocks, kBlock, 576}, DType::kBF16);
+      fill_layers(cache, blocks, 2);
+      kv_bytes = static_cast<int64_t>(cache.nbytes()) / layers;
       Tensor kv_b = random({8 * 256, 512});
       if (n > 1) {
         mla = std::make_unique<attention::MlaDcpAttention>(
@@ -127,7 +148,9 @@ Result run(Kind kind, int n) {
       kv_c = random({1, 512});
       k_pe = random({1, 64});
       out = Tensor::empty({1, 8, 128}, DType::kF32);
-      step = [&] { mla->forward(md, q, kv_c, k_pe, out); };
+      step = [&] {
+        for (const auto& m : md) mla->forward(m, q, kv_c, k_pe, out);
+      };
     }
     step();           // warm caches and the kernels' scratch
     world.barrier();  // both ranks out of the warm-up's collectives, then one reset
@@ -141,7 +164,8 @@ Result run(Kind kind, int n) {
     while (ns > seen && !step_ns.compare_exchange_weak(seen, ns)) {
     }
   });
-  const double seconds = static_cast<double>(step_ns.load()) * 1e-9 / kSteps;
+  const double seconds =
+      static_cast<double>(step_ns.load()) * 1e-9 / (kSteps * static_cast<double>(layers));
   // comm_ns sums both ranks' collective time: compare with both ranks' step time.
   const double share =
       static_cast<double>(comm_ns->load()) / (static_cast<double>(step_ns.load()) * kTp);

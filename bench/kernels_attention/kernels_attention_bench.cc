@@ -171,13 +171,6 @@ Tensor random_f32(const Shape& shape, std::mt19937& rng) {
   return t;
 }
 
-// Layers whose caches of `layer_bytes` each add up to at least 1 GiB and 4× the LLC.
-int64_t layers_beyond_llc(int64_t layer_bytes) {
-  const int64_t llc = std::max<int64_t>(0, sysconf(_SC_LEVEL3_CACHE_SIZE));
-  const int64_t want = std::max<int64_t>(int64_t{1} << 30, 4 * llc);
-  return (want + layer_bytes - 1) / layer_bytes;
-}
-
 void fill_tables(PagedDecode& p, int64_t keys, int64_t block, int64_t layers, std::mt19937& rng) {
   const int64_t used = (keys + block - 1) / block;
   std::vector<int32_t> ids(static_cast<size_t>(used * layers));
@@ -209,7 +202,7 @@ GqaCase make_gqa_case(int64_t keys, bool resident) {
   std::mt19937 rng(7);
   GqaCase c;
   c.keys = keys;
-  const int64_t layers = resident ? 1 : layers_beyond_llc(2 * keys * kHkv * kD * 2);
+  const int64_t layers = resident ? 1 : bench::copies_beyond_llc(2 * keys * kHkv * kD * 2);
   const int64_t blocks = keys / kBlock * layers;
   c.p.k_cache = random_bf16({blocks, kBlock, kHkv, kD}, rng);
   c.p.v_cache = random_bf16({blocks, kBlock, kHkv, kD}, rng);
@@ -267,7 +260,7 @@ void BM_MlaDecode(benchmark::State& state) {
   static PagedDecode p = [&] {
     std::mt19937 rng(11);
     PagedDecode x;
-    const int64_t layers = layers_beyond_llc(static_cast<int64_t>(layer_bytes));
+    const int64_t layers = bench::copies_beyond_llc(static_cast<int64_t>(layer_bytes));
     x.latent = random_bf16({kKeys / kBlock * layers, kBlock, kWidth}, rng);
     fill_tables(x, kKeys, kBlock, layers, rng);
     x.q = random_f32({1, kHeads, kWidth}, rng);

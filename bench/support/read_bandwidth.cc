@@ -43,8 +43,7 @@ constexpr int64_t kHugePage = int64_t{2} << 20;
 constexpr int64_t kMinBuffer = int64_t{1} << 30;
 
 int64_t buffer_bytes(int threads) {
-  const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  const int64_t want = std::max<int64_t>(kMinBuffer, 4 * static_cast<int64_t>(std::max(0L, llc)));
+  const int64_t want = beyond_llc_bytes();
   const int64_t unit = kHugePage * threads;  // every thread's part starts on a huge page
   return (want + unit - 1) / unit * unit;
 }
@@ -112,6 +111,15 @@ ReadFn read_fn(std::string& name) {
 }
 
 }  // namespace
+
+int64_t beyond_llc_bytes() {
+  const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return std::max<int64_t>(kMinBuffer, 4 * static_cast<int64_t>(std::max(0L, llc)));
+}
+
+int64_t copies_beyond_llc(int64_t bytes) {
+  return (beyond_llc_bytes() + bytes - 1) / std::max<int64_t>(bytes, 1);
+}
 
 ReadCeiling measure_read_ceiling(int threads, int passes) {
   CTXPAR_CHECK(threads >= 1 && passes >= 1, "read ceiling: threads {} and passes {} must be >= 1",

@@ -32,6 +32,13 @@ struct ReadCeiling {
   std::string loop_isa;  // "avx512", "avx2" or "scalar"
 };
 
+// Bytes a benchmark must read per pass to read from DRAM, not the last-level cache: at least
+// 1 GiB and 4× the LLC (the ceiling's own buffer size).
+int64_t beyond_llc_bytes();
+
+// Copies of a `bytes` working set (a layer's KV cache) that add up to beyond_llc_bytes().
+int64_t copies_beyond_llc(int64_t bytes);
+
 // Measures the ceiling now (about passes × buffer / bandwidth seconds, plus first touch).
 ReadCeiling measure_read_ceiling(int threads, int passes = 8);
 
