@@ -5,7 +5,7 @@
 // prompt is the previous prompt, its answer and a new message (hits on blocks that decodes
 // wrote), and under a KV budget so tight that cached blocks are evicted and requests are
 // preempted and resumed on their cached blocks (in some layout at least: which blocks survive
-// depends on the layout).
+// depends on the layout; the sparse model compares that part by logprobs, see there).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -103,6 +103,43 @@ std::vector<GenerationRequest> shared_prefix_batch(std::mt19937& rng, int64_t bn
   batch.push_back(greedy(base, 4));
   batch.push_back(greedy(random_tokens(rng, 2 * bn + 3), 4));
   return batch;
+}
+
+// How many entries of the row exceed row[token] (0: a top entry).
+int64_t rank_in(const std::vector<float>& row, int32_t token) {
+  const float v = row.at(static_cast<size_t>(token));
+  return std::count_if(row.begin(), row.end(), [v](float x) { return x > v; });
+}
+
+// vLLM's check_logprobs_close rule at 5 logprobs, for runs recorded with logits: each
+// request's tokens are equal up to its first difference, where each run's token must lie
+// among the other's top 5; what follows is not compared (the contexts differ). "" when that
+// holds, else the first violation.
+std::string greedy_close(const GenerationResult& got, const GenerationResult& want) {
+  constexpr int64_t kTop = 5;
+  if (got.outputs.size() != want.outputs.size()) {
+    return fmt::format("{} outputs, want {}", got.outputs.size(), want.outputs.size());
+  }
+  for (size_t i = 0; i < want.outputs.size(); ++i) {
+    const GenerationOutput &g = got.outputs[i], &w = want.outputs[i];
+    if (g.output_token_ids.size() != w.output_token_ids.size()) {
+      return fmt::format("request {}: {} tokens, want {}", i, g.output_token_ids.size(),
+                         w.output_token_ids.size());
+    }
+    for (size_t j = 0; j < w.output_token_ids.size(); ++j) {
+      const int32_t a = g.output_token_ids[j], b = w.output_token_ids[j];
+      if (a == b) continue;
+      const int64_t a_in_w = rank_in(w.logits.at(j), a), b_in_g = rank_in(g.logits.at(j), b);
+      if (a_in_w >= kTop || b_in_g >= kTop) {
+        return fmt::format(
+            "request {} token {}: {} (rank {} in the reference) instead of {} (rank {} here); "
+            "both must lie in the other's top {}",
+            i, j, a, a_in_w, b, b_in_g, kTop);
+      }
+      break;
+    }
+  }
+  return "";
 }
 
 std::vector<std::vector<int32_t>> tokens_of(const GenerationResult& r) {
@@ -218,9 +255,20 @@ TEST_P(PrefixCacheGreedy, SameTokensWithAndWithoutTheCache) {
     tight.max_model_len = longest;
     const int64_t per_block = got.stats.kv_bytes_per_rank / got.stats.blocks_per_rank;
     tight.kv_cache_memory = per_block * ((longest + bn - 1) / bn + 1);
-    const GenerationResult tight_want = generate(off, long_batch);
-    const GenerationResult tight_got = generate(tight, long_batch);
-    EXPECT_EQ(tokens_of(tight_got), tokens_of(tight_want));
+    // A preempted request recomputes its decoded tokens as a prefill (GEMMs where the
+    // reference ran GEMVs, an ulp apart on the vector ISAs). For the sparse model that ulp can
+    // decide an indexer near tie, select another key and change a greedy token (seen about
+    // once in 40 runs), so there the runs compare by vLLM's logprobs rule; dense models keep
+    // equal tokens.
+    RunOptions with_logits;
+    with_logits.record_logits = sparse;
+    const GenerationResult tight_want = generate(off, long_batch, with_logits);
+    const GenerationResult tight_got = generate(tight, long_batch, with_logits);
+    if (sparse) {
+      EXPECT_EQ(greedy_close(tight_got, tight_want), "");
+    } else {
+      EXPECT_EQ(tokens_of(tight_got), tokens_of(tight_want));
+    }
     EXPECT_GT(tight_got.stats.preemptions, 0);
     resumed_hits += tight_got.stats.prefix_cache.preempted_hits;
     ++ran;
