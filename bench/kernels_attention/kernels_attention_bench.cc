@@ -252,34 +252,47 @@ BENCHMARK(BM_GqaDecode)
 // MLA: 16 heads, rows of 576 (512 latent + 64 rope), values = the 512 latent dims, B = 64.
 // At 2·16·(576 + 512) FLOP per 1152-byte row (30 FLOP per byte) this is compute bound on a
 // CPU core: reported as GFLOP/s against the GEMM rate, and as KV GB/s against the read
-// ceiling.
+// ceiling. Arg "resident" 1: one layer of 1024 keys (1.1 MiB) read again and again from L2,
+// as for GQA.
+constexpr int64_t kMlaBlock = 64, kMlaHeads = 16, kMlaLora = 512, kMlaWidth = 576;
+constexpr int64_t kMlaResidentKeys = 1024;
+struct MlaCase {
+  PagedDecode p;
+  int64_t keys;
+};
+MlaCase make_mla_case(int64_t keys, bool resident) {
+  std::mt19937 rng(11);
+  MlaCase c;
+  c.keys = keys;
+  const int64_t layers = resident ? 1 : bench::copies_beyond_llc(2 * keys * kMlaWidth);
+  c.p.latent = random_bf16({keys / kMlaBlock * layers, kMlaBlock, kMlaWidth}, rng);
+  fill_tables(c.p, keys, kMlaBlock, layers, rng);
+  c.p.q = random_f32({1, kMlaHeads, kMlaWidth}, rng);
+  c.p.out = Tensor::empty({1, kMlaHeads, kMlaLora}, DType::kF32);
+  c.p.lse = Tensor::empty({1, kMlaHeads}, DType::kF32);
+  return c;
+}
+
 void BM_MlaDecode(benchmark::State& state) {
-  constexpr int64_t kBlock = 64, kHeads = 16, kLora = 512, kWidth = 576;
   const int threads = static_cast<int>(state.range(0));
-  const double layer_bytes = 2.0 * kKeys * kWidth;
-  static PagedDecode p = [&] {
-    std::mt19937 rng(11);
-    PagedDecode x;
-    const int64_t layers = bench::copies_beyond_llc(static_cast<int64_t>(layer_bytes));
-    x.latent = random_bf16({kKeys / kBlock * layers, kBlock, kWidth}, rng);
-    fill_tables(x, kKeys, kBlock, layers, rng);
-    x.q = random_f32({1, kHeads, kWidth}, rng);
-    x.out = Tensor::empty({1, kHeads, kLora}, DType::kF32);
-    x.lse = Tensor::empty({1, kHeads}, DType::kF32);
-    return x;
-  }();
+  const bool resident = state.range(1) != 0;
+  static MlaCase dram = make_mla_case(kKeys, false);
+  static MlaCase hot = make_mla_case(kMlaResidentKeys, true);
+  MlaCase& c = resident ? hot : dram;
+  PagedDecode& p = c.p;
+  const double layer_bytes = 2.0 * c.keys * kMlaWidth;
   const double ceiling = bench::read_ceiling(threads).gb_per_s;
   const MatmulResult bf16_gemm = matmul_ceiling(dnnl::memory::data_type::bf16, threads);
   const MatmulResult f32_gemm = matmul_ceiling(dnnl::memory::data_type::f32, threads);
   ThreadPool pool(threads);
-  const double gigaflops = 2.0 * kHeads * kKeys * (kWidth + kLora) / 1e9;
+  const double gigaflops = 2.0 * kMlaHeads * c.keys * (kMlaWidth + kMlaLora) / 1e9;
   Rates r;
   size_t layer = 0;
   for (auto _ : state) {
     const Tensor& table = p.block_tables[layer++ % p.block_tables.size()];
     r.add(gigaflops, timed([&] {
-            paged_mla_attention(p.q, p.latent, kLora, table, p.token_req, p.key_lens, 0.072f, p.out,
-                                p.lse, pool);
+            paged_mla_attention(p.q, p.latent, kMlaLora, table, p.token_req, p.key_lens, 0.072f,
+                                p.out, p.lse, pool);
           }));
   }
   const double gbps = r.wall / gigaflops * layer_bytes / 1e9;
@@ -304,7 +317,12 @@ void BM_MlaDecode(benchmark::State& state) {
   }
   state.SetLabel(std::string("isa ") + std::string(isa_name(active_isa())));
 }
-BENCHMARK(BM_MlaDecode)->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MlaDecode)
+    ->ArgNames({"threads", "resident"})
+    ->Args({1, 0})
+    ->Args({2, 0})
+    ->Args({1, 1})
+    ->Unit(benchmark::kMillisecond);
 
 // ---------------------------------------------------------------------------------------
 // Prefill attention.
