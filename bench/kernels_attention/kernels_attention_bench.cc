@@ -193,14 +193,15 @@ constexpr int64_t kKeys = 32768;
 // the way, to tell a compute limit from a memory-access one (DRAM rate / resident rate near 1:
 // the arithmetic is the limit).
 constexpr int64_t kResidentKeys = 256;
-struct GqaCase {
+// A decode bench's caches (from DRAM or L2-resident) and the keys of its one request.
+struct DecodeCase {
   PagedDecode p;
   int64_t keys;
 };
-GqaCase make_gqa_case(int64_t keys, bool resident) {
+DecodeCase make_gqa_case(int64_t keys, bool resident) {
   constexpr int64_t kBlock = 16, kHkv = 8, kHq = 32, kD = 128;
   std::mt19937 rng(7);
-  GqaCase c;
+  DecodeCase c;
   c.keys = keys;
   const int64_t layers = resident ? 1 : bench::copies_beyond_llc(2 * keys * kHkv * kD * 2);
   const int64_t blocks = keys / kBlock * layers;
@@ -216,9 +217,9 @@ GqaCase make_gqa_case(int64_t keys, bool resident) {
 void BM_GqaDecode(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   const bool resident = state.range(1) != 0;
-  static const GqaCase dram = make_gqa_case(kKeys, false);
-  static const GqaCase hot = make_gqa_case(kResidentKeys, true);
-  const GqaCase& c = resident ? hot : dram;
+  static const DecodeCase dram = make_gqa_case(kKeys, false);
+  static const DecodeCase hot = make_gqa_case(kResidentKeys, true);
+  const DecodeCase& c = resident ? hot : dram;
   const PagedDecode& p = c.p;
   const double layer_bytes = 2.0 * c.keys * 8 * 128 * 2;  // K and V, bf16
   const double ceiling = bench::read_ceiling(threads).gb_per_s;
@@ -256,13 +257,9 @@ BENCHMARK(BM_GqaDecode)
 // as for GQA.
 constexpr int64_t kMlaBlock = 64, kMlaHeads = 16, kMlaLora = 512, kMlaWidth = 576;
 constexpr int64_t kMlaResidentKeys = 1024;
-struct MlaCase {
-  PagedDecode p;
-  int64_t keys;
-};
-MlaCase make_mla_case(int64_t keys, bool resident) {
+DecodeCase make_mla_case(int64_t keys, bool resident) {
   std::mt19937 rng(11);
-  MlaCase c;
+  DecodeCase c;
   c.keys = keys;
   const int64_t layers = resident ? 1 : bench::copies_beyond_llc(2 * keys * kMlaWidth);
   c.p.latent = random_bf16({keys / kMlaBlock * layers, kMlaBlock, kMlaWidth}, rng);
@@ -276,9 +273,9 @@ MlaCase make_mla_case(int64_t keys, bool resident) {
 void BM_MlaDecode(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   const bool resident = state.range(1) != 0;
-  static MlaCase dram = make_mla_case(kKeys, false);
-  static MlaCase hot = make_mla_case(kMlaResidentKeys, true);
-  MlaCase& c = resident ? hot : dram;
+  static DecodeCase dram = make_mla_case(kKeys, false);
+  static DecodeCase hot = make_mla_case(kMlaResidentKeys, true);
+  DecodeCase& c = resident ? hot : dram;
   PagedDecode& p = c.p;
   const double layer_bytes = 2.0 * c.keys * kMlaWidth;
   const double ceiling = bench::read_ceiling(threads).gb_per_s;
