@@ -20,7 +20,7 @@
 //     meanwhile the next tile's K and V rows are prefetched (TilePrefetch, below).
 //   Finally o /= l and lse = (m + log2 l)·ln 2; a row that saw no key gets o = 0, lse = -inf.
 // All query heads of a KV head are rows of the same job, so every K/V row is loaded from
-// memory once and reused from L1 by all of them. With more than 4 rows per head a bf16 tile
+// memory once and reused from L1 by all of them. With more than 16 rows per head a bf16 tile
 // is converted to f32 once instead of once per row block.
 #pragma once
 
@@ -42,7 +42,11 @@ constexpr float kLog2e = 1.44269504088896341f;
 constexpr float kLn2 = 0.693147180559945309f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // Rows above which a bf16 tile is converted to f32 once instead of once per row block.
-constexpr int kDirectBf16Rows = 4;
+// Converting once writes the tile to L2 (64 keys × 576 dims × 4 B = 144 KiB for MLA) and
+// re-reads it per row block; at MLA decode's 16 rows the shift-and-mask per row block costs
+// less: 16 heads 576/512 went from 72 to 95 GFLOP/s on AVX-512, 43 to 55 on AVX2
+// (kernels_attention_bench MlaDecode, 1 thread, no AMX).
+constexpr int kDirectBf16Rows = 16;
 // Register block of the score micro-kernel: rows × kQkKeys keys. 16 ymm registers hold 2 × 4
 // accumulators + 4 q + 2 k; 32 zmm hold 4 × 4 + 8 q + 2 k, and with 4 rows a GQA group of 4
 // query heads converts each bf16 K vector once.
