@@ -42,9 +42,19 @@ class SingleThreadedOneDnn {
 bool onednn_matmul_supported(DType a_type, DType w_type);
 
 // Whether bf16 matmuls should run as oneDNN bf16 matmuls: the CPU has bf16 dot products
-// (AVX-512 BF16; CTXPAR_ISA allows AVX-512) and oneDNN builds one. Without them oneDNN 2.x
-// emulates bf16 on AVX-512 at ~1/4 of its sgemm rate, so callers convert to f32 instead.
+// (AVX-512 BF16; CTXPAR_ISA allows AVX-512), oneDNN builds one, and they are fast: AMX tiles,
+// or vdpbf16ps doing at least kFastBf16DotRatio times the multiply-adds per second of the f32
+// FMA (bf16_dot_to_fma_mac_ratio, measured once). Otherwise callers convert to f32 and run
+// the sgemm: without bf16 dot products oneDNN 2.x emulates them at ~1/4 of its sgemm rate,
+// and where vdpbf16ps issues at a quarter of the FMA rate (an Intel Xeon VM without AMX:
+// ratio 0.47) its bf16 matmul ran at 82 GFLOP/s against the sgemm path's 135
+// (kernels_linear_bench PrefillLinears, 1 thread).
 bool onednn_native_bf16();
+inline constexpr double kFastBf16DotRatio = 1.25;
+
+// Multiply-adds per second of vdpbf16ps (zmm) over vfmadd231ps (zmm) on the calling core, from
+// register-only loops (~3 ms). Call only where the CPU has AVX-512 BF16.
+double bf16_dot_to_fma_mac_ratio();
 
 // Whether oneDNN's s8 × s8 matmul is exact on this CPU for full-range operands. Without VNNI
 // it multiplies with vpmaddubsw, whose 16-bit pair sums saturate (checked once by running a

@@ -9,6 +9,7 @@
 #include "ctxpar/core/cpu_features.h"
 #include "ctxpar/core/error.h"
 #include "ctxpar/kernels/linear_gemv.h"
+#include "ctxpar/kernels/linear_matmul_cache.h"
 #include "kernels/ops/ops_test_util.h"
 
 namespace ctxpar::kernels {
@@ -190,6 +191,23 @@ TEST_F(LinearTest, ConcurrentForwardFromSeveralThreads) {
     for (size_t i = 0; i < token_counts.size(); ++i) {
       EXPECT_LE(ops_test::relative_error(ys[i], refs[i]), 1e-5) << "tokens " << token_counts[i];
     }
+  }
+}
+
+// The bf16 GEMM choice: AMX always takes oneDNN's bf16 matmul, a CPU without bf16 dot
+// products never does, and the probe between (vdpbf16ps against the FMA) reads a rate ratio a
+// real core can have — a loop folded away or timed wrong reads 0, inf or NaN.
+TEST_F(LinearTest, Bf16GemmChoiceFollowsTheCpu) {
+  const CpuFeatures& f = cpu_features();
+  if (!f.avx512_bf16) {
+    EXPECT_FALSE(detail::onednn_native_bf16());
+    return;
+  }
+  const double ratio = detail::bf16_dot_to_fma_mac_ratio();
+  EXPECT_GT(ratio, 0.1);
+  EXPECT_LT(ratio, 8.0);
+  if (f.amx_bf16 && active_isa() >= Isa::kAvx512) {
+    EXPECT_TRUE(detail::onednn_native_bf16());
   }
 }
 
