@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "ctxpar/core/error.h"
+#include "numerics.h"
 
 namespace ctxpar::sfa_test {
 namespace {
@@ -47,12 +48,6 @@ int32_t argmax(const std::vector<float>& row) {
   return static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
 }
 
-// How many entries of the row exceed row[id] (0: id is a top entry).
-int rank_of(const std::vector<float>& row, int32_t id) {
-  const float v = row[static_cast<size_t>(id)];
-  return static_cast<int>(std::count_if(row.begin(), row.end(), [v](float x) { return x > v; }));
-}
-
 }  // namespace
 
 std::string token_mismatch(const Generation& got, const Generation& want) {
@@ -75,11 +70,13 @@ std::string logits_mismatch(const Generation& got, const Generation& want, doubl
       const std::vector<float>&a = got.logits[i][j], &b = want.logits[i][j];
       deviations.push_back(row_deviation(a, b).relative);
       const int32_t top_a = argmax(a), top_b = argmax(b);
-      if (rank_of(b, top_a) >= kTopLogits || rank_of(a, top_b) >= kTopLogits) {
+      if (test_support::logit_rank(b, top_a) >= kTopLogits ||
+          test_support::logit_rank(a, top_b) >= kTopLogits) {
         return fmt::format(
             "prompt {} token {}: argmax {} (rank {} in the reference) vs the reference's {} "
             "(rank {} here); both must lie in the other's top {}",
-            i, j, top_a, rank_of(b, top_a), top_b, rank_of(a, top_b), kTopLogits);
+            i, j, top_a, test_support::logit_rank(b, top_a), top_b,
+            test_support::logit_rank(a, top_b), kTopLogits);
       }
     }
   }

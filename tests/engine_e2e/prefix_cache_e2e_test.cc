@@ -23,6 +23,7 @@
 #include "ctxpar/engine/online_engine.h"
 #include "ctxpar/model/builtin_configs.h"
 #include "ctxpar/model/model_config.h"
+#include "numerics.h"
 
 namespace ctxpar::engine {
 namespace {
@@ -105,12 +106,6 @@ std::vector<GenerationRequest> shared_prefix_batch(std::mt19937& rng, int64_t bn
   return batch;
 }
 
-// How many entries of the row exceed row[token] (0: a top entry).
-int64_t rank_in(const std::vector<float>& row, int32_t token) {
-  const float v = row.at(static_cast<size_t>(token));
-  return std::count_if(row.begin(), row.end(), [v](float x) { return x > v; });
-}
-
 // vLLM's check_logprobs_close rule at 5 logprobs, for runs recorded with logits: each
 // request's tokens are equal up to its first difference, where each run's token must lie
 // among the other's top 5; what follows is not compared (the contexts differ). "" when that
@@ -129,7 +124,8 @@ std::string greedy_close(const GenerationResult& got, const GenerationResult& wa
     for (size_t j = 0; j < w.output_token_ids.size(); ++j) {
       const int32_t a = g.output_token_ids[j], b = w.output_token_ids[j];
       if (a == b) continue;
-      const int64_t a_in_w = rank_in(w.logits.at(j), a), b_in_g = rank_in(g.logits.at(j), b);
+      const int64_t a_in_w = test_support::logit_rank(w.logits.at(j), a),
+                    b_in_g = test_support::logit_rank(g.logits.at(j), b);
       if (a_in_w >= kTop || b_in_g >= kTop) {
         return fmt::format(
             "request {} token {}: {} (rank {} in the reference) instead of {} (rank {} here); "

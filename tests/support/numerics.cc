@@ -1,5 +1,6 @@
 #include "numerics.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ctxpar/core/error.h"
@@ -17,6 +18,13 @@ double relative_error(const Tensor& a, const Tensor& b) {
   }
   if (std::isnan(num)) return INFINITY;
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+int64_t logit_rank(const std::vector<float>& row, int32_t id) {
+  CTXPAR_CHECK(id >= 0 && static_cast<size_t>(id) < row.size(), "logit_rank: id {} of a row of {}",
+               id, row.size());
+  const float v = row[static_cast<size_t>(id)];
+  return std::count_if(row.begin(), row.end(), [v](float x) { return x > v; });
 }
 
 }  // namespace ctxpar::test_support
