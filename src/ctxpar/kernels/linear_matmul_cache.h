@@ -47,7 +47,7 @@ bool onednn_matmul_supported(DType a_type, DType w_type);
 // FMA (bf16_dot_to_fma_mac_ratio, measured once). Otherwise callers convert to f32 and run
 // the sgemm: without bf16 dot products oneDNN 2.x emulates them at ~1/4 of its sgemm rate,
 // and where vdpbf16ps issues at a quarter of the FMA rate (an Intel Xeon VM without AMX:
-// ratio 0.47) its bf16 matmul ran at 82 GFLOP/s against the sgemm path's 135
+// ratio 0.50) its bf16 matmul ran at 82 GFLOP/s against the sgemm path's 138
 // (kernels_linear_bench PrefillLinears, 1 thread).
 bool onednn_native_bf16();
 inline constexpr double kFastBf16DotRatio = 1.25;
