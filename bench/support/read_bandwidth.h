@@ -1,12 +1,13 @@
 // The read-bandwidth ceiling every benchmark that reports "fraction of bandwidth" divides by
 // (DESIGN.md §7: ratios to a ceiling measured in the same run).
 //
-// What it measures: a plain vectorized read loop (AVX-512 or AVX2 where the CPU has it, four
-// independent accumulators so the loop is never latency-bound) over a buffer much larger than
-// the last-level cache (at least 1 GiB and 4× the LLC), `threads` threads each pinned to its
-// own CPU and each reading the part of the buffer it first touched itself. The buffer asks for
-// transparent huge pages (MADV_HUGEPAGE), like the tensors the kernels read (core/tensor.h).
-// The result is the best of several full passes.
+// What it measures: a plain vectorized read loop (AVX-512 or AVX2 where the CPU has it, two
+// independent accumulators per stream so the loop is never latency-bound) over a buffer much
+// larger than the last-level cache (at least 1 GiB and 4× the LLC), `threads` threads each
+// pinned to its own CPU and each reading the part of the buffer it first touched itself, as
+// 1, 2, 3, 4 and 6 sequential streams in turn. The buffer asks for transparent huge pages
+// (MADV_HUGEPAGE), like the tensors the kernels read (core/tensor.h). The result is the best
+// pass of the best stream count.
 //
 // Why each of those matters (each was seen to halve the figure on the 2-core VMs):
 // - a scalar or SSE2 loop with one accumulator is bound by the add chain, not by DRAM;
@@ -14,7 +15,9 @@
 //   and the figure then depends on how fragmented memory is at the time;
 // - two unpinned threads are sometimes put on one core by the scheduler while the machine is
 //   shared, which reads as half the 2-thread bandwidth;
-// - one or three passes taken while another process runs give whatever that process left.
+// - one or three passes taken while another process runs give whatever that process left;
+// - one stream per thread: an AMD EPYC VM (AVX2) read 20 GB/s with 1 thread through one
+//   stream and 25 through three (2 threads: 31 and 33), as the GEMV reads 4 weight rows at once.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +26,10 @@
 namespace ctxpar::bench {
 
 struct ReadCeiling {
-  double gb_per_s = 0;        // best pass, 1e9 bytes per second over all threads
-  double worst_gb_per_s = 0;  // slowest pass: how much the machine moved during the run
+  double gb_per_s = 0;             // best pass, 1e9 bytes per second over all threads
+  double worst_gb_per_s = 0;       // slowest pass of that stream count: how much the machine moved
+  double one_stream_gb_per_s = 0;  // best pass with one stream per thread
+  int streams = 0;                 // streams per thread of the best pass
   int threads = 0;
   int passes = 0;
   int64_t buffer_bytes = 0;
@@ -39,13 +44,15 @@ int64_t beyond_llc_bytes();
 // Copies of a `bytes` working set (a layer's KV cache) that add up to beyond_llc_bytes().
 int64_t copies_beyond_llc(int64_t bytes);
 
-// Measures the ceiling now (about passes × buffer / bandwidth seconds, plus first touch).
-ReadCeiling measure_read_ceiling(int threads, int passes = 8);
+// Measures the ceiling now (about 5 × passes × buffer / bandwidth seconds, plus first touch).
+// Each pass reads the buffer once per stream count.
+ReadCeiling measure_read_ceiling(int threads, int passes = 4);
 
 // Measured once per thread count per process, then reused: what a benchmark compares with.
 const ReadCeiling& read_ceiling(int threads);
 
-// "read 32.1 GB/s (2 threads pinned, avx512, best of 8 passes over 1.0 GiB; worst 30.2)"
+// "read 32.9 GB/s (2 threads pinned, avx2, 3 streams per thread, best of 4 passes over
+// 1.0 GiB; worst 32.0; 1 stream 31.1)"
 std::string describe(const ReadCeiling& c);
 
 }  // namespace ctxpar::bench

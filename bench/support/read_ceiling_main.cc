@@ -14,7 +14,7 @@
 #include "read_bandwidth.h"
 
 int main(int argc, char** argv) {
-  int passes = 8;
+  int passes = 4;
   bool json = false;
   std::vector<int> threads;
   for (int i = 1; i < argc; ++i) {
@@ -42,11 +42,13 @@ int main(int argc, char** argv) {
     }
     const auto c = ctxpar::bench::measure_read_ceiling(t, passes);
     if (json) {
-      std::printf("%s\n", fmt::format(R"({{"threads": {}, "gb_per_s": {:.3f}, "worst_gb_per_s": )"
-                                      R"({:.3f}, "pinned": {}, "isa": "{}", "buffer_bytes": {}}})",
-                                      c.threads, c.gb_per_s, c.worst_gb_per_s,
-                                      c.pinned ? "true" : "false", c.loop_isa, c.buffer_bytes)
-                              .c_str());
+      std::printf("%s\n",
+                  fmt::format(R"({{"threads": {}, "gb_per_s": {:.3f}, "worst_gb_per_s": {:.3f}, )"
+                              R"("one_stream_gb_per_s": {:.3f}, "streams": {}, "pinned": {}, )"
+                              R"("isa": "{}", "buffer_bytes": {}}})",
+                              c.threads, c.gb_per_s, c.worst_gb_per_s, c.one_stream_gb_per_s,
+                              c.streams, c.pinned ? "true" : "false", c.loop_isa, c.buffer_bytes)
+                      .c_str());
     } else {
       std::printf("%s\n", ctxpar::bench::describe(c).c_str());
     }
