@@ -3,7 +3,7 @@
 // Decode reads every weight once per token, so this kernel is a read loop first: one pass
 // over the weight rows, 4 rows per iteration in register blocks with the tokens' x vectors
 // (a step of x is loaded once per 4 rows, each weight vector once per token block), software
-// prefetch kGemvPrefetchBytes ahead in each row, bias added when the sums are stored. bf16
+// prefetch gemv_prefetch_bytes() ahead in each row, bias added when the sums are stored. bf16
 // weights convert with one shift or mask per vector (simd.h "pair lane order"), so x is
 // prepared once per call in that order. Callers split output rows over the rank's pool.
 //
