@@ -172,9 +172,9 @@ ReadCeiling measure_read_ceiling(int threads, int passes) {
       sync.arrive_and_wait();
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const double gbps = static_cast<double>(buf.bytes()) / s / 1e9;
-      auto [it, fresh] = by_streams.try_emplace(streams, gbps, gbps);
-      it->second.first = std::max(it->second.first, gbps);
-      it->second.second = std::min(it->second.second, gbps);
+      auto& [best, worst] = by_streams.try_emplace(streams, gbps, gbps).first->second;
+      best = std::max(best, gbps);
+      worst = std::min(worst, gbps);
     }
   }
   for (const auto& [streams, best_worst] : by_streams) {

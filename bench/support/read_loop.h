@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "ctxpar/core/error.h"
+
 namespace ctxpar::bench::detail {
 
 inline constexpr int kMaxReadStreams = 6;
@@ -19,6 +21,8 @@ uint64_t read_sum_scalar(const char* p, int64_t bytes, int streams);  // read_ba
 // The part each of `streams` streams reads: a multiple of 256 bytes; the first stream also
 // reads what is left past streams × part.
 inline int64_t stream_part_bytes(int64_t bytes, int streams) {
+  CTXPAR_CHECK(streams >= 1 && streams <= kMaxReadStreams, "read loop: {} streams (valid 1..{})",
+               streams, kMaxReadStreams);
   return bytes / streams / 256 * 256;
 }
 

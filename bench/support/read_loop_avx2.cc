@@ -29,26 +29,11 @@ __m256i read_streams(const char* p, int64_t part) {
 uint64_t read_sum_avx2(const char* p, int64_t bytes, int streams) {
   const int64_t part = stream_part_bytes(bytes, streams);
   __m256i s = read_streams<1>(p + streams * part, bytes - streams * part);
-  switch (streams) {
-    case 1:
-      s = _mm256_add_epi64(s, read_streams<1>(p, part));
-      break;
-    case 2:
-      s = _mm256_add_epi64(s, read_streams<2>(p, part));
-      break;
-    case 3:
-      s = _mm256_add_epi64(s, read_streams<3>(p, part));
-      break;
-    case 4:
-      s = _mm256_add_epi64(s, read_streams<4>(p, part));
-      break;
-    case 5:
-      s = _mm256_add_epi64(s, read_streams<5>(p, part));
-      break;
-    default:
-      s = _mm256_add_epi64(s, read_streams<6>(p, part));
-      break;
-  }
+  // One instantiation per stream count, so each keeps its accumulators in registers.
+  constexpr __m256i (*kLoops[kMaxReadStreams])(const char*, int64_t) = {
+      read_streams<1>, read_streams<2>, read_streams<3>,
+      read_streams<4>, read_streams<5>, read_streams<6>};
+  s = _mm256_add_epi64(s, kLoops[streams - 1](p, part));
   alignas(32) uint64_t lanes[4];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s);
   return lanes[0] + lanes[1] + lanes[2] + lanes[3];

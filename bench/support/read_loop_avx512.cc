@@ -28,26 +28,11 @@ __m512i read_streams(const char* p, int64_t part) {
 uint64_t read_sum_avx512(const char* p, int64_t bytes, int streams) {
   const int64_t part = stream_part_bytes(bytes, streams);
   __m512i s = read_streams<1>(p + streams * part, bytes - streams * part);
-  switch (streams) {
-    case 1:
-      s = _mm512_add_epi64(s, read_streams<1>(p, part));
-      break;
-    case 2:
-      s = _mm512_add_epi64(s, read_streams<2>(p, part));
-      break;
-    case 3:
-      s = _mm512_add_epi64(s, read_streams<3>(p, part));
-      break;
-    case 4:
-      s = _mm512_add_epi64(s, read_streams<4>(p, part));
-      break;
-    case 5:
-      s = _mm512_add_epi64(s, read_streams<5>(p, part));
-      break;
-    default:
-      s = _mm512_add_epi64(s, read_streams<6>(p, part));
-      break;
-  }
+  // One instantiation per stream count, so each keeps its accumulators in registers.
+  constexpr __m512i (*kLoops[kMaxReadStreams])(const char*, int64_t) = {
+      read_streams<1>, read_streams<2>, read_streams<3>,
+      read_streams<4>, read_streams<5>, read_streams<6>};
+  s = _mm512_add_epi64(s, kLoops[streams - 1](p, part));
   // Lanes summed through memory: GCC 12's _mm512_reduce_add_epi64 trips -Wuninitialized.
   alignas(64) uint64_t lanes[8];
   _mm512_store_si512(lanes, s);

@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "ctxpar/core/cpu_features.h"
+#include "ctxpar/core/error.h"
 #include "read_loop.h"
 
 namespace ctxpar::bench::detail {
@@ -38,6 +40,18 @@ TEST(ReadLoop, EveryLoopSumsEveryByteForEveryStreamCount) {
         EXPECT_EQ(loops[l](p, bytes, streams), want)
             << "loop " << l << ", " << bytes << " bytes, " << streams << " streams";
       }
+    }
+  }
+}
+
+TEST(ReadLoop, AStreamCountOutOfRangeIsAnError) {
+  AlignedBuffer buf(4096);
+  std::memset(buf.data, 0, 4096);
+  const auto* p = reinterpret_cast<const char*>(buf.data);
+  for (const int streams : {0, -1, kMaxReadStreams + 1}) {
+    EXPECT_THROW(read_sum_scalar(p, 4096, streams), Error) << streams;
+    if (cpu_features().avx2_fma) {
+      EXPECT_THROW(read_sum_avx2(p, 4096, streams), Error) << streams;
     }
   }
 }
