@@ -24,6 +24,7 @@
 #include "ctxpar/core/tensor.h"
 #include "ctxpar/core/thread_pool.h"
 #include "ctxpar/kernels/linear.h"
+#include "ctxpar/kernels/linear_gemv.h"
 #include "ctxpar/kernels/linear_matmul_cache.h"
 #include "read_bandwidth.h"
 #include "timing.h"
@@ -129,11 +130,14 @@ void run_bench(benchmark::State& state, DType dtype, int64_t tokens, int threads
   }
   std::string label =
       std::string(dtype_name(dtype)) + " isa " + std::string(isa_name(active_isa()));
-  if (dtype == DType::kBF16 && tokens > 1) {  // which GEMM the bf16 prefill ran
+  if (tokens <= detail::kGemvMaxTokens) {  // which GEMV kernel ran
+    label +=
+        " gemv " + std::string(detail::gemv_kernel_name(detail::gemv_kernel(active_isa(), dtype)));
+  } else if (dtype == DType::kBF16) {  // which GEMM the bf16 prefill ran
     label += detail::onednn_native_bf16() ? " gemm onednn-bf16" : " gemm f32-sgemm";
-    if (cpu_features().avx512_bf16) {  // what chose it (linear_matmul_cache.h)
-      label += " (vdpbf16ps/FMA MACs " + std::to_string(detail::bf16_dot_to_fma_mac_ratio()) + ")";
-    }
+  }
+  if (dtype == DType::kBF16 && cpu_features().avx512_bf16) {  // what chose it
+    label += " (vdpbf16ps/FMA MACs " + std::to_string(detail::bf16_dot_to_fma_mac_ratio()) + ")";
   }
   state.SetLabel(label);
 }

@@ -118,8 +118,9 @@ void run_gemv(const Tensor& a, const Tensor& w, Tensor& c, int64_t b0, int64_t b
     const auto* wb = static_cast<const uint16_t*>(w.raw()) + b * w.stride(0);
     float* cb = c.data<float>() + b * c.stride(0);
     if (rows_of_k) {
-      detail::gemv_prepare_x(isa, DType::kBF16, ab, a.stride(1), m, k, x.data());
-      detail::gemv(isa, DType::kBF16, x.data(), m, k, wb, w.stride(2), c0, c1, nullptr, cb,
+      const detail::GemvKernel kernel = detail::gemv_kernel(isa, DType::kBF16);
+      detail::gemv_prepare_x(kernel, DType::kBF16, ab, a.stride(1), m, k, x.data());
+      detail::gemv(kernel, DType::kBF16, x.data(), m, k, wb, w.stride(2), c0, c1, nullptr, cb,
                    c.stride(1));
     } else {
       for (int64_t t = 0; t < m; ++t) {

@@ -163,17 +163,17 @@ void Linear::Impl::forward(const Tensor& x, Tensor& y, ThreadPool* pool) const {
 
 void Linear::Impl::forward_gemv(const Tensor& x, Tensor& y, ThreadPool* pool) const {
   const int64_t m = x.size(0), ldw = row_stride(weight), ldy = row_stride(y);
-  const Isa isa = active_isa();
+  const detail::GemvKernel kernel = detail::gemv_kernel(active_isa(), weight.dtype());
   // [m, in] prepared x, read by every pool thread through the plain pointer.
   thread_local std::vector<float> x_prepared;
   x_prepared.resize(static_cast<size_t>(m * in));
-  const float* xp = x_prepared.data();
-  detail::gemv_prepare_x(isa, weight.dtype(), x.data<float>(), row_stride(x), m, in,
+  const void* xp = x_prepared.data();
+  detail::gemv_prepare_x(kernel, weight.dtype(), x.data<float>(), row_stride(x), m, in,
                          x_prepared.data());
   const float* bp = bias ? bias->data<float>() : nullptr;
   float* yp = y.data<float>();
   const auto rows = [&](int64_t r0, int64_t r1) {
-    detail::gemv(isa, weight.dtype(), xp, m, in, weight.raw(), ldw, r0, r1, bp, yp, ldy);
+    detail::gemv(kernel, weight.dtype(), xp, m, in, weight.raw(), ldw, r0, r1, bp, yp, ldy);
   };
   if (pool == nullptr || pool->num_threads() == 1 || out <= detail::kGemvRowGrain) {
     rows(0, out);

@@ -1,21 +1,37 @@
-// The decode GEMV's dispatch (linear_gemv.h): x preparation and the choice of variant.
+// The decode GEMV's dispatch (linear_gemv.h): the choice of kernel and x preparation.
 #include "ctxpar/kernels/linear_gemv.h"
+
+#include <cstring>
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/core/half.h"
 #include "ctxpar/kernels/isa_dispatch.h"
+#include "ctxpar/kernels/linear_matmul_cache.h"
 
 namespace ctxpar::kernels::detail {
 namespace {
 
-int isa_width(Isa isa) {
-  switch (isa) {
-    case Isa::kAmx:
-    case Isa::kAvx512:
+Isa kernel_isa(GemvKernel kernel) {
+  switch (kernel) {
+    case GemvKernel::kAvx512Bf16:
+    case GemvKernel::kAvx512:
+      return Isa::kAvx512;
+    case GemvKernel::kAvx2:
+      return Isa::kAvx2;
+    case GemvKernel::kScalar:
+      break;
+  }
+  return Isa::kScalar;
+}
+
+int kernel_width(GemvKernel kernel) {
+  switch (kernel) {
+    case GemvKernel::kAvx512Bf16:
+    case GemvKernel::kAvx512:
       return 16;
-    case Isa::kAvx2:
+    case GemvKernel::kAvx2:
       return 8;
-    case Isa::kScalar:
+    case GemvKernel::kScalar:
       break;
   }
   return 1;
@@ -23,21 +39,73 @@ int isa_width(Isa isa) {
 
 }  // namespace
 
-void gemv_prepare_x(Isa isa, DType w_type, const float* x, int64_t ldx, int64_t tokens, int64_t k,
-                    float* xp) {
+GemvKernel gemv_kernel(Isa isa, DType w_type) {
+  switch (isa) {
+    case Isa::kAmx:
+    case Isa::kAvx512:
+      return w_type == DType::kBF16 && bf16_dot_fast() ? GemvKernel::kAvx512Bf16
+                                                       : GemvKernel::kAvx512;
+    case Isa::kAvx2:
+      return GemvKernel::kAvx2;
+    case Isa::kScalar:
+      break;
+  }
+  return GemvKernel::kScalar;
+}
+
+bool gemv_kernel_available(GemvKernel kernel) {
+  const CpuFeatures& f = cpu_features();
+  switch (kernel) {
+    case GemvKernel::kAvx512Bf16:
+      return f.avx512 && f.avx512_bf16;
+    case GemvKernel::kAvx512:
+      return f.avx512;
+    case GemvKernel::kAvx2:
+      return f.avx2_fma;
+    case GemvKernel::kScalar:
+      break;
+  }
+  return true;
+}
+
+std::string_view gemv_kernel_name(GemvKernel kernel) {
+  switch (kernel) {
+    case GemvKernel::kAvx512Bf16:
+      return "avx512-bf16-dot";
+    case GemvKernel::kAvx512:
+      return "avx512";
+    case GemvKernel::kAvx2:
+      return "avx2";
+    case GemvKernel::kScalar:
+      break;
+  }
+  return "scalar";
+}
+
+void gemv_prepare_x(GemvKernel kernel, DType w_type, const float* x, int64_t ldx, int64_t tokens,
+                    int64_t k, void* xp) {
   if (w_type != DType::kBF16) {
+    auto* dst = static_cast<float*>(xp);
     for (int64_t t = 0; t < tokens; ++t) {
-      for (int64_t i = 0; i < k; ++i) xp[t * k + i] = x[t * ldx + i];
+      std::memcpy(dst + t * k, x + t * ldx, static_cast<size_t>(k) * sizeof(float));
+    }
+    return;
+  }
+  if (kernel == GemvKernel::kAvx512Bf16) {
+    auto* dst = static_cast<uint16_t*>(xp);
+    for (int64_t t = 0; t < tokens; ++t) {
+      for (int64_t i = 0; i < k; ++i) dst[t * k + i] = bf16::from_f32(x[t * ldx + i]);
     }
     return;
   }
   // Pair lane order (simd.h): in each full step of 2·width values the even-indexed ones come
   // first; the values of a last partial step stay where they are.
-  const int64_t step = 2 * isa_width(isa);
+  auto* dst_all = static_cast<float*>(xp);
+  const int64_t step = 2 * kernel_width(kernel);
   const int64_t full = k / step * step;
   for (int64_t t = 0; t < tokens; ++t) {
     const float* src = x + t * ldx;
-    float* dst = xp + t * k;
+    float* dst = dst_all + t * k;
     for (int64_t i = 0; i < k; ++i) {
       const int64_t base = i / step * step, j = i - base;
       const int64_t at = i < full ? base + (j % 2) * (step / 2) + j / 2 : i;
@@ -46,13 +114,15 @@ void gemv_prepare_x(Isa isa, DType w_type, const float* x, int64_t ldx, int64_t 
   }
 }
 
-void gemv(Isa isa, DType w_type, const float* xp, int64_t tokens, int64_t k, const void* w,
+void gemv(GemvKernel kernel, DType w_type, const void* xp, int64_t tokens, int64_t k, const void* w,
           int64_t ldw, int64_t r0, int64_t r1, const float* bias, float* y, int64_t ldy) {
   CTXPAR_CHECK(tokens >= 1 && tokens <= kGemvMaxTokens && r0 <= r1,
                "gemv: {} tokens (valid 1..{}) over rows [{}, {})", tokens, kGemvMaxTokens, r0, r1);
   const bool bf16_w = w_type == DType::kBF16;
   CTXPAR_CHECK(bf16_w || w_type == DType::kF32, "gemv: weight dtype {} (valid: float32, bfloat16)",
                dtype_name(w_type));
+  CTXPAR_CHECK(gemv_kernel_available(kernel), "gemv: kernel {} was asked for but this CPU lacks it",
+               gemv_kernel_name(kernel));
   const size_t esize = bf16_w ? 2 : 4;
   const GemvArgs a{xp,
                    tokens,
@@ -63,10 +133,13 @@ void gemv(Isa isa, DType w_type, const float* xp, int64_t tokens, int64_t k, con
                    bias != nullptr ? bias + r0 : nullptr,
                    y + r0,
                    ldy};
-  if (bf16_w) {
-    for_isa(isa, &gemv_bf16_scalar, &gemv_bf16_avx2, &gemv_bf16_avx512)(a);
-  } else {
+  const Isa isa = kernel_isa(kernel);
+  if (!bf16_w) {
     for_isa(isa, &gemv_f32_scalar, &gemv_f32_avx2, &gemv_f32_avx512)(a);
+  } else if (kernel == GemvKernel::kAvx512Bf16) {
+    gemv_bf16_avx512bf16(a);
+  } else {
+    for_isa(isa, &gemv_bf16_scalar, &gemv_bf16_avx2, &gemv_bf16_avx512)(a);
   }
 }
 

@@ -4,14 +4,17 @@
 // over the weight rows, 4 rows per iteration in register blocks with the tokens' x vectors
 // (a step of x is loaded once per 4 rows, each weight vector once per token block), software
 // prefetch gemv_prefetch_bytes() ahead in each row, bias added when the sums are stored. bf16
-// weights convert with one shift or mask per vector (simd.h "pair lane order"), so x is
-// prepared once per call in that order. Callers split output rows over the rank's pool.
+// weights either convert with one shift or mask per vector (simd.h "pair lane order"), or,
+// where AVX-512 BF16 dot products are fast, feed vdpbf16ps as loaded; x is prepared once per
+// call in the layout the kernel reads. Callers split output rows over the rank's pool.
 //
 // Per-ISA variants (linear_gemv_{scalar,avx2,avx512}.cc) instantiate one template
-// (linear_gemv_impl.h); the tests check each against linear_reference.
+// (linear_gemv_impl.h), the dot-product one is linear_gemv_avx512bf16.cc; the tests check
+// each against linear_reference.
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "ctxpar/core/cpu_features.h"
 #include "ctxpar/core/dtype.h"
@@ -25,21 +28,34 @@ inline constexpr int64_t kGemvMaxTokens = 8;
 // long contiguous run of the weight (64 rows of a 2048-wide bf16 W are 256 KiB).
 inline constexpr int64_t kGemvRowGrain = 64;
 
-// x [tokens, k] f32 (row stride ldx) → xp [tokens, k] (row stride k) as the `isa` variant of
-// gemv reads it: for bf16 weights rounded to bf16 and in pair lane order, else copied.
-void gemv_prepare_x(Isa isa, DType w_type, const float* x, int64_t ldx, int64_t tokens, int64_t k,
-                    float* xp);
+// One GEMV implementation. kAvx512Bf16 reads bf16 weights with vdpbf16ps (f32 weights take
+// the kAvx512 path under it).
+enum class GemvKernel { kScalar, kAvx2, kAvx512, kAvx512Bf16 };
 
-// y[t, o] = Σ_i xp[t, i]·w[o, i] (+ bias[o]) for t < tokens, o in [r0, r1); xp from
-// gemv_prepare_x with the same isa and w_type. w [n, k] f32 or bf16 (row stride ldw, last dim
-// contiguous); y [tokens, n] f32 (row stride ldy); bias [n] or null. Runs on the calling
-// thread. tokens <= kGemvMaxTokens.
-void gemv(Isa isa, DType w_type, const float* xp, int64_t tokens, int64_t k, const void* w,
+// The kernel for weights of w_type at isa (at most active_isa()) on this CPU: kAvx512Bf16
+// for bf16 weights where the CPU has AVX-512 BF16 and its dot products are fast
+// (bf16_dot_fast, linear_matmul_cache.h), else the isa's shift/mask or f32 kernel.
+GemvKernel gemv_kernel(Isa isa, DType w_type);
+// Whether this CPU can run `kernel` (tests iterate over these).
+bool gemv_kernel_available(GemvKernel kernel);
+std::string_view gemv_kernel_name(GemvKernel kernel);
+
+// x [tokens, k] f32 (row stride ldx) → xp (tokens·k·4 bytes, 4-byte aligned, row stride k
+// values) as `kernel` reads it: for bf16 weights rounded to bf16, stored as f32 in pair lane
+// order or (kAvx512Bf16) as bf16 in natural order; for f32 weights copied.
+void gemv_prepare_x(GemvKernel kernel, DType w_type, const float* x, int64_t ldx, int64_t tokens,
+                    int64_t k, void* xp);
+
+// y[t, o] = Σ_i x[t, i]·w[o, i] (+ bias[o]) for t < tokens, o in [r0, r1); xp from
+// gemv_prepare_x with the same kernel and w_type. w [n, k] f32 or bf16 (row stride ldw, last
+// dim contiguous); y [tokens, n] f32 (row stride ldy); bias [n] or null. Runs on the calling
+// thread. tokens <= kGemvMaxTokens. Throws if the CPU cannot run `kernel`.
+void gemv(GemvKernel kernel, DType w_type, const void* xp, int64_t tokens, int64_t k, const void* w,
           int64_t ldw, int64_t r0, int64_t r1, const float* bias, float* y, int64_t ldy);
 
 // The variants behind gemv (rows [0, n) of w, y and bias already offset to the first row).
 struct GemvArgs {
-  const float* xp;
+  const void* xp;  // float, or uint16_t (bf16) for gemv_bf16_avx512bf16
   int64_t tokens, k;
   const void* w;
   int64_t ldw, n;
@@ -53,6 +69,7 @@ void gemv_bf16_avx2(const GemvArgs& a);
 void gemv_f32_avx2(const GemvArgs& a);
 void gemv_bf16_avx512(const GemvArgs& a);
 void gemv_f32_avx512(const GemvArgs& a);
+void gemv_bf16_avx512bf16(const GemvArgs& a);
 
 // The transposed GEMV, y = x · W for W [k, n] stored with rows of n contiguous (MLA's absorbed
 // W_UK is read this way in place): y[t, c] = Σ_i xr[t, i]·w[i, c] for t < tokens, c < n, where

@@ -123,15 +123,16 @@ inline void gemv_row_block(const float* x, int64_t tokens, int64_t k, const WT* 
 
 template <class V, class WT>
 void gemv_rows(const GemvArgs& a) {
+  const auto* xp = static_cast<const float*>(a.xp);
   const WT* w = static_cast<const WT*>(a.w);
   int64_t o = 0;
   // Rows outermost: a block's weights come from DRAM once, and from L1/L2 for later tokens.
   for (; o + kGemvRows <= a.n; o += kGemvRows) {
-    gemv_row_block<V, WT, kGemvRows>(a.xp, a.tokens, a.k, w + o * a.ldw, a.ldw,
+    gemv_row_block<V, WT, kGemvRows>(xp, a.tokens, a.k, w + o * a.ldw, a.ldw,
                                      a.bias ? a.bias + o : nullptr, a.y + o, a.ldy);
   }
   for (; o < a.n; ++o) {
-    gemv_row_block<V, WT, 1>(a.xp, a.tokens, a.k, w + o * a.ldw, a.ldw,
+    gemv_row_block<V, WT, 1>(xp, a.tokens, a.k, w + o * a.ldw, a.ldw,
                              a.bias ? a.bias + o : nullptr, a.y + o, a.ldy);
   }
 }

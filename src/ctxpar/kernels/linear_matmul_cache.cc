@@ -95,11 +95,16 @@ bool onednn_matmul_supported(DType a_type, DType w_type) {
   }
 }
 
+bool bf16_dot_fast() {
+  static const bool fast =
+      cpu_features().avx512_bf16 && bf16_dot_to_fma_mac_ratio() >= kFastBf16DotRatio;
+  return fast;
+}
+
 bool onednn_native_bf16() {
-  static const bool native =
-      cpu_features().avx512_bf16 && active_isa() >= Isa::kAvx512 &&
-      onednn_matmul_supported(DType::kBF16, DType::kBF16) &&
-      (cpu_features().amx_bf16 || bf16_dot_to_fma_mac_ratio() >= kFastBf16DotRatio);
+  static const bool native = cpu_features().avx512_bf16 && active_isa() >= Isa::kAvx512 &&
+                             onednn_matmul_supported(DType::kBF16, DType::kBF16) &&
+                             (cpu_features().amx_bf16 || bf16_dot_fast());
   return native;
 }
 

@@ -51,6 +51,9 @@ bool onednn_matmul_supported(DType a_type, DType w_type);
 // (kernels_linear_bench PrefillLinears, 1 thread).
 bool onednn_native_bf16();
 inline constexpr double kFastBf16DotRatio = 1.25;
+// Whether the CPU has AVX-512 BF16 and vdpbf16ps does at least kFastBf16DotRatio times the
+// multiply-adds per second of the f32 FMA (measured once; false without AVX-512 BF16).
+bool bf16_dot_fast();
 
 // Multiply-adds per second of vdpbf16ps (zmm) over vfmadd231ps (zmm) on the calling core, from
 // register-only loops (~3 ms). Call only where the CPU has AVX-512 BF16.

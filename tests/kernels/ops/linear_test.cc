@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
 #include <thread>
 #include <vector>
 
@@ -199,8 +200,16 @@ TEST_F(LinearTest, ConcurrentForwardFromSeveralThreads) {
 // real core can have — a loop folded away or timed wrong reads 0, inf or NaN.
 TEST_F(LinearTest, Bf16GemmChoiceFollowsTheCpu) {
   const CpuFeatures& f = cpu_features();
+  // The decode GEMV takes vdpbf16ps exactly where bf16 dot products are fast, never for f32.
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    if (isa > active_isa()) continue;
+    EXPECT_EQ(detail::gemv_kernel(isa, DType::kBF16) == detail::GemvKernel::kAvx512Bf16,
+              isa >= Isa::kAvx512 && detail::bf16_dot_fast());
+    EXPECT_NE(detail::gemv_kernel(isa, DType::kF32), detail::GemvKernel::kAvx512Bf16);
+  }
   if (!f.avx512_bf16) {
     EXPECT_FALSE(detail::onednn_native_bf16());
+    EXPECT_FALSE(detail::bf16_dot_fast());
     return;
   }
   const double ratio = detail::bf16_dot_to_fma_mac_ratio();
@@ -241,17 +250,23 @@ TEST_F(LinearTest, MalformedShapesThrow) {
 // a multiple of every pair step, that leave a tail, and below one step; every token count it
 // takes; a row range that cuts register blocks; strided weight rows; with and without bias.
 TEST_F(LinearTest, GemvVariantsMatchReferenceOnEveryIsa) {
-  std::vector<Isa> isas = {Isa::kScalar};
-  if (active_isa() >= Isa::kAvx2) isas.push_back(Isa::kAvx2);
-  if (active_isa() >= Isa::kAvx512) isas.push_back(Isa::kAvx512);
-  for (Isa isa : isas) {
+  std::vector<detail::GemvKernel> kernels;
+  for (detail::GemvKernel kernel : {detail::GemvKernel::kScalar, detail::GemvKernel::kAvx2,
+                                    detail::GemvKernel::kAvx512, detail::GemvKernel::kAvx512Bf16}) {
+    if (detail::gemv_kernel_available(kernel)) kernels.push_back(kernel);
+  }
+  std::cout << "gemv kernels run:";
+  for (detail::GemvKernel kernel : kernels) std::cout << " " << detail::gemv_kernel_name(kernel);
+  std::cout << "\n";
+  for (detail::GemvKernel kernel : kernels) {
     for (DType dtype : {DType::kF32, DType::kBF16}) {
       for (int64_t in :
            {int64_t{32} * uniform_int(1, 8), 2 * uniform_int(20, 100) + 1, uniform_int(1, 15)}) {
         for (int64_t tokens = 1; tokens <= detail::kGemvMaxTokens; ++tokens) {
           const bool with_bias = tokens % 2 == 1;
-          SCOPED_TRACE(testing::Message() << isa_name(isa) << " " << dtype_name(dtype) << " in "
-                                          << in << " tokens " << tokens << " bias " << with_bias);
+          SCOPED_TRACE(testing::Message()
+                       << detail::gemv_kernel_name(kernel) << " " << dtype_name(dtype) << " in "
+                       << in << " tokens " << tokens << " bias " << with_bias);
           const int64_t out = uniform_int(1, 40), pad = uniform_int(0, 9);
           const Tensor w = random({out, in + pad}, dtype).slice(1, 0, in);
           const Tensor x = random({tokens, in});
@@ -260,10 +275,10 @@ TEST_F(LinearTest, GemvVariantsMatchReferenceOnEveryIsa) {
           // Rows [r0, r1) only; the others must stay as poisoned.
           const int64_t r0 = uniform_int(0, out / 2), r1 = uniform_int(r0, out);
           std::vector<float> xp(static_cast<size_t>(tokens * in));
-          detail::gemv_prepare_x(isa, dtype, x.data<float>(), in, tokens, in, xp.data());
+          detail::gemv_prepare_x(kernel, dtype, x.data<float>(), in, tokens, in, xp.data());
           Tensor y = Tensor::empty({tokens, out}, DType::kF32);
           y.fill_bytes(0xff);
-          detail::gemv(isa, dtype, xp.data(), tokens, in, w.raw(), w.stride(0), r0, r1,
+          detail::gemv(kernel, dtype, xp.data(), tokens, in, w.raw(), w.stride(0), r0, r1,
                        bias ? bias->data<float>() : nullptr, y.data<float>(), out);
           const Tensor expected = reference(dtype == DType::kBF16 ? bf16_rounded(x) : x, w, bias);
           if (r1 > r0) {
