@@ -24,17 +24,10 @@ Isa kernel_isa(GemvKernel kernel) {
   return Isa::kScalar;
 }
 
+// f32 lanes of the kernel's vectors (its pair step is twice that).
 int kernel_width(GemvKernel kernel) {
-  switch (kernel) {
-    case GemvKernel::kAvx512Bf16:
-    case GemvKernel::kAvx512:
-      return 16;
-    case GemvKernel::kAvx2:
-      return 8;
-    case GemvKernel::kScalar:
-      break;
-  }
-  return 1;
+  const Isa isa = kernel_isa(kernel);
+  return isa == Isa::kAvx512 ? 16 : isa == Isa::kAvx2 ? 8 : 1;
 }
 
 }  // namespace
