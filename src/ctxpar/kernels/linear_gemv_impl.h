@@ -132,8 +132,8 @@ void gemv_rows(const GemvArgs& a) {
                                      a.bias ? a.bias + o : nullptr, a.y + o, a.ldy);
   }
   for (; o < a.n; ++o) {
-    gemv_row_block<V, WT, 1>(xp, a.tokens, a.k, w + o * a.ldw, a.ldw,
-                             a.bias ? a.bias + o : nullptr, a.y + o, a.ldy);
+    gemv_row_block<V, WT, 1>(xp, a.tokens, a.k, w + o * a.ldw, a.ldw, a.bias ? a.bias + o : nullptr,
+                             a.y + o, a.ldy);
   }
 }
 
