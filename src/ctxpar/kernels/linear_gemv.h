@@ -5,8 +5,9 @@
 // (a step of x is loaded once per 4 rows, each weight vector once per token block), software
 // prefetch gemv_prefetch_bytes() ahead in each row, bias added when the sums are stored. bf16
 // weights either convert with one shift or mask per vector (simd.h "pair lane order"), or,
-// where AVX-512 BF16 dot products are fast, feed vdpbf16ps as loaded; x is prepared once per
-// call in the layout the kernel reads. Callers split output rows over the rank's pool.
+// where AVX-512 BF16 dot products are fast, feed vdpbf16ps as loaded (that kernel takes one
+// row at a time for a single token: one sequential stream); x is prepared once per call in
+// the layout the kernel reads. Callers split output rows over the rank's pool.
 //
 // Per-ISA variants (linear_gemv_{scalar,avx2,avx512}.cc) instantiate one template
 // (linear_gemv_impl.h), the dot-product one is linear_gemv_avx512bf16.cc; the tests check
