@@ -79,7 +79,7 @@ void dot_block(const uint16_t* x, int64_t k, const uint16_t* w, int64_t ldw, con
   }
 }
 
-// Rows [0, n) for tokens 2..kGemvMaxTokens in blocks of up to kMaxT.
+// Rows [o, o + R) for every token of a (two or more), up to kMaxT tokens per register block.
 template <int R>
 void block_rows(const GemvArgs& a, const uint16_t* x, const uint16_t* w, int64_t o) {
   for (int64_t t0 = 0; t0 < a.tokens; t0 += kMaxT) {
