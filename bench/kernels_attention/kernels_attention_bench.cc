@@ -2,7 +2,7 @@
 // - read bandwidth: bench/support/read_bandwidth.h (pinned vector read loop over >= 1 GiB of
 //   huge pages, best of 8 passes), 1 and 2 threads;
 // - GEMM rate: oneDNN matmul 2048³ (bf16 in, f32 out; and f32 for reference), 1 and 2 threads.
-// GQA decode (1 token, 32 q heads over 8 KV heads, d 128, 32768 keys, bf16 cache, B 16,
+// GQA decode (1 token, 32 q heads over 8 KV heads, d 128 and 64, 32768 keys, bf16 cache, B 16,
 // shuffled block table; calls walk enough layers' caches to exceed the LLC) is memory bound:
 // reported as GB/s of KV read and the fraction of the read bandwidth (resident:1, the same on
 // an L2-resident cache: the kernel's arithmetic rate). MLA decode (1 token, 16
@@ -30,6 +30,7 @@
 #include <random>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ctxpar/core/cpu_features.h"
@@ -188,28 +189,29 @@ void fill_tables(PagedDecode& p, int64_t keys, int64_t block, int64_t layers, st
 
 constexpr int64_t kKeys = 32768;
 
-// GQA: 32 q heads over 8 KV heads, d = 128, B = 16. Arg "resident" 1: one layer's cache of
-// 256 keys (1 MiB), read again and again from L2: the kernel's own rate with memory out of
-// the way, to tell a compute limit from a memory-access one (DRAM rate / resident rate near 1:
-// the arithmetic is the limit).
-constexpr int64_t kResidentKeys = 256;
+// GQA: 32 q heads over 8 KV heads, d = 128 (Llama-3-8B) or 64 (Llama-3.2-1B, the
+// bench/compare model), B = 16. Arg "resident" 1: one layer's cache of 1 MiB (256 keys at
+// d 128), read again and again from L2 and L3: the kernel's own rate with DRAM out of the way,
+// to tell a compute limit from a memory-access one (DRAM rate / resident rate near 1: the
+// arithmetic is the limit).
+constexpr int64_t kResidentBytes = int64_t{1} << 20;
 // A decode bench's caches (from DRAM or L2-resident) and the keys of its one request.
 struct DecodeCase {
   PagedDecode p;
   int64_t keys;
 };
-DecodeCase make_gqa_case(int64_t keys, bool resident) {
-  constexpr int64_t kBlock = 16, kHkv = 8, kHq = 32, kD = 128;
+DecodeCase make_gqa_case(int64_t keys, bool resident, int64_t d) {
+  constexpr int64_t kBlock = 16, kHkv = 8, kHq = 32;
   std::mt19937 rng(7);
   DecodeCase c;
   c.keys = keys;
-  const int64_t layers = resident ? 1 : bench::copies_beyond_llc(2 * keys * kHkv * kD * 2);
+  const int64_t layers = resident ? 1 : bench::copies_beyond_llc(2 * keys * kHkv * d * 2);
   const int64_t blocks = keys / kBlock * layers;
-  c.p.k_cache = random_bf16({blocks, kBlock, kHkv, kD}, rng);
-  c.p.v_cache = random_bf16({blocks, kBlock, kHkv, kD}, rng);
+  c.p.k_cache = random_bf16({blocks, kBlock, kHkv, d}, rng);
+  c.p.v_cache = random_bf16({blocks, kBlock, kHkv, d}, rng);
   fill_tables(c.p, keys, kBlock, layers, rng);
-  c.p.q = random_f32({1, kHq, kD}, rng);
-  c.p.out = Tensor::empty({1, kHq, kD}, DType::kF32);
+  c.p.q = random_f32({1, kHq, d}, rng);
+  c.p.out = Tensor::empty({1, kHq, d}, DType::kF32);
   c.p.lse = Tensor::empty({1, kHq}, DType::kF32);
   return c;
 }
@@ -217,11 +219,16 @@ DecodeCase make_gqa_case(int64_t keys, bool resident) {
 void BM_GqaDecode(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   const bool resident = state.range(1) != 0;
-  static const DecodeCase dram = make_gqa_case(kKeys, false);
-  static const DecodeCase hot = make_gqa_case(kResidentKeys, true);
-  const DecodeCase& c = resident ? hot : dram;
+  const int64_t d = state.range(2);
+  static std::map<std::pair<int64_t, bool>, DecodeCase> cases;  // built once per (d, resident)
+  auto it = cases.find({d, resident});
+  if (it == cases.end()) {
+    const int64_t keys = resident ? kResidentBytes / (2 * 8 * d * 2) : kKeys;
+    it = cases.emplace(std::make_pair(d, resident), make_gqa_case(keys, resident, d)).first;
+  }
+  const DecodeCase& c = it->second;
   const PagedDecode& p = c.p;
-  const double layer_bytes = 2.0 * c.keys * 8 * 128 * 2;  // K and V, bf16
+  const double layer_bytes = 2.0 * c.keys * 8 * d * 2;  // K and V, bf16
   const double ceiling = bench::read_ceiling(threads).gb_per_s;
   ThreadPool pool(threads);
   const PagedKvView kv{p.k_cache, p.v_cache};
@@ -244,10 +251,13 @@ void BM_GqaDecode(benchmark::State& state) {
   state.SetLabel(std::string("isa ") + std::string(isa_name(active_isa())));
 }
 BENCHMARK(BM_GqaDecode)
-    ->ArgNames({"threads", "resident"})
-    ->Args({1, 0})
-    ->Args({2, 0})
-    ->Args({1, 1})
+    ->ArgNames({"threads", "resident", "d"})
+    ->Args({1, 0, 128})
+    ->Args({2, 0, 128})
+    ->Args({1, 1, 128})
+    ->Args({1, 0, 64})
+    ->Args({2, 0, 64})
+    ->Args({1, 1, 64})
     ->Unit(benchmark::kMillisecond);
 
 // MLA: 16 heads, rows of 576 (512 latent + 64 rope), values = the 512 latent dims, B = 64.

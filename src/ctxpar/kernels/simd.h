@@ -19,6 +19,9 @@
 //   a + b, a - b, a * b, a / b, mul_add(a, b, c) = a·b + c (fused where the ISA has FMA)
 //   max(a, b), reduce_add(a), reduce_max(a)
 //   reduce_add4(a, b, c, d, float* out)   out[0..3] = horizontal sums of a, b, c, d
+//   reduce_add16(v0, ..., v15, float* out, int64_t stride)   Vec16 only (kernels test for it
+//                                    with a requires clause): out[r·stride + c] = horizontal
+//                                    sum of v(4r + c), r, c < 4
 //   transpose(V (&r)[kWidth])        the kWidth × kWidth block in place: r[i].lane(j) ↔
 //                                     r[j].lane(i)
 //   exp2(a)                          2^a for a <= 127; a < -126, -inf and NaN give exactly 0

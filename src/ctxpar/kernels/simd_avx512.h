@@ -61,6 +61,42 @@ struct Vec16 {
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
   }
 
+  // out[r·out_stride + c] = horizontal sum of argument v(4r + c), for r, c < 4: a tree of
+  // 15 adds, each after two shuffles that pair what to add (128-bit lanes, then 64-bit, then
+  // 32-bit elements), where four reduce_add4 calls take 12 horizontal adds and 16 folds.
+  // Arguments by value: an array argument made GCC keep the caller's accumulators in memory.
+  friend void reduce_add16(Vec16 v0, Vec16 v1, Vec16 v2, Vec16 v3, Vec16 v4, Vec16 v5, Vec16 v6,
+                           Vec16 v7, Vec16 v8, Vec16 v9, Vec16 v10, Vec16 v11, Vec16 v12, Vec16 v13,
+                           Vec16 v14, Vec16 v15, float* out, int64_t out_stride) {
+    // 128-bit lanes 0 + 2 and 1 + 3 of a in the low half of the result, of b in the high half.
+    const auto lanes = [](Vec16 a, Vec16 b) {
+      return _mm512_add_ps(_mm512_shuffle_f32x4(a.v, b.v, 0x44),
+                           _mm512_shuffle_f32x4(a.v, b.v, 0xEE));
+    };
+    // Of two lanes() results: 128-bit lane t holds four partial sums of the t-th of their four
+    // inputs (a's two, then b's).
+    const auto halves = [](__m512 a, __m512 b) {
+      return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xDD));
+    };
+    const auto pd = [](__m512 x) { return _mm512_castps_pd(x); };
+    const auto pairs = [&](__m512 a, __m512 b) {
+      return _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(pd(a), pd(b))),
+                           _mm512_castpd_ps(_mm512_unpackhi_pd(pd(a), pd(b))));
+    };
+    // 128-bit lane r of e_c: partial sums of v(4r + c); lane r, element c of the last sum: all.
+    const __m512 e0 = halves(lanes(v0, v4), lanes(v8, v12));
+    const __m512 e1 = halves(lanes(v1, v5), lanes(v9, v13));
+    const __m512 e2 = halves(lanes(v2, v6), lanes(v10, v14));
+    const __m512 e3 = halves(lanes(v3, v7), lanes(v11, v15));
+    const __m512 f0 = pairs(e0, e1), f1 = pairs(e2, e3);
+    const __m512 sums =
+        _mm512_add_ps(_mm512_shuffle_ps(f0, f1, 0x88), _mm512_shuffle_ps(f0, f1, 0xDD));
+    _mm_storeu_ps(out, _mm512_castps512_ps128(sums));
+    _mm_storeu_ps(out + out_stride, _mm512_extractf32x4_ps(sums, 1));
+    _mm_storeu_ps(out + 2 * out_stride, _mm512_extractf32x4_ps(sums, 2));
+    _mm_storeu_ps(out + 3 * out_stride, _mm512_extractf32x4_ps(sums, 3));
+  }
+
   // As Vec8's: each 128-bit lane holds a 4 × 4 block transposed after two unpack steps; the
   // 4 × 4 arrangement of 128-bit lanes over rows g, g + 4, g + 8, g + 12 is transposed last.
   friend void transpose(Vec16 (&r)[16]) {
