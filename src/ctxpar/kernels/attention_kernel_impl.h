@@ -263,8 +263,9 @@ inline void qk_block(const float* q, int64_t qs, const RowT* const* k, int64_t d
                   reduce_add16(x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, o, ss);
                 }) {
     // One tree for the 16 sums, stored as four rows of four: GQA decode's block (4 query
-    // heads of a KV head × 4 keys). A 64-byte store of the sums read back as floats stalls
-    // on store forwarding (d 64: 13.3 → 10 µs of scores per 2048 key-heads).
+    // heads of a KV head × 4 keys). d 64, 1 thread: 13.3 → 10 µs of scores per 2048
+    // key-heads; the same tree with one 64-byte store of the sums, read back as floats,
+    // gained nothing (the float loads wait for the wide store, we think).
     if (steps * kP == d) {
       [&]<int... I>(std::integer_sequence<int, I...>) {
         reduce_add16(acc[I / 4][I % 4]..., s, ss);
