@@ -5,7 +5,7 @@
 // GQA decode (1 token, 32 q heads over 8 KV heads, d 128 and 64, 32768 keys, bf16 cache, B 16,
 // shuffled block table; calls walk enough layers' caches to exceed the LLC) is memory bound:
 // reported as GB/s of KV read and the fraction of the read bandwidth (resident:1, the same on
-// an L2-resident cache: the kernel's arithmetic rate). MLA decode (1 token, 16
+// a cache resident in L2 and L3: the kernel's arithmetic rate). MLA decode (1 token, 16
 // heads, 576/512, 32768 keys, bf16 cache) is compute bound: reported as GFLOP/s (2·H·keys·(576 +
 // 512)) and the fraction of the GEMM rate.
 //
@@ -195,17 +195,22 @@ constexpr int64_t kKeys = 32768;
 // to tell a compute limit from a memory-access one (DRAM rate / resident rate near 1: the
 // arithmetic is the limit).
 constexpr int64_t kResidentBytes = int64_t{1} << 20;
-// A decode bench's caches (from DRAM or L2-resident) and the keys of its one request.
+constexpr int64_t kGqaKvHeads = 8;
+// Bytes of one layer's K and V (bf16) for `keys` keys of head dim d.
+constexpr int64_t gqa_layer_bytes(int64_t keys, int64_t d) {
+  return 2 * keys * kGqaKvHeads * d * 2;
+}
+// A decode bench's caches (from DRAM or cache-resident) and the keys of its one request.
 struct DecodeCase {
   PagedDecode p;
   int64_t keys;
 };
 DecodeCase make_gqa_case(int64_t keys, bool resident, int64_t d) {
-  constexpr int64_t kBlock = 16, kHkv = 8, kHq = 32;
+  constexpr int64_t kBlock = 16, kHkv = kGqaKvHeads, kHq = 32;
   std::mt19937 rng(7);
   DecodeCase c;
   c.keys = keys;
-  const int64_t layers = resident ? 1 : bench::copies_beyond_llc(2 * keys * kHkv * d * 2);
+  const int64_t layers = resident ? 1 : bench::copies_beyond_llc(gqa_layer_bytes(keys, d));
   const int64_t blocks = keys / kBlock * layers;
   c.p.k_cache = random_bf16({blocks, kBlock, kHkv, d}, rng);
   c.p.v_cache = random_bf16({blocks, kBlock, kHkv, d}, rng);
@@ -223,12 +228,12 @@ void BM_GqaDecode(benchmark::State& state) {
   static std::map<std::pair<int64_t, bool>, DecodeCase> cases;  // built once per (d, resident)
   auto it = cases.find({d, resident});
   if (it == cases.end()) {
-    const int64_t keys = resident ? kResidentBytes / (2 * 8 * d * 2) : kKeys;
+    const int64_t keys = resident ? kResidentBytes / gqa_layer_bytes(1, d) : kKeys;
     it = cases.emplace(std::make_pair(d, resident), make_gqa_case(keys, resident, d)).first;
   }
   const DecodeCase& c = it->second;
   const PagedDecode& p = c.p;
-  const double layer_bytes = 2.0 * c.keys * 8 * d * 2;  // K and V, bf16
+  const double layer_bytes = static_cast<double>(gqa_layer_bytes(c.keys, d));
   const double ceiling = bench::read_ceiling(threads).gb_per_s;
   ThreadPool pool(threads);
   const PagedKvView kv{p.k_cache, p.v_cache};
