@@ -12,11 +12,12 @@
 //     S[rows, tile] = Q · Kᵀ   dot products in 2- (AVX2) or 4-row (AVX-512) × 4-key register
 //                               blocks; key blocks run outermost and the KV heads of the job
 //                               inside; or, for a head with many rows and few dims (prefill),
-//                               outer products over the tile transposed (6 rows × 64 keys);
+//                               outer products over the tile transposed (6 rows × 64 keys on
+//                               AVX-512, 6 × 16 on AVX2);
 //     online softmax per row: m' = max(m, max S), P = 2^(S − m'), l = l·2^(m − m') + ΣP,
 //                              o *= 2^(m − m');
 //     O[rows, dv] += P · V     outer products in register blocks of up to 6 rows × two pair
-//                              steps (AVX-512; 4 rows × one step on AVX2);
+//                              steps (AVX-512; 6 rows × one step on AVX2);
 //     meanwhile the next tile's K and V rows are prefetched (TilePrefetch, below).
 //   Finally o /= l and lse = (m + log2 l)·ln 2; a row that saw no key gets o = 0, lse = -inf.
 // All query heads of a KV head are rows of the same job, so every K/V row is loaded from
@@ -63,13 +64,16 @@ constexpr int kQkKeys = 4;
 // Decode (4 rows per KV head for GQA) stays with the dot products, which read K once.
 constexpr int kTransposedQkRows = 8;
 constexpr int kTransposedRowsPerDim = 20;
-// Register block of the outer-product scores: rows × kQktKeyVectors vectors of keys. 32 zmm
-// hold 6 × 4 accumulators + 4 key vectors + 1 broadcast; 16 ymm hold 2 × 4 + 4 + 1.
+// Register block of the outer-product scores: rows × key vectors. 32 zmm hold 6 × 4
+// accumulators + 4 key vectors + 1 broadcast; 16 ymm hold 6 × 2 + 2 + 1. Each accumulator
+// takes one FMA per dimension, so a block needs more of them than the FMA latency × issue
+// width (4 cycles × 2 on AVX2 CPUs) to keep the FMAs busy: AVX2's former 2 × 4 block had
+// exactly 8 and ran GQA prefill at 0.4 of the f32 GEMM (kernels_attention_bench GqaPrefill).
+constexpr int kQktRows = 6;
 template <class V>
-constexpr int qkt_block_rows() {
-  return V::kWidth >= 16 ? 6 : 2;
+constexpr int qkt_key_vectors() {
+  return V::kWidth >= 16 ? 4 : 2;
 }
-constexpr int kQktKeyVectors = 4;
 
 // Keys of V the P·V micro-kernel reads between reports to the tile prefetcher (its
 // accumulators are loaded and stored once per run).
@@ -309,11 +313,12 @@ constexpr int pv_block_steps() {
   return V::kWidth >= 16 ? 2 : 1;
 }
 // Rows of the P·V register block: 6 × 2 steps = 24 zmm accumulators (+ 4 values, 1 weight),
-// so a job with many rows per head (MLA's 16) reads each value tile from L2 in 3 passes, not
-// 4; 16 ymm hold 4 × 1 step.
+// 6 × 1 step = 12 ymm (+ 2 values, 1 weight), so a job with many rows per head (MLA's 16)
+// reads each value tile from L2 in 3 passes, not 4, and AVX2 has 12 accumulator chains where
+// 4 × 1 step had only the 8 that the FMA latency needs at the least.
 template <class V>
 constexpr int pv_block_rows() {
-  return V::kWidth >= 16 ? 6 : 4;
+  return V::kWidth >= 8 ? 6 : 4;
 }
 
 // o[rb] += Σ_j w[rb·ws + j]·v[j] for RB rows over keys [j0, j1), pair steps [p0, p0 + PS)
@@ -506,8 +511,9 @@ inline void qkt_block(const float* q, int64_t qs, const float* kt, int64_t d, in
 template <class V>
 inline void tile_scores_transposed(const float* q, int64_t qs, int rows, const float* kt, int n,
                                    int64_t d, float* s) {
-  constexpr int kR = qkt_block_rows<V>();
-  constexpr int kKeys = kQktKeyVectors * V::kWidth;
+  constexpr int kR = kQktRows;
+  constexpr int kNv = qkt_key_vectors<V>();
+  constexpr int kKeys = kNv * V::kWidth;
   static_assert(kKeyTile % kKeys == 0 && kR <= 6);
   for (int j0 = 0; j0 < n; j0 += kKeys) {
     for (int r = 0; r < rows; r += kR) {
@@ -515,22 +521,22 @@ inline void tile_scores_transposed(const float* q, int64_t qs, int rows, const f
       float* sr = s + static_cast<int64_t>(r) * kKeyTile;
       switch (std::min(kR, rows - r)) {
         case 6:
-          if constexpr (kR >= 6) qkt_block<V, 6, kQktKeyVectors>(qr, qs, kt, d, j0, sr);
+          qkt_block<V, 6, kNv>(qr, qs, kt, d, j0, sr);
           break;
         case 5:
-          if constexpr (kR >= 5) qkt_block<V, 5, kQktKeyVectors>(qr, qs, kt, d, j0, sr);
+          qkt_block<V, 5, kNv>(qr, qs, kt, d, j0, sr);
           break;
         case 4:
-          if constexpr (kR >= 4) qkt_block<V, 4, kQktKeyVectors>(qr, qs, kt, d, j0, sr);
+          qkt_block<V, 4, kNv>(qr, qs, kt, d, j0, sr);
           break;
         case 3:
-          if constexpr (kR >= 3) qkt_block<V, 3, kQktKeyVectors>(qr, qs, kt, d, j0, sr);
+          qkt_block<V, 3, kNv>(qr, qs, kt, d, j0, sr);
           break;
         case 2:
-          qkt_block<V, 2, kQktKeyVectors>(qr, qs, kt, d, j0, sr);
+          qkt_block<V, 2, kNv>(qr, qs, kt, d, j0, sr);
           break;
         default:
-          qkt_block<V, 1, kQktKeyVectors>(qr, qs, kt, d, j0, sr);
+          qkt_block<V, 1, kNv>(qr, qs, kt, d, j0, sr);
           break;
       }
     }
