@@ -7,7 +7,8 @@
 // BM_DecodeLinears (tokens 1..8): weight bytes read per second and their fraction of the read
 // ceiling (bench/support/read_bandwidth.h) with the same thread count — the roofline of a
 // decode step is weight bytes / read bandwidth.
-// BM_PrefillLinears (tokens 512): GFLOP/s of the same linears.
+// BM_PrefillLinears (tokens 512): GFLOP/s of the same linears and their fraction of the FMA
+// ceiling (bench/support/fma_ceiling.h) with the same thread count.
 // Wall-time rates; with 1 thread also from the thread's CPU time (suffix _cpu).
 //
 // Run: build/bench/kernels_linear/kernels_linear_bench [--benchmark_filter=Decode]
@@ -24,8 +25,10 @@
 #include "ctxpar/core/tensor.h"
 #include "ctxpar/core/thread_pool.h"
 #include "ctxpar/kernels/linear.h"
+#include "ctxpar/kernels/linear_gemm.h"
 #include "ctxpar/kernels/linear_gemv.h"
 #include "ctxpar/kernels/linear_matmul_cache.h"
+#include "fma_ceiling.h"
 #include "read_bandwidth.h"
 #include "timing.h"
 
@@ -120,7 +123,18 @@ void run_bench(benchmark::State& state, DType dtype, int64_t tokens, int threads
   state.counters["weight_GB/s"] = gbps;
   state.counters["read_GB/s"] = ceiling.gb_per_s;
   state.counters["frac_of_read_bw"] = gbps / ceiling.gb_per_s;
-  state.counters["GFLOP/s"] = static_cast<double>(s.flops_per_token * tokens) / best / 1e9;
+  const double gflops = static_cast<double>(s.flops_per_token * tokens) / best / 1e9;
+  state.counters["GFLOP/s"] = gflops;
+  if (tokens > detail::kGemvMaxTokens) {
+    // Measured right after the timed passes: the clock of these VMs moves by 10-20% over minutes.
+    const bench::FmaCeiling fma = bench::measure_fma_ceiling(threads);
+    state.counters["fma_GFLOP/s"] = fma.gflop_per_s;
+    state.counters["frac_of_fma_peak"] = gflops / fma.gflop_per_s;
+    if (threads == 1) {
+      state.counters["frac_of_fma_peak_cpu"] =
+          static_cast<double>(s.flops_per_token * tokens) / best_cpu / 1e9 / fma.gflop_per_s;
+    }
+  }
   // On a shared machine: what the code does while it runs (1 thread: all work is on the
   // calling thread, so its CPU time is the kernel's time without the time others took).
   if (threads == 1) {
@@ -134,7 +148,7 @@ void run_bench(benchmark::State& state, DType dtype, int64_t tokens, int threads
     label +=
         " gemv " + std::string(detail::gemv_kernel_name(detail::gemv_kernel(active_isa(), dtype)));
   } else if (dtype == DType::kBF16) {  // which GEMM the bf16 prefill ran
-    label += detail::onednn_native_bf16() ? " gemm onednn-bf16" : " gemm f32-sgemm";
+    label += " gemm " + std::string(detail::bf16_gemm_name(detail::bf16_gemm(active_isa())));
   }
   if (dtype == DType::kBF16 && cpu_features().avx512_bf16) {  // what chose it
     label += " (vdpbf16ps/FMA MACs " + std::to_string(detail::bf16_dot_to_fma_mac_ratio()) + ")";

@@ -1,8 +1,6 @@
 #include "read_bandwidth.h"
 
 #include <fmt/format.h>
-#include <pthread.h>
-#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -17,6 +15,7 @@
 
 #include "ctxpar/core/cpu_features.h"
 #include "ctxpar/core/error.h"
+#include "pinning.h"
 #include "read_loop.h"
 
 namespace ctxpar::bench {
@@ -76,26 +75,6 @@ class HugeBuffer {
   char* data_ = nullptr;
 };
 
-// The CPUs this process may run on, in order.
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    for (int c = 0; c < CPU_SETSIZE; ++c) {
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-    }
-  }
-  return cpus;
-}
-
-bool pin_to(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
-}
-
 using ReadFn = uint64_t (*)(const char*, int64_t, int);
 
 // The stream counts tried per thread (read_loop.h); the ceiling is the best of them.
@@ -138,7 +117,7 @@ ReadCeiling measure_read_ceiling(int threads, int passes) {
   const HugeBuffer buf(buffer_bytes(threads));
   c.buffer_bytes = buf.bytes();
   const int64_t part = buf.bytes() / threads;
-  const std::vector<int> cpus = allowed_cpus();
+  const std::vector<int> cpus = detail::allowed_cpus();
   const bool pin = static_cast<int>(cpus.size()) >= threads;
 
   // Workers: pin, first-touch their own part, then per pass one read of it with each stream
@@ -149,7 +128,7 @@ ReadCeiling measure_read_ceiling(int threads, int passes) {
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&, t] {
-      pinned[static_cast<size_t>(t)] = pin && pin_to(cpus[static_cast<size_t>(t)]);
+      pinned[static_cast<size_t>(t)] = pin && detail::pin_to(cpus[static_cast<size_t>(t)]);
       char* mine = buf.data() + t * part;
       std::memset(mine, t + 1, static_cast<size_t>(part));
       sync.arrive_and_wait();  // touched

@@ -6,26 +6,12 @@
 #include "ctxpar/core/cpu_features.h"
 #include "ctxpar/core/error.h"
 #include "ctxpar/kernels/linear_direct_split.h"
+#include "ctxpar/kernels/linear_gemm.h"
 #include "ctxpar/kernels/linear_gemv.h"
 #include "ctxpar/kernels/linear_matmul_cache.h"
 
 namespace ctxpar::kernels {
 namespace {
-
-// The GEMM (prefill) paths; decode goes to the GEMV whatever the path.
-enum class Path {
-  kF32,         // oneDNN sgemm
-  kBf16Native,  // oneDNN bf16 matmul on x rounded to bf16 (AVX-512 BF16 / AMX hardware)
-  // Weight tiles converted to f32, then oneDNN sgemm on x rounded to bf16: the same math. On
-  // CPUs without bf16 dot products oneDNN's bf16 matmul emulates them at ~1/4 of the sgemm
-  // rate (measured on AVX-512 without BF16), and AVX2 has none.
-  kBf16ViaF32,
-};
-
-Path choose_path(DType weight_dtype) {
-  if (weight_dtype == DType::kF32) return Path::kF32;
-  return detail::onednn_native_bf16() ? Path::kBf16Native : Path::kBf16ViaF32;
-}
 
 // Row stride as oneDNN wants it: a single row's stride is meaningless, so use the row length.
 int64_t row_stride(const Tensor& t) {
@@ -39,12 +25,13 @@ struct Linear::Impl {
   std::optional<Tensor> bias;
   int64_t in = 0;
   int64_t out = 0;
-  Path path = Path::kF32;
+  detail::Bf16Gemm bf16_gemm = detail::Bf16Gemm::kOwnAvx2;  // the prefill GEMM of bf16 weights
   detail::MatmulCache cache;
 
   void forward(const Tensor& x, Tensor& y, ThreadPool* pool) const;
   void forward_f32(const Tensor& x, Tensor& y, ThreadPool* pool) const;
   void forward_bf16(const Tensor& x, Tensor& y, ThreadPool* pool) const;
+  void forward_bf16_own(const Tensor& x, Tensor& y, ThreadPool* pool) const;
   void forward_gemv(const Tensor& x, Tensor& y, ThreadPool* pool) const;
   detail::MatmulShape shape(int64_t m, int64_t lda, int64_t ldc, DType a_type) const {
     detail::MatmulShape s;
@@ -85,7 +72,7 @@ Linear::Linear(Tensor weight, std::optional<Tensor> bias) : impl_(std::make_uniq
   }
   impl_->in = weight.size(1);
   impl_->out = weight.size(0);
-  impl_->path = choose_path(weight.dtype());
+  impl_->bf16_gemm = detail::bf16_gemm(active_isa());
   impl_->weight = std::move(weight);
   impl_->bias = std::move(bias);
 }
@@ -154,8 +141,10 @@ void Linear::Impl::forward(const Tensor& x, Tensor& y, ThreadPool* pool) const {
     return;
   }
 
-  if (im.path == Path::kF32) {
+  if (im.weight.dtype() == DType::kF32) {
     im.forward_f32(x, y, pool);
+  } else if (im.bf16_gemm == detail::Bf16Gemm::kOwnAvx2) {
+    im.forward_bf16_own(x, y, pool);
   } else {
     im.forward_bf16(x, y, pool);
   }
@@ -205,7 +194,7 @@ void Linear::Impl::forward_f32(const Tensor& x, Tensor& y, ThreadPool* pool) con
 
 void Linear::Impl::forward_bf16(const Tensor& x, Tensor& y, ThreadPool* pool) const {
   const int64_t m = x.size(0), ldx = row_stride(x), ldy = row_stride(y), ldw = row_stride(weight);
-  const bool native = path == Path::kBf16Native;
+  const bool native = bf16_gemm == detail::Bf16Gemm::kOneDnnBf16;
   const float* xp = x.data<float>();
   const bf16* wp = weight.data<bf16>();
   const float* bp = bias ? bias->data<float>() : nullptr;
@@ -259,6 +248,35 @@ void Linear::Impl::forward_bf16(const Tensor& x, Tensor& y, ThreadPool* pool) co
           s.w_type = DType::kF32;
           cache.run(s, xf, tile.data(), bp ? bp + r0 : nullptr, nullptr, yb + r0);
         }
+      });
+}
+
+void Linear::Impl::forward_bf16_own(const Tensor& x, Tensor& y, ThreadPool* pool) const {
+  const int64_t m = x.size(0), ldx = row_stride(x), ldy = row_stride(y), ldw = row_stride(weight);
+  const float* xp = x.data<float>();
+  const uint16_t* wp = static_cast<const uint16_t*>(weight.raw());
+  const float* bp = bias ? bias->data<float>() : nullptr;
+  float* yp = y.data<float>();
+  // One chunk of x packed for the GEMM: written on the calling thread, read by the pool's.
+  thread_local std::vector<float> x_packed;
+  x_packed.resize(static_cast<size_t>(
+      detail::gemm_packed_x_floats(std::min(m, detail::kOneDnnTokenChunk), in)));
+  float* packed = x_packed.data();
+  detail::for_token_chunks(
+      pool, m, out, detail::kOneDnnTokenChunk,
+      [&](int64_t t0, int64_t nt) { detail::gemm_pack_x(xp + t0 * ldx, ldx, nt, in, packed); },
+      [&](int64_t t0, int64_t nt, int64_t o0, int64_t no) {
+        detail::GemmArgs a;
+        a.xp = packed;
+        a.tokens = nt;
+        a.k = in;
+        a.w = wp + o0 * ldw;
+        a.ldw = ldw;
+        a.n = no;
+        a.bias = bp ? bp + o0 : nullptr;
+        a.y = yp + t0 * ldy + o0;
+        a.ldy = ldy;
+        detail::gemm_bf16(Isa::kAvx2, a);
       });
 }
 

@@ -12,9 +12,11 @@
 // Numerics:
 //   f32 W:  f32 products, f32 accumulation (oneDNN sgemm, or the GEMV).
 //   bf16 W: x is rounded to bf16 first, products of the bf16 values are accumulated in f32.
-//           Prefill: CPUs with bf16 dot products (AVX-512 BF16) run oneDNN's bf16 matmul;
-//           others convert 128-row weight tiles to f32 and run oneDNN's sgemm (the same math;
-//           oneDNN's emulated bf16 matmul is ~4× slower than its sgemm there).
+//           Prefill (linear_gemm.h bf16_gemm): CPUs with fast bf16 dot products (AVX-512
+//           BF16) run oneDNN's bf16 matmul; AVX2 runs ctxpar's own GEMM, which converts the
+//           weights while packing them; the rest convert weight tiles to f32 and run oneDNN's
+//           sgemm (the same math; oneDNN's emulated bf16 matmul is ~4× slower than its sgemm
+//           there).
 //
 // Threads: one runtime, the ThreadPool passed to forward (or the calling thread when none
 // is). Output columns are split over the pool; oneDNN runs single-threaded inside each task

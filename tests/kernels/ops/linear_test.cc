@@ -9,6 +9,7 @@
 
 #include "ctxpar/core/cpu_features.h"
 #include "ctxpar/core/error.h"
+#include "ctxpar/kernels/linear_gemm.h"
 #include "ctxpar/kernels/linear_gemv.h"
 #include "ctxpar/kernels/linear_matmul_cache.h"
 #include "kernels/ops/ops_test_util.h"
@@ -207,6 +208,13 @@ TEST_F(LinearTest, Bf16GemmChoiceFollowsTheCpu) {
               isa >= Isa::kAvx512 && detail::bf16_dot_fast());
     EXPECT_NE(detail::gemv_kernel(isa, DType::kF32), detail::GemvKernel::kAvx512Bf16);
   }
+  // The prefill GEMM: ctxpar's own on AVX2, oneDNN's bf16 matmul exactly where it is native.
+  EXPECT_EQ(detail::bf16_gemm(Isa::kAvx2), detail::Bf16Gemm::kOwnAvx2);
+  EXPECT_EQ(detail::bf16_gemm(Isa::kScalar), detail::Bf16Gemm::kOneDnnSgemmOnF32Tiles);
+  if (active_isa() >= Isa::kAvx512) {
+    EXPECT_EQ(detail::bf16_gemm(Isa::kAvx512) == detail::Bf16Gemm::kOneDnnBf16,
+              detail::onednn_native_bf16());
+  }
   if (!f.avx512_bf16) {
     EXPECT_FALSE(detail::onednn_native_bf16());
     EXPECT_FALSE(detail::bf16_dot_fast());
@@ -297,6 +305,58 @@ TEST_F(LinearTest, GemvVariantsMatchReferenceOnEveryIsa) {
       }
     }
   }
+}
+
+// Every variant of the bf16 prefill GEMM the CPU can run, against the reference on x rounded to
+// bf16: token counts that leave a partial 6-token tile and span several 96-token blocks, k
+// that is a multiple of the depth block, leaves a tail of a few values or of less than one
+// vector, output rows that end inside a panel and span several 256-row blocks; strided weight
+// and output rows; with and without bias. Columns past n must stay as poisoned.
+TEST_F(LinearTest, GemmVariantsMatchReferenceOnEveryIsa) {
+  std::vector<Isa> isas = {Isa::kScalar};
+  if (cpu_features().avx2_fma) isas.push_back(Isa::kAvx2);
+  std::cout << "bf16 gemm variants run:";
+  for (Isa isa : isas) std::cout << " " << isa_name(isa);
+  std::cout << "\n";
+  for (Isa isa : isas) {
+    for (int64_t k : {detail::kGemmDepth * uniform_int(1, 2),
+                      detail::kGemmDepth + uniform_int(1, 7), 2 * uniform_int(20, 150) + 1}) {
+      for (int64_t tokens : {int64_t{9}, 6 * uniform_int(2, 5), uniform_int(97, 200)}) {
+        const bool with_bias = tokens % 2 == 1;
+        const int64_t n = tokens < 100 ? uniform_int(1, 70) : uniform_int(257, 400);
+        SCOPED_TRACE(testing::Message() << isa_name(isa) << " k " << k << " tokens " << tokens
+                                        << " n " << n << " bias " << with_bias);
+        const int64_t w_pad = uniform_int(0, 9), y_pad = uniform_int(1, 9);
+        const Tensor w = random({n, k + w_pad}, DType::kBF16).slice(1, 0, k);
+        const Tensor x = random({tokens, k});
+        std::optional<Tensor> bias;
+        if (with_bias) bias = random({n});
+        std::vector<float> xp(static_cast<size_t>(detail::gemm_packed_x_floats(tokens, k)));
+        detail::gemm_pack_x(x.data<float>(), k, tokens, k, xp.data());
+        Tensor y = Tensor::empty({tokens, n + y_pad}, DType::kF32);
+        y.fill_bytes(0xff);
+        detail::GemmArgs a;
+        a.xp = xp.data();
+        a.tokens = tokens;
+        a.k = k;
+        a.w = static_cast<const uint16_t*>(w.raw());
+        a.ldw = w.stride(0);
+        a.n = n;
+        a.bias = bias ? bias->data<float>() : nullptr;
+        a.y = y.data<float>();
+        a.ldy = n + y_pad;
+        detail::gemm_bf16(isa, a);
+        const Tensor got = y.slice(1, 0, n).contiguous();
+        EXPECT_TRUE(ops_test::all_finite(got));
+        EXPECT_LE(ops_test::relative_error(got, reference(bf16_rounded(x), w, bias)), 1e-5);
+        const Tensor pad = y.slice(1, n, n + y_pad).contiguous();
+        for (int64_t i = 0; i < pad.numel(); ++i) {
+          ASSERT_TRUE(std::isnan(pad.data<float>()[i])) << "a column past n was written";
+        }
+      }
+    }
+  }
+  EXPECT_THROW(detail::gemm_bf16(Isa::kAvx512, detail::GemmArgs{}), Error);
 }
 
 }  // namespace
