@@ -264,19 +264,21 @@ void Linear::Impl::forward_bf16_own(const Tensor& x, Tensor& y, ThreadPool* pool
   float* packed = x_packed.data();
   detail::for_token_chunks(
       pool, m, out, detail::kOneDnnTokenChunk,
-      [&](int64_t t0, int64_t nt) { detail::gemm_pack_x(xp + t0 * ldx, ldx, nt, in, packed); },
+      [&](int64_t t0, int64_t nt) {
+        detail::gemm_pack_x(xp + t0 * ldx, ldx, nt, in, /*round_to_bf16=*/true, packed);
+      },
       [&](int64_t t0, int64_t nt, int64_t o0, int64_t no) {
         detail::GemmArgs a;
         a.xp = packed;
         a.tokens = nt;
         a.k = in;
-        a.w = wp + o0 * ldw;
-        a.ldw = ldw;
+        a.w.bf16 = wp + o0 * ldw;
+        a.w.ldw = ldw;
         a.n = no;
         a.bias = bp ? bp + o0 : nullptr;
         a.y = yp + t0 * ldy + o0;
         a.ldy = ldy;
-        detail::gemm_bf16(Isa::kAvx2, a);
+        detail::gemm(Isa::kAvx2, a);
       });
 }
 

@@ -11,6 +11,7 @@
 #include "ctxpar/kernels/isa_dispatch.h"
 #include "ctxpar/kernels/linear_direct_split.h"
 #include "ctxpar/kernels/linear_fp8_kernel.h"
+#include "ctxpar/kernels/linear_gemm.h"
 #include "ctxpar/kernels/linear_matmul_cache.h"
 
 namespace ctxpar::kernels {
@@ -58,6 +59,26 @@ void round_to_bf16(const float* src, int64_t ld, int64_t tokens, int64_t in, flo
   }
 }
 
+// The own GEMM's view of the FP8 weight (linear_gemm.h GemmWeights::rows_f32): rows counted
+// from row0, dequantized by the ISA's kernel.
+struct Fp8RowSource {
+  const detail::Fp8Kernels* kernels;
+  const uint8_t* wq;
+  int64_t ldw;
+  const float* scale;
+  int64_t lds;
+  int64_t row0;
+};
+static_assert(detail::kGemmDepth % kFp8Block == 0, "a GEMM depth block starts a scale block");
+
+void fp8_rows_f32(const void* ctx, int64_t r0, int64_t nr, int64_t k0, int64_t kc, float* out,
+                  int64_t ldo) {
+  const auto& src = *static_cast<const Fp8RowSource*>(ctx);
+  // dequantize reads columns from 0: offset W and the scale row to k0, a block boundary.
+  src.kernels->dequantize(src.wq + k0, src.ldw, src.scale + k0 / kFp8Block, src.lds, kc,
+                          src.row0 + r0, nr, out, ldo);
+}
+
 }  // namespace
 
 Shape fp8_scale_shape(int64_t out, int64_t in) {
@@ -79,6 +100,8 @@ struct Fp8Linear::Impl {
   // bf16 activations where oneDNN has a native bf16 matmul (AVX-512 BF16 / AMX): the e4m3
   // values as bf16 (exact) times x in bf16, one K block of 128 at a time, each product
   // scaled by that block's scales and accumulated in y.
+  void prefill_own(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
+                   ThreadPool* pool) const;
   void prefill_native_bf16(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
                            ThreadPool* pool) const;
 };
@@ -226,6 +249,10 @@ void Fp8Linear::Impl::prefill(const float* x, int64_t ldx, int64_t tokens, float
     prefill_native_bf16(x, ldx, tokens, y, ldy, pool);
     return;
   }
+  if (active_isa() == Isa::kAvx2) {
+    prefill_own(x, ldx, tokens, y, ldy, pool);
+    return;
+  }
   const detail::Fp8Kernels& k = detail::fp8_kernels(active_isa());
   const auto* wq = static_cast<const uint8_t*>(w.weight.raw());
   const int64_t ldw = row_stride(w.weight);
@@ -253,6 +280,40 @@ void Fp8Linear::Impl::prefill(const float* x, int64_t ldx, int64_t tokens, float
           s.ldc = ldy;
           cache.run(s, round ? xr : x + t0 * ldx, tile.data(), nullptr, nullptr, y + t0 * ldy + r0);
         }
+      });
+}
+
+// The own GEMM (AVX2): x packed per chunk (rounded to bf16 for W8A16), W dequantized one
+// panel at a time while it is packed.
+void Fp8Linear::Impl::prefill_own(const float* x, int64_t ldx, int64_t tokens, float* y,
+                                  int64_t ldy, ThreadPool* pool) const {
+  const bool round = activation_dtype == DType::kBF16;
+  const detail::Fp8Kernels& k = detail::fp8_kernels(Isa::kAvx2);
+  const auto* wq = static_cast<const uint8_t*>(w.weight.raw());
+  const int64_t ldw = row_stride(w.weight);
+  const float* scale = w.scale_inv.data<float>();
+  thread_local std::vector<float> x_packed;  // one chunk, read by the pool's tasks
+  x_packed.resize(static_cast<size_t>(
+      detail::gemm_packed_x_floats(std::min(tokens, detail::kOneDnnTokenChunk), in)));
+  float* packed = x_packed.data();
+  detail::for_token_chunks(
+      pool, tokens, out, detail::kOneDnnTokenChunk,
+      [&](int64_t t0, int64_t nt) {
+        detail::gemm_pack_x(x + t0 * ldx, ldx, nt, in, round, packed);
+      },
+      [&](int64_t t0, int64_t nt, int64_t o0, int64_t no) {
+        const Fp8RowSource src{&k, wq, ldw, scale, blocks(in), o0};
+        detail::GemmArgs a;
+        a.xp = packed;
+        a.tokens = nt;
+        a.k = in;
+        a.w.rows_f32 = fp8_rows_f32;
+        a.w.ctx = &src;
+        a.n = no;
+        a.bias = nullptr;  // forward adds it
+        a.y = y + t0 * ldy + o0;
+        a.ldy = ldy;
+        detail::gemm(Isa::kAvx2, a);
       });
 }
 

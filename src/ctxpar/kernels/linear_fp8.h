@@ -9,9 +9,10 @@
 //     registers (AVX-512 / AVX2 / scalar, picked at run time; linear_fp8_kernel.h), several
 //     rows per iteration with every token's activations in registers. The block scales are
 //     folded into a per-128-row-block copy of x, so the inner loop is a plain dot product.
-//   prefill, more tokens: tiles of up to 512 rows of W are dequantized to f32 and multiplied
-//     with oneDNN's f32 matmul (this CPU family has no bf16 matmul in oneDNN without AVX-512
-//     BF16; the activations are the same numbers either way), 512 tokens at a time.
+//   prefill, more tokens, 512 at a time: on AVX2 ctxpar's own GEMM (linear_gemm.h), which
+//     dequantizes W one 16-row panel at a time while packing it; with bf16 activations where
+//     bf16 dot products are fast, oneDNN's bf16 matmul per K block; otherwise tiles of up to
+//     512 rows of W dequantized to f32 and oneDNN's f32 matmul.
 // Numerics: products and sums in f32. With activation dtype bf16 (vLLM's --dtype bfloat16 for
 // an FP8 checkpoint: W8A16) x is first rounded to bf16, as for bf16 Linear weights.
 //

@@ -1,4 +1,4 @@
-// The bf16 prefill GEMM's choice, x packing and dispatch (linear_gemm.h).
+// The prefill GEMM's choice for bf16 weights, x packing and dispatch (linear_gemm.h).
 #include "ctxpar/kernels/linear_gemm.h"
 
 #include <algorithm>
@@ -33,7 +33,8 @@ int64_t gemm_packed_x_floats(int64_t tokens, int64_t k) {
   return panels * kGemmTileTokens * k;
 }
 
-void gemm_pack_x(const float* x, int64_t ldx, int64_t tokens, int64_t k, float* xp) {
+void gemm_pack_x(const float* x, int64_t ldx, int64_t tokens, int64_t k, bool round_to_bf16,
+                 float* xp) {
   const int64_t panels = (tokens + kGemmTileTokens - 1) / kGemmTileTokens;
   for (int64_t k0 = 0; k0 < k; k0 += kGemmDepth) {
     const int64_t kc = std::min(kGemmDepth, k - k0);
@@ -47,18 +48,22 @@ void gemm_pack_x(const float* x, int64_t ldx, int64_t tokens, int64_t k, float* 
           continue;
         }
         const float* src = x + t * ldx + k0;
-        for (int64_t i = 0; i < kc; ++i) {
-          panel[i * kGemmTileTokens + r] = bf16::to_f32(bf16::from_f32(src[i]));
+        if (round_to_bf16) {
+          for (int64_t i = 0; i < kc; ++i) {
+            panel[i * kGemmTileTokens + r] = bf16::to_f32(bf16::from_f32(src[i]));
+          }
+        } else {
+          for (int64_t i = 0; i < kc; ++i) panel[i * kGemmTileTokens + r] = src[i];
         }
       }
     }
   }
 }
 
-void gemm_bf16(Isa isa, const GemmArgs& a) {
+void gemm(Isa isa, const GemmArgs& a) {
   CTXPAR_CHECK(isa == Isa::kScalar || isa == Isa::kAvx2,
-               "the bf16 GEMM has scalar and avx2 variants, {} was asked for", isa_name(isa));
-  for_isa(isa, gemm_bf16_scalar, gemm_bf16_avx2, gemm_bf16_avx2)(a);
+               "the prefill GEMM has scalar and avx2 variants, {} was asked for", isa_name(isa));
+  for_isa(isa, gemm_scalar, gemm_avx2, gemm_avx2)(a);
 }
 
 }  // namespace ctxpar::kernels::detail

@@ -1,17 +1,19 @@
-// Internal to Linear: ctxpar's own prefill GEMM for bf16 weights, y = x · Wᵀ (+ bias), for CPUs
-// without bf16 dot products where oneDNN would need W converted to f32 first (AVX2).
+// Internal to Linear and Fp8Linear: ctxpar's own prefill GEMM, y = x · Wᵀ (+ bias), for bf16 or
+// FP8 weights on CPUs without bf16 dot products where oneDNN would need W converted to a
+// separate f32 copy first (AVX2).
 //
 // The loops are the usual packed-panel ones: W is packed per block of kGemmBlockRows rows ×
 // kGemmDepth k values into column panels of 2 vectors ([kc][2·kWidth] f32, converted from bf16
-// while packing: each weight value is converted once per token chunk), x is packed once per
-// chunk by the caller into panels of kGemmTileTokens tokens ([kc][6], rounded to bf16). A
+// or dequantized while packing: each weight value is converted once per token chunk), x is packed
+// once per chunk by the caller into panels of kGemmTileTokens tokens ([kc][6], rounded to bf16). A
 // micro-kernel keeps a 6-token × 2-vector tile of y in 12 accumulators (more than the 8 a
 // 4-cycle FMA at 2 per cycle needs) over kc steps: per step 2 loads of W, 6 broadcasts of x,
 // 12 FMAs. One W panel (kc·64 bytes on AVX2: 16 KiB) stays in the L1 while the x panels of a
 // token block stream from the L2; the W block (256 KiB) stays in the L2 for all token blocks.
 //
-// Numerics: the same as every bf16 path (linear.h): products of x rounded to bf16 and the bf16
-// weights, exact in f32, summed in f32 (in order of k within a depth block, then block by block).
+// Numerics: products and sums in f32 (in order of k within a depth block, then block by block);
+// for bf16 weights x is rounded to bf16 first, as on every bf16 path (linear.h), so the products
+// are exact. FP8 weights (linear_fp8.h) come in through a dequantizer that writes f32 rows.
 //
 // Per-ISA variants (linear_gemm_{scalar,avx2}.cc) instantiate one template (linear_gemm_impl.h);
 // the scalar one is the reference of the blocking for the tests, the AVX2 one is what runs.
@@ -47,28 +49,42 @@ std::string_view bf16_gemm_name(Bf16Gemm gemm);
 int64_t gemm_packed_x_floats(int64_t tokens, int64_t k);
 
 // x [tokens, k] f32 (row stride ldx, last dim contiguous) → xp [gemm_packed_x_floats] f32:
-// every value rounded to bf16, laid out per depth block of kGemmDepth (the last one shorter),
-// within a block per panel of kGemmTileTokens tokens as [kc][kGemmTileTokens] (tokens past the
-// last one are zeros). The layout is the same for every ISA. Runs on the calling thread.
-void gemm_pack_x(const float* x, int64_t ldx, int64_t tokens, int64_t k, float* xp);
+// every value rounded to bf16 if round_to_bf16 (else copied), laid out per depth block of
+// kGemmDepth (the last one shorter), within a block per panel of kGemmTileTokens tokens as
+// [kc][kGemmTileTokens] (tokens past the last one are zeros). The layout is the same for every
+// ISA. Runs on the calling thread.
+void gemm_pack_x(const float* x, int64_t ldx, int64_t tokens, int64_t k, bool round_to_bf16,
+                 float* xp);
+
+// Where the GEMM reads W [n, k]: bf16 rows in place (row stride ldw >= k, last dim
+// contiguous), or, when bf16 is null, rows_f32, which writes W[r0 + r, k0 + i] as f32 to
+// out[r·ldo + i] for r < nr, i < kc (rows counted from the first of the n rows, k0 a multiple
+// of kGemmDepth; a dequantizer: FP8 blocks times their scales). rows_f32 runs on the thread
+// that runs the GEMM, with ctx passed through.
+struct GemmWeights {
+  const uint16_t* bf16 = nullptr;
+  int64_t ldw = 0;
+  void (*rows_f32)(const void* ctx, int64_t r0, int64_t nr, int64_t k0, int64_t kc, float* out,
+                   int64_t ldo) = nullptr;
+  const void* ctx = nullptr;
+};
 
 // y[t, o] = Σ_i x[t, i]·w[o, i] (+ bias[o]) for t < tokens, o < n, with w, bias and y already
-// offset to the first of the n rows. xp from gemm_pack_x for all `tokens`; w [n, k] bf16 bits
-// (row stride ldw >= k, last dim contiguous); y [tokens, n] f32 (row stride ldy), overwritten;
-// bias [n] f32 or null. Runs on the calling thread with thread-local scratch for the packed W
-// block (kGemmBlockRows × kGemmDepth f32).
+// offset to the first of the n rows. xp from gemm_pack_x for all `tokens`; y [tokens, n] f32
+// (row stride ldy), overwritten; bias [n] f32 or null. Runs on the calling thread with
+// thread-local scratch for the packed W block (kGemmBlockRows × kGemmDepth f32).
 struct GemmArgs {
   const float* xp;
   int64_t tokens, k;
-  const uint16_t* w;
-  int64_t ldw, n;
+  GemmWeights w;
+  int64_t n;
   const float* bias;
   float* y;
   int64_t ldy;
 };
 // The variant of `isa` (kScalar or kAvx2; throws for others and where the CPU lacks it).
-void gemm_bf16(Isa isa, const GemmArgs& a);
-void gemm_bf16_scalar(const GemmArgs& a);
-void gemm_bf16_avx2(const GemmArgs& a);
+void gemm(Isa isa, const GemmArgs& a);
+void gemm_scalar(const GemmArgs& a);
+void gemm_avx2(const GemmArgs& a);
 
 }  // namespace ctxpar::kernels::detail

@@ -1,4 +1,4 @@
-// Internal: the bf16 prefill GEMM (linear_gemm.h) as a template over a simd vector type V
+// Internal: the prefill GEMM (linear_gemm.h) as a template over a simd vector type V
 // (simd.h). Included only by linear_gemm_{scalar,avx2}.cc; internal linkage keeps the per-ISA
 // copies apart.
 #pragma once
@@ -21,11 +21,26 @@ constexpr int64_t gemm_panel_cols() {
   return 2 * V::kWidth;
 }
 
-// w [nc, kc] bf16 (row stride ldw, offset to the block's first row and k) → wp as
+inline float gemm_load_one(const uint16_t* p) {
+  return bf16::to_f32(*p);
+}
+inline float gemm_load_one(const float* p) {
+  return *p;
+}
+template <class V>
+inline V gemm_load(const uint16_t* p) {
+  return V::load_bf16(p);
+}
+template <class V>
+inline V gemm_load(const float* p) {
+  return V::load(p);
+}
+
+// w [nc, kc] bf16 or f32 (row stride ldw, offset to the block's first row and k) → wp as
 // ceil(nc / P) panels of [kc][P] f32, P = gemm_panel_cols<V>(), columns past nc zero. Full
 // kWidth × kWidth squares go through one load per row and a register transpose.
-template <class V>
-void gemm_pack_w(const uint16_t* w, int64_t ldw, int64_t nc, int64_t kc, float* wp) {
+template <class V, class WT>
+void gemm_pack_w(const WT* w, int64_t ldw, int64_t nc, int64_t kc, float* wp) {
   constexpr int kW = V::kWidth;
   constexpr int64_t kP = gemm_panel_cols<V>();
   for (int64_t j = 0; j < nc; j += kP) {
@@ -36,7 +51,7 @@ void gemm_pack_w(const uint16_t* w, int64_t ldw, int64_t nc, int64_t kc, float* 
       for (; i + kW <= kc; i += kW) {
         for (int h = 0; h < 2; ++h) {
           V r[kW];
-          for (int q = 0; q < kW; ++q) r[q] = V::load_bf16(w + (j + h * kW + q) * ldw + i);
+          for (int q = 0; q < kW; ++q) r[q] = gemm_load<V>(w + (j + h * kW + q) * ldw + i);
           transpose(r);  // r[q] = k value i + q of the kW columns
           for (int q = 0; q < kW; ++q) r[q].store(panel + (i + q) * kP + h * kW);
         }
@@ -44,9 +59,28 @@ void gemm_pack_w(const uint16_t* w, int64_t ldw, int64_t nc, int64_t kc, float* 
     }
     for (; i < kc; ++i) {
       for (int64_t c = 0; c < kP; ++c) {
-        panel[i * kP + c] = c < cols ? bf16::to_f32(w[(j + c) * ldw + i]) : 0.0f;
+        panel[i * kP + c] = c < cols ? gemm_load_one(w + (j + c) * ldw + i) : 0.0f;
       }
     }
+  }
+}
+
+// The W block [nc, kc] at row j0, k0 packed as gemm_pack_w does: bf16 rows directly, a
+// dequantizer's f32 rows one panel at a time through an L1-sized scratch.
+template <class V>
+void gemm_pack_block(const GemmWeights& w, int64_t j0, int64_t nc, int64_t k0, int64_t kc,
+                     float* wp) {
+  if (w.bf16 != nullptr) {
+    gemm_pack_w<V>(w.bf16 + j0 * w.ldw + k0, w.ldw, nc, kc, wp);
+    return;
+  }
+  constexpr int64_t kP = gemm_panel_cols<V>();
+  thread_local std::vector<float> rows;  // [kP, kGemmDepth]
+  rows.resize(static_cast<size_t>(kP * kGemmDepth));
+  for (int64_t j = 0; j < nc; j += kP) {
+    const int64_t cols = std::min(kP, nc - j);
+    w.rows_f32(w.ctx, j0 + j, cols, k0, kc, rows.data(), kc);
+    gemm_pack_w<V>(rows.data(), kc, cols, kc, wp + j * kc);
   }
 }
 
@@ -113,7 +147,7 @@ void gemm_rows(const GemmArgs& a) {
     for (int64_t k0 = 0; k0 < a.k; k0 += kGemmDepth) {
       const int64_t kc = std::min(kGemmDepth, a.k - k0);
       const bool first = k0 == 0;
-      gemm_pack_w<V>(a.w + j0 * a.ldw + k0, a.ldw, nc, kc, wp.data());
+      gemm_pack_block<V>(a.w, j0, nc, k0, kc, wp.data());
       const float* x_block = a.xp + k0 * panels * kGemmTileTokens;  // this depth block's panels
       for (int64_t p0 = 0; p0 < panels; p0 += kBlockPanels) {
         const int64_t p1 = std::min(panels, p0 + kBlockPanels);

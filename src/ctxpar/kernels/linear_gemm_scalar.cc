@@ -1,11 +1,11 @@
-// Scalar variant of the bf16 prefill GEMM: the shared template over simd::Vec1 (6 tokens × 2
+// Scalar variant of the prefill GEMM: the shared template over simd::Vec1 (6 tokens × 2
 // columns per tile), the reference of the blocking for the tests.
 #include "ctxpar/kernels/linear_gemm_impl.h"
 #include "ctxpar/kernels/simd_scalar.h"
 
 namespace ctxpar::kernels::detail {
 
-void gemm_bf16_scalar(const GemmArgs& a) {
+void gemm_scalar(const GemmArgs& a) {
   gemm_rows<simd::Vec1>(a);
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <iostream>
 #include <thread>
 #include <vector>
@@ -332,20 +333,20 @@ TEST_F(LinearTest, GemmVariantsMatchReferenceOnEveryIsa) {
         std::optional<Tensor> bias;
         if (with_bias) bias = random({n});
         std::vector<float> xp(static_cast<size_t>(detail::gemm_packed_x_floats(tokens, k)));
-        detail::gemm_pack_x(x.data<float>(), k, tokens, k, xp.data());
+        detail::gemm_pack_x(x.data<float>(), k, tokens, k, /*round_to_bf16=*/true, xp.data());
         Tensor y = Tensor::empty({tokens, n + y_pad}, DType::kF32);
         y.fill_bytes(0xff);
         detail::GemmArgs a;
         a.xp = xp.data();
         a.tokens = tokens;
         a.k = k;
-        a.w = static_cast<const uint16_t*>(w.raw());
-        a.ldw = w.stride(0);
+        a.w.bf16 = static_cast<const uint16_t*>(w.raw());
+        a.w.ldw = w.stride(0);
         a.n = n;
         a.bias = bias ? bias->data<float>() : nullptr;
         a.y = y.data<float>();
         a.ldy = n + y_pad;
-        detail::gemm_bf16(isa, a);
+        detail::gemm(isa, a);
         const Tensor got = y.slice(1, 0, n).contiguous();
         EXPECT_TRUE(ops_test::all_finite(got));
         EXPECT_LE(ops_test::relative_error(got, reference(bf16_rounded(x), w, bias)), 1e-5);
@@ -353,10 +354,31 @@ TEST_F(LinearTest, GemmVariantsMatchReferenceOnEveryIsa) {
         for (int64_t i = 0; i < pad.numel(); ++i) {
           ASSERT_TRUE(std::isnan(pad.data<float>()[i])) << "a column past n was written";
         }
+        // The same weights through the f32-row source a dequantizer uses: the same values
+        // packed the same way, so the same sums bit for bit.
+        const Tensor w_f32 = w.to(DType::kF32);
+        a.w = detail::GemmWeights{};
+        a.w.ctx = &w_f32;
+        a.w.rows_f32 = [](const void* ctx, int64_t r0, int64_t nr, int64_t k0, int64_t kc,
+                          float* out, int64_t ldo) {
+          const Tensor& src = *static_cast<const Tensor*>(ctx);
+          for (int64_t r = 0; r < nr; ++r) {
+            for (int64_t i = 0; i < kc; ++i) {
+              out[r * ldo + i] = src.data<float>()[(r0 + r) * src.size(1) + k0 + i];
+            }
+          }
+        };
+        Tensor y_rows = Tensor::empty({tokens, n}, DType::kF32);
+        y_rows.fill_bytes(0xff);
+        a.y = y_rows.data<float>();
+        a.ldy = n;
+        detail::gemm(isa, a);
+        EXPECT_EQ(std::memcmp(y_rows.raw(), got.raw(), got.nbytes()), 0)
+            << "the f32-row source gave other sums than the bf16 rows";
       }
     }
   }
-  EXPECT_THROW(detail::gemm_bf16(Isa::kAvx512, detail::GemmArgs{}), Error);
+  EXPECT_THROW(detail::gemm(Isa::kAvx512, detail::GemmArgs{}), Error);
 }
 
 }  // namespace
