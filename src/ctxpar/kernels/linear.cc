@@ -168,8 +168,8 @@ void Linear::Impl::forward_gemv(const Tensor& x, Tensor& y, ThreadPool* pool) co
     rows(0, out);
     return;
   }
-  // Tasks of whole 4-row blocks, each a contiguous run of weight rows.
-  constexpr int64_t kBlock = 4;
+  // Tasks of whole register blocks, each a contiguous run of weight rows.
+  constexpr int64_t kBlock = detail::kGemvRowBlock;
   const int64_t blocks = (out + kBlock - 1) / kBlock;
   pool->parallel_for(blocks, detail::kGemvRowGrain / kBlock, [&](int64_t b, int64_t e, int) {
     rows(b * kBlock, std::min(out, e * kBlock));

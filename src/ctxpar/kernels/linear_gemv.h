@@ -1,8 +1,9 @@
 // Internal to Linear: the decode GEMV, y = x · Wᵀ for a few tokens (M <= kGemvMaxTokens).
 //
 // Decode reads every weight once per token, so this kernel is a read loop first: one pass
-// over the weight rows, 4 rows per iteration in register blocks with the tokens' x vectors
-// (a step of x is loaded once per 4 rows, each weight vector once per token block), software
+// over the weight rows, 8 (AVX-512) or 4 rows per iteration in register blocks with the
+// tokens' x vectors (a step of x is loaded once per block, each weight vector once per token
+// block), software
 // prefetch gemv_prefetch_bytes() ahead in each row, bias added when the sums are stored. bf16
 // weights either convert with one shift or mask per vector (simd.h "pair lane order"), or,
 // where AVX-512 BF16 dot products are fast, feed vdpbf16ps as loaded (that kernel takes one
@@ -25,8 +26,11 @@ namespace ctxpar::kernels::detail {
 // Largest token count that takes the GEMV (above it the GEMM paths are faster: each weight
 // vector then feeds enough FMAs that the math, not the read, bounds the time).
 inline constexpr int64_t kGemvMaxTokens = 8;
-// Output rows per pool task: whole 4-row register blocks, large enough that a task streams a
-// long contiguous run of the weight (64 rows of a 2048-wide bf16 W are 256 KiB).
+// Pool tasks start at multiples of this many output rows: whole register blocks of every
+// kernel (4 or 8 rows).
+inline constexpr int64_t kGemvRowBlock = 8;
+// Output rows per pool task at least: a long contiguous run of the weight (64 rows of a
+// 2048-wide bf16 W are 256 KiB).
 inline constexpr int64_t kGemvRowGrain = 64;
 
 // One GEMV implementation. kAvx512Bf16 reads bf16 weights with vdpbf16ps (f32 weights take
