@@ -4,7 +4,8 @@
 //
 // Per KV head, one pass over the keys in tiles of 64 (the AVX-512 variant's online softmax,
 // with the 16 rows as the 16 lanes of a vector):
-//   the next tile's K and V rows are prefetched into L2, a line per row per k-step below;
+//   the next tile's K and V rows are prefetched (TilePrefetch, attention_kernel_impl.h) in
+//                    step with the tile unit's instructions, over scores and P·V alike;
 //   Sᵀ[keys, rows] = K · qᵀ: four 16-key C tiles, A = 16 K rows × 32 dims loaded from the
 //                    cache in place (or from a copy where the rows are not evenly spaced),
 //                    B = q in VNNI pairs as three bf16 terms (prepared once per job), each
@@ -17,7 +18,7 @@
 // tile unit's f32 accumulation, so the scores (and the lse the merges need) are as exact as
 // f32 FMAs; the weights keep 16 bits (~2⁻¹⁷ relative in o). Two terms of q instead fail the
 // attention tests' lse tolerance; kernels_attention_bench MlaDecode, 1 thread: 72 GFLOP/s
-// (AVX-512) → 285, 0.63 of the read ceiling.
+// (AVX-512) → 285, 0.63 of the read ceiling (an AMX Xeon VM whose ceiling read ~12 GB/s).
 #include <immintrin.h>
 
 #include <bit>
@@ -30,8 +31,9 @@ namespace {
 
 constexpr int kTileRows = 16;  // rows of every tile: query rows of a head, keys of a score tile
 constexpr int kAmxKeys = 64;   // keys per score tile: four 16-key C tiles share q's tiles
-constexpr int kPvKeys = 32;    // keys per softmax step: one bf16 k-step of P · V
-constexpr int kDimStep = 32;   // bf16 values per 64-byte tile row
+static_assert(kAmxKeys <= kKeyTile, "TilePrefetch holds the spans of kKeyTile keys");
+constexpr int kPvKeys = 32;   // keys per softmax step: one bf16 k-step of P · V
+constexpr int kDimStep = 32;  // bf16 values per 64-byte tile row
 // bf16 terms of q: three hold all 24 bits of an f32 mantissa, so Q · Kᵀ is f32-exact (the
 // scores feed the lse, which the merge across ranks and chunks needs to f32 precision).
 constexpr int kQTerms = 3;
@@ -115,18 +117,31 @@ AmxScratch carve(float* scratch, int64_t dk, int64_t dv) {
 }
 
 // Row r's q (scaled into base 2) as kQTerms bf16 terms in B-tile pair order; rows past `rows`
-// zero.
+// zero. Per 32 dims: each row's terms as 16 pairs (one 32-bit lane a pair), then the
+// [16 rows, 16 pairs] block of a term transposed into the tile's [16 pairs, 16 rows].
 void prepare_q(const float* const* q, int rows, int64_t dk, float q_scale, uint16_t* qv) {
-  std::memset(qv, 0, static_cast<size_t>(dk / kDimStep * kQTerms * 1024));
-  for (int r = 0; r < rows; ++r) {
-    for (int64_t i = 0; i < dk; ++i) {
-      float x = q[r][i] * q_scale;
-      const int64_t ks = i / kDimStep, pair = (i % kDimStep) / 2, e = i % 2;
-      for (int term = 0; term < kQTerms; ++term) {
-        const uint16_t b = bf16::from_f32(x);
-        qv[(ks * kQTerms + term) * 512 + pair * 32 + r * 2 + e] = b;
-        x -= bf16::to_f32(b);
+  const __m512 scale = _mm512_set1_ps(q_scale);
+  for (int64_t ks = 0; ks < dk / kDimStep; ++ks) {
+    simd::Vec16 terms[kQTerms][kTileRows];
+    for (int r = 0; r < kTileRows; ++r) {
+      __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+      if (r < rows) {
+        lo = _mm512_mul_ps(_mm512_loadu_ps(q[r] + ks * kDimStep), scale);
+        hi = _mm512_mul_ps(_mm512_loadu_ps(q[r] + ks * kDimStep + 16), scale);
       }
+      for (int term = 0; term < kQTerms; ++term) {
+        // Dims 2p and 2p + 1 in lane p, the even one in the low half (pair order).
+        const __m512i b = std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+        terms[term][r] = simd::Vec16{_mm512_castsi512_ps(b)};
+        lo = _mm512_sub_ps(lo, bf16_to_f32(_mm512_castsi512_si256(b)));
+        hi = _mm512_sub_ps(hi, bf16_to_f32(_mm512_extracti64x4_epi64(b, 1)));
+      }
+    }
+    for (int term = 0; term < kQTerms; ++term) {
+      transpose(terms[term]);
+      uint16_t* dst = qv + (ks * kQTerms + term) * 512;
+      for (int p = 0; p < kTileRows; ++p)
+        terms[term][p].store(reinterpret_cast<float*>(dst + p * 32));
     }
   }
 }
@@ -286,13 +301,20 @@ void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& 
     const int n_next = static_cast<int>(std::clamp<int64_t>(job.key_end - t0 - n, 0, kAmxKeys));
     if (n_next > 0) resolve(t0 + n, n_next, cur ^ 1);
     const int key_groups = (n + 15) / 16;
+    const int halves = (n + kPvKeys - 1) / kPvKeys;
+    // The next tile's rows, spread over this tile's tile-unit work in proportion to its
+    // instructions (a score k-step 3 per key group, a P·V step 4), by the first row group.
+    const int64_t tdps = k_steps * 3 * key_groups + halves * (dv / 32) * 4;
+    const int64_t next_bytes = n_next * (dk + (job.v_in_k_row ? 0 : dv)) * 2;
+    const int64_t bytes_per_tdp = (next_bytes + tdps - 1) / tdps;
+    TilePrefetch<uint16_t> prefetch(k_rows[cur ^ 1], v_rows[cur ^ 1], n_next, 1, 0, 0, dk * 2,
+                                    job.v_in_k_row ? 0 : dv * 2);
     const uint16_t* ka[4];
     int64_t a_stride[4] = {};
     for (int kg = 0; kg < key_groups; ++kg) {
       ka[kg] = key_group(k_rows[cur], 16 * kg, n, dk, sc.kst + 16 * kg * dk, &a_stride[kg]);
     }
     // V rows of each 32-key half: the K rows' prefixes (MLA), or the cache's V rows.
-    const int halves = (n + kPvKeys - 1) / kPvKeys;
     for (int h = 0; h < halves; ++h) {
       interleave_values((job.v_in_k_row ? k_rows[cur] : v_rows[cur]) + h * kPvKeys,
                         std::min(kPvKeys, n - h * kPvKeys), dv, sc.vv + h * (dv / 16) * 512);
@@ -307,12 +329,7 @@ void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& 
       _tile_zero(2);
       _tile_zero(3);
       for (int64_t ks = 0; ks < k_steps; ++ks) {
-        // The next tile's K rows, line ks of each (a k-step reads one 64-byte line per row),
-        // by the first row group: spread over the steps, not one burst on the fill buffers.
-        if (gi == 0) {
-          for (int j = 0; j < n_next; ++j)
-            _mm_prefetch(k_rows[cur ^ 1][j] + ks * kDimStep, _MM_HINT_T1);
-        }
+        if (gi == 0) prefetch.consumed(3 * key_groups * bytes_per_tdp);
         const uint16_t* qk = g.qv + ks * kQTerms * 512;
         const int64_t d0 = ks * kDimStep;
         _tile_loadd(5, qk, 64);
@@ -357,11 +374,7 @@ void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& 
         _tile_loadd(3, sc.p + 512, 64);
         const int64_t o_stride = dv * 4;
         for (int64_t c = 0; c < dv; c += 32) {
-          if (gi == 0 && !job.v_in_k_row) {
-            for (int j = h * kPvKeys; j < std::min(n_next, (h + 1) * kPvKeys); ++j) {
-              _mm_prefetch(v_rows[cur ^ 1][j] + c, _MM_HINT_T1);
-            }
-          }
+          if (gi == 0) prefetch.consumed(4 * bytes_per_tdp);
           _tile_loadd(0, g.o + c, o_stride);
           _tile_loadd(1, g.o + c + 16, o_stride);
           _tile_loadd(4, vv + (c / 16) * 512, 64);
