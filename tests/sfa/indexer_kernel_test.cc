@@ -243,9 +243,12 @@ TEST_F(IndexerKernelTest, TiedScoresGoToTheLowerPosition) {
 TEST_F(IndexerKernelTest, RejectsBadArgumentsNamingThem) {
   Batch b = make_batch(2, 8, 4, DType::kF32, 2, 20);
   ThreadPool pool(1);
-  Tensor scores = Tensor::empty({b.q.size(0), b.columns}, DType::kF32);
+  // At least one column: a batch whose tokens all have 0 keys may draw none, and the
+  // 1-key ranges below must pass the column check to reach the block-id one.
+  const int64_t columns = std::max<int64_t>(b.columns, 1);
+  Tensor scores = Tensor::empty({b.q.size(0), columns}, DType::kF32);
   Tensor lens = b.key_lens.clone();
-  lens.data<int32_t>()[0] = static_cast<int32_t>(b.columns + 1);
+  lens.data<int32_t>()[0] = static_cast<int32_t>(columns + 1);
   EXPECT_THROW(indexer_scores(b.q, b.w, b.cache, b.tables, b.token_req, lens, scores, pool), Error);
   Tensor tables = b.tables.clone();
   tables.data<int32_t>()[0] = static_cast<int32_t>(b.cache.size(0));
