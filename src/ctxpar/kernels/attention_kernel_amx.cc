@@ -329,16 +329,16 @@ void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& 
       _tile_zero(2);
       _tile_zero(3);
       for (int64_t ks = 0; ks < k_steps; ++ks) {
-        if (gi == 0) prefetch.consumed(3 * key_groups * bytes_per_tdp);
         const uint16_t* qk = g.qv + ks * kQTerms * 512;
         const int64_t d0 = ks * kDimStep;
         _tile_loadd(5, qk, 64);
         _tile_loadd(6, qk + 512, 64);
         _tile_loadd(7, qk + 1024, 64);
-#define CTXPAR_AMX_SCORE_GROUP(kg)           \
-  _tile_loadd(4, ka[kg] + d0, a_stride[kg]); \
-  _tile_dpbf16ps(kg, 4, 5);                  \
-  _tile_dpbf16ps(kg, 4, 6);                  \
+#define CTXPAR_AMX_SCORE_GROUP(kg)                   \
+  if (gi == 0) prefetch.consumed(3 * bytes_per_tdp); \
+  _tile_loadd(4, ka[kg] + d0, a_stride[kg]);         \
+  _tile_dpbf16ps(kg, 4, 5);                          \
+  _tile_dpbf16ps(kg, 4, 6);                          \
   _tile_dpbf16ps(kg, 4, 7)
         CTXPAR_AMX_SCORE_GROUP(0);
         if (key_groups > 1) CTXPAR_AMX_SCORE_GROUP(1);
