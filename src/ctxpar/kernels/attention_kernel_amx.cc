@@ -334,16 +334,19 @@ void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& 
         _tile_loadd(5, qk, 64);
         _tile_loadd(6, qk + 512, 64);
         _tile_loadd(7, qk + 1024, 64);
-#define CTXPAR_AMX_SCORE_GROUP(kg)                   \
-  if (gi == 0) prefetch.consumed(3 * bytes_per_tdp); \
-  _tile_loadd(4, ka[kg] + d0, a_stride[kg]);         \
-  _tile_dpbf16ps(kg, 4, 5);                          \
-  _tile_dpbf16ps(kg, 4, 6);                          \
-  _tile_dpbf16ps(kg, 4, 7)
-        CTXPAR_AMX_SCORE_GROUP(0);
-        if (key_groups > 1) CTXPAR_AMX_SCORE_GROUP(1);
-        if (key_groups > 2) CTXPAR_AMX_SCORE_GROUP(2);
-        if (key_groups > 3) CTXPAR_AMX_SCORE_GROUP(3);
+// Key group kg where the tile has it (a tile index must be a constant, so no loop).
+#define CTXPAR_AMX_SCORE_GROUP(kg)                     \
+  if (key_groups > (kg)) {                             \
+    if (gi == 0) prefetch.consumed(3 * bytes_per_tdp); \
+    _tile_loadd(4, ka[kg] + d0, a_stride[kg]);         \
+    _tile_dpbf16ps(kg, 4, 5);                          \
+    _tile_dpbf16ps(kg, 4, 6);                          \
+    _tile_dpbf16ps(kg, 4, 7);                          \
+  }
+        CTXPAR_AMX_SCORE_GROUP(0)
+        CTXPAR_AMX_SCORE_GROUP(1)
+        CTXPAR_AMX_SCORE_GROUP(2)
+        CTXPAR_AMX_SCORE_GROUP(3)
 #undef CTXPAR_AMX_SCORE_GROUP
       }
       _tile_stored(0, sc.st, 64);
