@@ -20,8 +20,8 @@ template <class V>
 constexpr int gemv_rows_per_block() {
   return V::kWidth >= 16 ? 8 : 4;
 }
-static_assert(kGemvRowBlock % 8 == 0 && kGemvRowBlock % 4 == 0);
-// Prefetch distance in each weight row: far enough ahead to cover DRAM latency for the four
+static_assert(kGemvRowBlock % 8 == 0, "pool tasks start on register block boundaries");
+// Prefetch distance in each weight row: far enough ahead to cover DRAM latency for the
 // streams of a block, near enough to stay within what the L1/L2 can hold until used: 16 pair
 // steps within [512 B, 1 KiB]. 1 KiB for AVX-512 (tuned on an Intel Xeon VM) and for AVX2 f32
 // rows; 512 bytes for AVX2 bf16 rows (an AMD EPYC VM, 1 thread: 21 GB/s against 19.5 at 1 KiB
@@ -105,7 +105,7 @@ constexpr int gemv_max_tokens() {
   return V::kWidth >= 16 ? 4 : 2;
 }
 
-// R rows × T tokens in register blocks of at most 32 accumulators: 8 rows × 3 or 4 tokens go as
+// R rows × T tokens in register blocks of at most 16 accumulators: 8 rows × 3 or 4 tokens go as
 // two 4-row halves.
 template <class V, class WT, int R, int T>
 inline void gemv_block_fit(const float* x, int64_t k, const WT* w, int64_t ldw, const float* bias,
