@@ -146,7 +146,8 @@ void run_bench(benchmark::State& state, DType dtype, int64_t tokens, int threads
       std::string(dtype_name(dtype)) + " isa " + std::string(isa_name(active_isa()));
   if (tokens <= detail::kGemvMaxTokens) {  // which GEMV kernel ran
     label +=
-        " gemv " + std::string(detail::gemv_kernel_name(detail::gemv_kernel(active_isa(), dtype)));
+        " gemv " +
+        std::string(detail::gemv_kernel_name(detail::gemv_kernel(active_isa(), dtype, tokens)));
   } else if (dtype == DType::kBF16) {  // which GEMM the bf16 prefill ran
     label += " gemm " + std::string(detail::bf16_gemm_name(detail::bf16_gemm(active_isa())));
   }

@@ -54,6 +54,9 @@ void configure_tiles() {
     c.colsb[t] = 64;
     c.rows[t] = kTileRows;
   }
+  // GCC 12's _tile_loadconfig declares a read of only c's first 8 bytes: the barrier keeps
+  // the stores above (linear_gemv_amx.cc lost them without it).
+  __asm__ volatile("" : : "r"(&c) : "memory");
   _tile_loadconfig(&c);
 }
 

@@ -118,7 +118,7 @@ void run_gemv(const Tensor& a, const Tensor& w, Tensor& c, int64_t b0, int64_t b
     const auto* wb = static_cast<const uint16_t*>(w.raw()) + b * w.stride(0);
     float* cb = c.data<float>() + b * c.stride(0);
     if (rows_of_k) {
-      const detail::GemvKernel kernel = detail::gemv_kernel(isa, DType::kBF16);
+      const detail::GemvKernel kernel = detail::gemv_kernel(isa, DType::kBF16, m);
       detail::gemv_prepare_x(kernel, DType::kBF16, ab, a.stride(1), m, k, x.data());
       detail::gemv(kernel, DType::kBF16, x.data(), m, k, wb, w.stride(2), c0, c1, nullptr, cb,
                    c.stride(1));

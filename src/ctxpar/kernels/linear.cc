@@ -152,7 +152,7 @@ void Linear::Impl::forward(const Tensor& x, Tensor& y, ThreadPool* pool) const {
 
 void Linear::Impl::forward_gemv(const Tensor& x, Tensor& y, ThreadPool* pool) const {
   const int64_t m = x.size(0), ldw = row_stride(weight), ldy = row_stride(y);
-  const detail::GemvKernel kernel = detail::gemv_kernel(active_isa(), weight.dtype());
+  const detail::GemvKernel kernel = detail::gemv_kernel(active_isa(), weight.dtype(), m);
   // [m, in] prepared x, read by every pool thread through the plain pointer.
   thread_local std::vector<float> x_prepared;
   x_prepared.resize(static_cast<size_t>(m * in));

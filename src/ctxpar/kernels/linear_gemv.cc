@@ -13,6 +13,7 @@ namespace {
 
 Isa kernel_isa(GemvKernel kernel) {
   switch (kernel) {
+    case GemvKernel::kAmx:
     case GemvKernel::kAvx512Bf16:
     case GemvKernel::kAvx512:
       return Isa::kAvx512;
@@ -32,9 +33,11 @@ int kernel_width(GemvKernel kernel) {
 
 }  // namespace
 
-GemvKernel gemv_kernel(Isa isa, DType w_type) {
+GemvKernel gemv_kernel(Isa isa, DType w_type, int64_t tokens) {
   switch (isa) {
     case Isa::kAmx:
+      if (w_type == DType::kBF16 && tokens >= kAmxGemvMinTokens) return GemvKernel::kAmx;
+      [[fallthrough]];
     case Isa::kAvx512:
       return w_type == DType::kBF16 && bf16_dot_fast() ? GemvKernel::kAvx512Bf16
                                                        : GemvKernel::kAvx512;
@@ -49,6 +52,8 @@ GemvKernel gemv_kernel(Isa isa, DType w_type) {
 bool gemv_kernel_available(GemvKernel kernel) {
   const CpuFeatures& f = cpu_features();
   switch (kernel) {
+    case GemvKernel::kAmx:
+      return f.amx_bf16;
     case GemvKernel::kAvx512Bf16:
       return f.avx512 && f.avx512_bf16;
     case GemvKernel::kAvx512:
@@ -63,6 +68,8 @@ bool gemv_kernel_available(GemvKernel kernel) {
 
 std::string_view gemv_kernel_name(GemvKernel kernel) {
   switch (kernel) {
+    case GemvKernel::kAmx:
+      return "amx";
     case GemvKernel::kAvx512Bf16:
       return "avx512-bf16-dot";
     case GemvKernel::kAvx512:
@@ -82,6 +89,10 @@ void gemv_prepare_x(GemvKernel kernel, DType w_type, const float* x, int64_t ldx
     for (int64_t t = 0; t < tokens; ++t) {
       std::memcpy(dst + t * k, x + t * ldx, static_cast<size_t>(k) * sizeof(float));
     }
+    return;
+  }
+  if (kernel == GemvKernel::kAmx) {
+    gemv_prepare_x_amx(x, ldx, tokens, k, xp);
     return;
   }
   if (kernel == GemvKernel::kAvx512Bf16) {
@@ -131,6 +142,8 @@ void gemv(GemvKernel kernel, DType w_type, const void* xp, int64_t tokens, int64
     for_isa(isa, &gemv_f32_scalar, &gemv_f32_avx2, &gemv_f32_avx512)(a);
   } else if (kernel == GemvKernel::kAvx512Bf16) {
     gemv_bf16_avx512bf16(a);
+  } else if (kernel == GemvKernel::kAmx) {
+    gemv_bf16_amx(a);
   } else {
     for_isa(isa, &gemv_bf16_scalar, &gemv_bf16_avx2, &gemv_bf16_avx512)(a);
   }

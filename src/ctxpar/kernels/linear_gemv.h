@@ -33,21 +33,30 @@ inline constexpr int64_t kGemvRowBlock = 8;
 // 2048-wide bf16 W are 256 KiB).
 inline constexpr int64_t kGemvRowGrain = 64;
 
-// One GEMV implementation. kAvx512Bf16 reads bf16 weights with vdpbf16ps (f32 weights take
-// the kAvx512 path under it).
-enum class GemvKernel { kScalar, kAvx2, kAvx512, kAvx512Bf16 };
+// One GEMV implementation. kAvx512Bf16 reads bf16 weights with vdpbf16ps, kAmx with the tile
+// unit (f32 weights take the kAvx512 path under either).
+enum class GemvKernel { kScalar, kAvx2, kAvx512, kAvx512Bf16, kAmx };
 
-// The kernel for weights of w_type at isa (at most active_isa()) on this CPU: kAvx512Bf16
-// for bf16 weights where the CPU has AVX-512 BF16 and its dot products are fast
-// (bf16_dot_fast, linear_matmul_cache.h), else the isa's shift/mask or f32 kernel.
-GemvKernel gemv_kernel(Isa isa, DType w_type);
+// Above this many tokens bf16 weights take the tile unit at Isa::kAmx: one tile product per
+// KiB of weights whatever the token count, where the FMA kernels need a second register pass
+// (kernels_linear_bench DecodeLinears, an AMX Xeon VM, 1 thread, of the read ceiling: 8
+// tokens 0.78 against 0.55-0.57; 4 tokens 0.79 against 0.86-0.88, 1 token 0.81 against
+// 0.93).
+inline constexpr int64_t kAmxGemvMinTokens = 5;
+
+// The kernel for `tokens` tokens over weights of w_type at isa (at most active_isa()) on this
+// CPU: kAmx for bf16 weights at Isa::kAmx from kAmxGemvMinTokens tokens, kAvx512Bf16 for bf16
+// weights where the CPU has AVX-512 BF16 and its dot products are fast (bf16_dot_fast,
+// linear_matmul_cache.h), else the isa's shift/mask or f32 kernel.
+GemvKernel gemv_kernel(Isa isa, DType w_type, int64_t tokens);
 // Whether this CPU can run `kernel` (tests iterate over these).
 bool gemv_kernel_available(GemvKernel kernel);
 std::string_view gemv_kernel_name(GemvKernel kernel);
 
 // x [tokens, k] f32 (row stride ldx) → xp (tokens·k·4 bytes, 4-byte aligned, row stride k
 // values) as `kernel` reads it: for bf16 weights rounded to bf16, stored as f32 in pair lane
-// order or (kAvx512Bf16) as bf16 in natural order; for f32 weights copied.
+// order, (kAvx512Bf16) as bf16 in natural order, or (kAmx) as bf16 tiles of 32 values × tokens
+// in pair order followed by the last k % 32 values as f32; for f32 weights copied.
 void gemv_prepare_x(GemvKernel kernel, DType w_type, const float* x, int64_t ldx, int64_t tokens,
                     int64_t k, void* xp);
 
@@ -60,7 +69,7 @@ void gemv(GemvKernel kernel, DType w_type, const void* xp, int64_t tokens, int64
 
 // The variants behind gemv (rows [0, n) of w, y and bias already offset to the first row).
 struct GemvArgs {
-  const void* xp;  // float, or uint16_t (bf16) for gemv_bf16_avx512bf16
+  const void* xp;  // as gemv_prepare_x wrote it for the variant's kernel
   int64_t tokens, k;
   const void* w;
   int64_t ldw, n;
@@ -75,6 +84,8 @@ void gemv_f32_avx2(const GemvArgs& a);
 void gemv_bf16_avx512(const GemvArgs& a);
 void gemv_f32_avx512(const GemvArgs& a);
 void gemv_bf16_avx512bf16(const GemvArgs& a);
+void gemv_bf16_amx(const GemvArgs& a);
+void gemv_prepare_x_amx(const float* x, int64_t ldx, int64_t tokens, int64_t k, void* xp);
 
 // The transposed GEMV, y = x · W for W [k, n] stored with rows of n contiguous (MLA's absorbed
 // W_UK is read this way in place): y[t, c] = Σ_i xr[t, i]·w[i, c] for t < tokens, c < n, where

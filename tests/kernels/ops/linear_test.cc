@@ -205,9 +205,19 @@ TEST_F(LinearTest, Bf16GemmChoiceFollowsTheCpu) {
   // The decode GEMV takes vdpbf16ps exactly where bf16 dot products are fast, never for f32.
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
     if (isa > active_isa()) continue;
-    EXPECT_EQ(detail::gemv_kernel(isa, DType::kBF16) == detail::GemvKernel::kAvx512Bf16,
-              isa >= Isa::kAvx512 && detail::bf16_dot_fast());
-    EXPECT_NE(detail::gemv_kernel(isa, DType::kF32), detail::GemvKernel::kAvx512Bf16);
+    for (int64_t tokens = 1; tokens <= detail::kGemvMaxTokens; ++tokens) {
+      EXPECT_EQ(detail::gemv_kernel(isa, DType::kBF16, tokens) == detail::GemvKernel::kAvx512Bf16,
+                isa >= Isa::kAvx512 && detail::bf16_dot_fast());
+      EXPECT_NE(detail::gemv_kernel(isa, DType::kF32, tokens), detail::GemvKernel::kAvx512Bf16);
+    }
+  }
+  // The tile unit takes bf16 weights at Isa::kAmx from kAmxGemvMinTokens tokens, never f32.
+  if (active_isa() == Isa::kAmx) {
+    for (int64_t tokens = 1; tokens <= detail::kGemvMaxTokens; ++tokens) {
+      EXPECT_EQ(detail::gemv_kernel(Isa::kAmx, DType::kBF16, tokens) == detail::GemvKernel::kAmx,
+                tokens >= detail::kAmxGemvMinTokens);
+      EXPECT_EQ(detail::gemv_kernel(Isa::kAmx, DType::kF32, tokens), detail::GemvKernel::kAvx512);
+    }
   }
   // The prefill GEMM: ctxpar's own on AVX2, oneDNN's bf16 matmul exactly where it is native.
   EXPECT_EQ(detail::bf16_gemm(Isa::kAvx2), detail::Bf16Gemm::kOwnAvx2);
@@ -260,8 +270,9 @@ TEST_F(LinearTest, MalformedShapesThrow) {
 // takes; a row range that cuts register blocks; strided weight rows; with and without bias.
 TEST_F(LinearTest, GemvVariantsMatchReferenceOnEveryIsa) {
   std::vector<detail::GemvKernel> kernels;
-  for (detail::GemvKernel kernel : {detail::GemvKernel::kScalar, detail::GemvKernel::kAvx2,
-                                    detail::GemvKernel::kAvx512, detail::GemvKernel::kAvx512Bf16}) {
+  for (detail::GemvKernel kernel :
+       {detail::GemvKernel::kScalar, detail::GemvKernel::kAvx2, detail::GemvKernel::kAvx512,
+        detail::GemvKernel::kAvx512Bf16, detail::GemvKernel::kAmx}) {
     if (detail::gemv_kernel_available(kernel)) kernels.push_back(kernel);
   }
   std::cout << "gemv kernels run:";
