@@ -11,8 +11,8 @@
 // the layout the kernel reads. Callers split output rows over the rank's pool.
 //
 // Per-ISA variants (linear_gemv_{scalar,avx2,avx512}.cc) instantiate one template
-// (linear_gemv_impl.h), the dot-product one is linear_gemv_avx512bf16.cc; the tests check
-// each against linear_reference.
+// (linear_gemv_impl.h), the dot-product one is linear_gemv_avx512bf16.cc, the tile-unit one
+// linear_gemv_amx.cc; the tests check each against linear_reference.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,8 @@
 // The decode GEMV over bf16 weights on the AMX tile unit (GemvKernel::kAmx, linear_gemv.h):
 // 16 weight rows × 32 values are one A tile loaded from the weight in place (row stride ldw),
-// x (rounded to bf16) is one B tile per 32 values with a column per token, so every token
-// count up to kGemvMaxTokens costs one tile product per 1 KiB of weights — the read, not the
-// arithmetic, bounds it, where the FMA kernels become compute bound from ~4 tokens.
+// x (rounded to bf16) is one B tile per 32 values with a column per token, so any token count
+// up to kGemvMaxTokens costs one tile product per KiB of weights. It runs from
+// kAmxGemvMinTokens tokens, where the FMA kernels need a second register pass.
 // The products are those of the f32 path (bf16 × bf16 is exact in f32); only the order of the
 // f32 additions differs.
 #include <immintrin.h>
