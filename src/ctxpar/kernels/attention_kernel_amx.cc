@@ -24,6 +24,7 @@
 
 #include <bit>
 
+#include "ctxpar/kernels/amx_tile_config.h"
 #include "ctxpar/kernels/attention_kernel_impl.h"
 #include "ctxpar/kernels/simd_avx512.h"
 
@@ -39,25 +40,14 @@ constexpr int kDimStep = 32;  // bf16 values per 64-byte tile row
 // scores feed the lse, which the merge across ranks and chunks needs to f32 precision).
 constexpr int kQTerms = 3;
 
-// LDTILECFG's 64-byte operand: palette 1, tiles 0-7 all 16 rows × 64 bytes.
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
+// Tiles 0-7 all 16 rows × 64 bytes.
 void configure_tiles() {
-  TileConfig c;
+  AmxTileConfig c;
   for (int t = 0; t < 8; ++t) {
     c.colsb[t] = 64;
     c.rows[t] = kTileRows;
   }
-  // GCC 12's _tile_loadconfig declares a read of only c's first 8 bytes: the barrier keeps
-  // the stores above (linear_gemv_amx.cc lost them without it).
-  __asm__ volatile("" : : "r"(&c) : "memory");
-  _tile_loadconfig(&c);
+  load_tile_config(c);
 }
 
 // Rows per KV head from which the tile unit pays: GQA decode's 4 rows per head read the cache

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "ctxpar/core/half.h"
+#include "ctxpar/kernels/amx_tile_config.h"
 #include "ctxpar/kernels/linear_gemv.h"
 
 namespace ctxpar::kernels::detail {
@@ -22,18 +23,10 @@ constexpr int kRows = 16;      // weight rows per A tile
 // Prefetch distance in each of a block's 16 rows (the shift kernel's 1 KiB).
 constexpr int64_t kAhead = 512;
 
-// LDTILECFG's operand: tiles 0, 1 accumulate [rows, tokens] f32; 2, 3 the weights
-// [rows, 32 values]; 4, 5 x [16 pairs, tokens × 2 bf16].
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
+// Tiles 0, 1 accumulate [rows, tokens] f32; 2, 3 the weights [rows, 32 values]; 4, 5 x
+// [16 pairs, tokens × 2 bf16].
 void configure(int rows, int64_t tokens) {
-  TileConfig c;
+  AmxTileConfig c;
   for (int t : {0, 1}) {
     c.rows[t] = static_cast<uint8_t>(rows);
     c.colsb[t] = static_cast<uint16_t>(tokens * 4);
@@ -46,11 +39,7 @@ void configure(int rows, int64_t tokens) {
     c.rows[t] = 16;
     c.colsb[t] = static_cast<uint16_t>(tokens * 4);
   }
-  // GCC 12's _tile_loadconfig tells the compiler it reads only the first 8 bytes of c, so
-  // without this barrier the row and column stores above are dropped as dead (SIGILL at the
-  // first tile instruction).
-  __asm__ volatile("" : : "r"(&c) : "memory");
-  _tile_loadconfig(&c);
+  load_tile_config(c);
 }
 
 // Rows [0, rows) of a block: y[t, r] = Σ x[t, i]·w[r, i] + bias[r].
