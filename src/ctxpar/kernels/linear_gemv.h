@@ -26,8 +26,8 @@ namespace ctxpar::kernels::detail {
 // Largest token count that takes the GEMV (above it the GEMM paths are faster: each weight
 // vector then feeds enough FMAs that the math, not the read, bounds the time).
 inline constexpr int64_t kGemvMaxTokens = 8;
-// Pool tasks start at multiples of this many output rows: whole register blocks of every
-// kernel (4 or 8 rows).
+// Pool tasks start at multiples of this many output rows: whole register blocks of the FMA
+// kernels (4 or 8 rows); the AMX kernel's 16-row tiles end a task with a shorter tile.
 inline constexpr int64_t kGemvRowBlock = 8;
 // Output rows per pool task at least: a long contiguous run of the weight (64 rows of a
 // 2048-wide bf16 W are 256 KiB).
@@ -37,11 +37,11 @@ inline constexpr int64_t kGemvRowGrain = 64;
 // unit (f32 weights take the kAvx512 path under either).
 enum class GemvKernel { kScalar, kAvx2, kAvx512, kAvx512Bf16, kAmx };
 
-// Above this many tokens bf16 weights take the tile unit at Isa::kAmx: one tile product per
+// From this many tokens bf16 weights take the tile unit at Isa::kAmx: one tile product per
 // KiB of weights whatever the token count, where the FMA kernels need a second register pass
 // (kernels_linear_bench DecodeLinears, an AMX Xeon VM, 1 thread, of the read ceiling: 8
-// tokens 0.78 against 0.55-0.57; 4 tokens 0.79 against 0.86-0.88, 1 token 0.81 against
-// 0.93).
+// tokens 0.76-0.78 against 0.55-0.57; 4 tokens 0.79 against 0.86-0.88, 1 token 0.81 against
+// 0.91-0.93).
 inline constexpr int64_t kAmxGemvMinTokens = 5;
 
 // The kernel for `tokens` tokens over weights of w_type at isa (at most active_isa()) on this

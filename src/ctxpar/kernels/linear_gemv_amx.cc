@@ -7,9 +7,7 @@
 // f32 additions differs.
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #include "ctxpar/core/half.h"
 #include "ctxpar/kernels/amx_tile_config.h"
@@ -20,6 +18,7 @@ namespace {
 
 constexpr int64_t kStep = 32;  // bf16 values of a weight row per A tile row
 constexpr int kRows = 16;      // weight rows per A tile
+static_assert(kGemvMaxTokens <= 16, "a B tile holds 16 token columns");
 // Prefetch distance in each of a block's 16 rows (the shift kernel's 1 KiB).
 constexpr int64_t kAhead = 512;
 
