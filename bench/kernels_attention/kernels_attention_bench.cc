@@ -9,8 +9,8 @@
 // heads, 576/512, 32768 keys, bf16 cache) is compute bound: reported as GFLOP/s (2·H·keys·(576 +
 // 512)) and the fraction of the GEMM rate.
 //
-// Prefill attention (causal, 2048 tokens of f32 k/v, 32 q / 8 KV heads, d 64 and 128) is
-// compute bound: GFLOP/s against the f32 GEMM rate.
+// Prefill attention (causal, 2048 tokens, 32 q / 8 KV heads, d 64 and 128; k/v f32, or bf16 as
+// a bf16 cache's prefill passes them) is compute bound: GFLOP/s against the f32 GEMM rate.
 //
 // Every rate is reported from wall time, and for one thread also from the thread's CPU time
 // (suffix _cpu): on a shared machine the CPU-time figures show what the code does while it
@@ -339,17 +339,20 @@ BENCHMARK(BM_MlaDecode)
 // ---------------------------------------------------------------------------------------
 // Prefill attention.
 
-// Causal self-attention of one 2048-token prompt over its own f32 k/v (what a Llama prefill
-// runs per layer): 32 q heads over 8 KV heads, d 64 (Llama-3.2-1B) and 128. Compute bound:
+// Causal self-attention of one 2048-token prompt over its own k/v (what a Llama prefill runs
+// per layer; kv_bits 16: k/v rounded to bf16, as with a bf16 cache): 32 q heads over 8 KV heads, d 64 (Llama-3.2-1B) and 128. Compute bound:
 // GFLOP/s (2·2·Hq·d per query-key pair, T(T+1)/2 pairs per head) against the f32 GEMM rate.
 void BM_GqaPrefill(benchmark::State& state) {
   constexpr int64_t kTokens = 2048, kHq = 32, kHkv = 8;
   const int64_t d = state.range(0);
   const int threads = static_cast<int>(state.range(1));
+  const bool bf16_kv = state.range(2) == 16;
   std::mt19937 rng(5);
   const Tensor q = random_f32({kTokens, kHq, d}, rng);
-  const Tensor k = random_f32({kTokens, kHkv, d}, rng);
-  const Tensor v = random_f32({kTokens, kHkv, d}, rng);
+  const Tensor k =
+      bf16_kv ? random_bf16({kTokens, kHkv, d}, rng) : random_f32({kTokens, kHkv, d}, rng);
+  const Tensor v =
+      bf16_kv ? random_bf16({kTokens, kHkv, d}, rng) : random_f32({kTokens, kHkv, d}, rng);
   Tensor cu = Tensor::empty({2}, DType::kI32);
   cu.data<int32_t>()[0] = 0;
   cu.data<int32_t>()[1] = static_cast<int32_t>(kTokens);
@@ -373,10 +376,12 @@ void BM_GqaPrefill(benchmark::State& state) {
   state.SetLabel(std::string("isa ") + std::string(isa_name(active_isa())));
 }
 BENCHMARK(BM_GqaPrefill)
-    ->ArgNames({"d", "threads"})
-    ->Args({64, 1})
-    ->Args({64, 2})
-    ->Args({128, 1})
+    ->ArgNames({"d", "threads", "kv_bits"})
+    ->Args({64, 1, 32})
+    ->Args({64, 2, 32})
+    ->Args({128, 1, 32})
+    ->Args({64, 1, 16})
+    ->Args({128, 1, 16})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 

@@ -11,6 +11,7 @@
 #include "ctxpar/attention/context_parallel/mla_dcp_attention.h"
 #include "ctxpar/comm/inprocess_communicator.h"
 #include "ctxpar/core/error.h"
+#include "ctxpar/core/half.h"
 #include "ctxpar/kernels/linear.h"
 
 namespace ctxpar::testing {
@@ -300,7 +301,7 @@ RunResult run_layer(const Scenario& s, const RunConfig& cfg) {
   return per_rank[0];
 }
 
-std::vector<Tensor> reference_outputs(const Scenario& s) {
+std::vector<Tensor> reference_outputs(const Scenario& s, DType kv_dtype) {
   const LayerShape& sh = s.shape;
   auto mat = [](const Tensor& w, const double* x, int64_t row) {  // (w · x)[row]
     double acc = 0;
@@ -335,6 +336,11 @@ std::vector<Tensor> reference_outputs(const Scenario& s) {
           rope_inplace(&q[static_cast<size_t>(hh * qk)], qk, p, false);
         for (int64_t hh = 0; hh < kv_heads; ++hh)
           rope_inplace(&k[static_cast<size_t>(hh * qk)], qk, p, false);
+        if (kv_dtype == DType::kBF16) {
+          for (std::vector<double>* kv : {&k, &v}) {
+            for (double& e : *kv) e = bf16::to_f32(bf16::from_f32(static_cast<float>(e)));
+          }
+        }
       } else {
         std::vector<double> kv_a(static_cast<size_t>(sh.kv_lora + sh.rope));
         for (int64_t r = 0; r < sh.kv_lora + sh.rope; ++r)

@@ -75,8 +75,9 @@ RunResult run_layer(const Scenario& scenario, const RunConfig& cfg);
 // every rank of the world must call it. Returns this rank's outputs.
 RunResult run_layer_rank(Communicator& world, const Scenario& scenario, const RunConfig& cfg);
 
-// Double-precision reference outputs, per step [tokens, hidden].
-std::vector<Tensor> reference_outputs(const Scenario& scenario);
+// Double-precision reference outputs, per step [tokens, hidden]. GQA with kv_dtype bf16: the
+// keys (after RoPE) and values rounded to bf16 first, as a bf16 cache holds them.
+std::vector<Tensor> reference_outputs(const Scenario& scenario, DType kv_dtype = DType::kF32);
 
 using test_support::relative_error;
 

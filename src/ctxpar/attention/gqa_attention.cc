@@ -37,9 +37,12 @@ void GqaAttention::forward(const AttentionMetadata& md, const Tensor& q, const T
   kernels::write_cache_rows(k, c.slot_mapping, k_cache_);
   kernels::write_cache_rows(v, c.slot_mapping, v_cache_);
 
-  // New part from the raw k/v: identical on every rank of a DCP group, no communication.
+  // New part from the raw k/v (identical on every rank of a DCP group, no communication) as
+  // the cache holds them.
   Tensor lse = Tensor::empty({tokens, h}, DType::kF32);
-  kernels::causal_attention(q, k, v, c.query_start, dims_.scale, out, lse, pool_);
+  kernels::causal_attention(q, kernels::at_cache_dtype(k, k_cache_),
+                            kernels::at_cache_dtype(v, v_cache_), c.query_start, dims_.scale, out,
+                            lse, pool_);
 
   // No token with cached context (a step of first prefills): the new part is the whole
   // answer, and the context pass with its DCP q all-gather and merge collectives is skipped.

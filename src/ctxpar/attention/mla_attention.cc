@@ -146,8 +146,10 @@ void MlaAttention::forward_prefill(const AttentionMetadata& md, const Tensor& q,
   Tensor kv = Tensor::empty({n, h, nope + v}, DType::kF32);
   expand(kv_c, k_pe, k, kv);
   Tensor lse = Tensor::empty({n, h}, DType::kF32);
-  kernels::causal_attention(q, k, kv.slice(2, nope, nope + v), query_start, dims_.scale, out, lse,
-                            pool_);
+  // The expanded k/v at the latent cache's dtype: a bf16 cache's prefill runs the bf16 kernels.
+  kernels::causal_attention(q, kernels::at_cache_dtype(k, latent_cache_),
+                            kernels::at_cache_dtype(kv.slice(2, nope, nope + v), latent_cache_),
+                            query_start, dims_.scale, out, lse, pool_);
 
   // Context part, in windows of local indices so the gathered rows stay bounded.
   int64_t with_context = 0, longest = 0;
@@ -171,8 +173,9 @@ void MlaAttention::forward_prefill(const AttentionMetadata& md, const Tensor& q,
     expand(chunk.rows.slice(1, 0, lora), chunk.rows.slice(1, lora, dims_.latent_dim()), ck, ckv);
     Tensor key_start = Tensor::empty({static_cast<int64_t>(chunk.key_start.size())}, DType::kI32);
     std::copy(chunk.key_start.begin(), chunk.key_start.end(), key_start.data<int32_t>());
-    kernels::varlen_attention(q, ck, ckv.slice(2, nope, nope + v), query_start, key_start,
-                              dims_.scale, chunk_out, chunk_lse, pool_);
+    kernels::varlen_attention(q, kernels::at_cache_dtype(ck, latent_cache_),
+                              kernels::at_cache_dtype(ckv.slice(2, nope, nope + v), latent_cache_),
+                              query_start, key_start, dims_.scale, chunk_out, chunk_lse, pool_);
     kernels::merge_attn_states(out, lse, chunk_out, chunk_lse);
   }
 }

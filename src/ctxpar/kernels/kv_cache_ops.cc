@@ -49,6 +49,14 @@ int64_t rows_stride(const Tensor& rows, int64_t row_elems) {
 
 }  // namespace
 
+Tensor at_cache_dtype(const Tensor& rows, const Tensor& cache) {
+  CTXPAR_CHECK(rows.dtype() == DType::kF32, "at_cache_dtype: rows must be float32, got {}",
+               rows.describe());
+  CTXPAR_CHECK(cache.dtype() == DType::kF32 || cache.dtype() == DType::kBF16,
+               "at_cache_dtype: cache {} must be float32 or bfloat16", cache.describe());
+  return cache.dtype() == DType::kBF16 ? rows.to(DType::kBF16) : rows;
+}
+
 void write_cache_rows(const Tensor& rows, const Tensor& slots, Tensor& cache) {
   const int64_t row = cache_row_elems(cache);
   check_rows_match(rows, cache, "write_cache_rows");

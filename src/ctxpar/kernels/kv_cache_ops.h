@@ -17,6 +17,13 @@ namespace ctxpar::kernels {
 // Converts to the cache dtype (bf16 rounds to nearest even).
 void write_cache_rows(const Tensor& rows, const Tensor& slots, Tensor& cache);
 
+// rows as the cache stores them: a copy rounded to the cache's dtype when that is bf16 (round
+// to nearest even, as write_cache_rows), else rows itself. The attention of a step's new tokens
+// reads its raw k/v through this, so it sees the values later steps read from the cache, and a
+// bf16 cache's prefill runs the bf16 attention kernels (on AMX 2-2.6x the f32 rate,
+// kernels_attention_bench GqaPrefill). rows: f32, any shape; cache: f32 or bf16.
+Tensor at_cache_dtype(const Tensor& rows, const Tensor& cache);
+
 // out[i] = cache row of local index first + i of a request, for i in [0, count):
 // block = block_table[li / B], offset li % B. out: [count, row...] f32 (contiguous rows);
 // the table must cover first + count - 1.
