@@ -340,8 +340,9 @@ BENCHMARK(BM_MlaDecode)
 // Prefill attention.
 
 // Causal self-attention of one 2048-token prompt over its own k/v (what a Llama prefill runs
-// per layer; kv_bits 16: k/v rounded to bf16, as with a bf16 cache): 32 q heads over 8 KV heads, d 64 (Llama-3.2-1B) and 128. Compute bound:
-// GFLOP/s (2·2·Hq·d per query-key pair, T(T+1)/2 pairs per head) against the f32 GEMM rate.
+// per layer; kv_bits 16: k/v rounded to bf16, as with a bf16 cache): 32 q heads over 8 KV
+// heads, d 64 (Llama-3.2-1B) and 128. Compute bound: GFLOP/s (2·2·Hq·d per query-key pair,
+// T(T+1)/2 pairs per head) against the f32 GEMM rate.
 void BM_GqaPrefill(benchmark::State& state) {
   constexpr int64_t kTokens = 2048, kHq = 32, kHkv = 8;
   const int64_t d = state.range(0);
