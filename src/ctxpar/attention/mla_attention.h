@@ -78,9 +78,8 @@ class MlaAttention {
   void forward_decode(const AttentionMetadata& md, const Tensor& q, Tensor& out);
   void forward_prefill(const AttentionMetadata& md, const Tensor& q, const Tensor& kv_c,
                        const Tensor& k_pe, Tensor& out);
-  // Latent rows [rows, kv_lora + rope] → k [rows, H_l, nope + rope], v [rows, H_l, v] view.
-  // Expanded form of latent rows [rows, kv_lora + rope]: k [rows, H_l, nope + rope] and
-  // kv [rows, H_l, nope + v] whose [..., nope:] part is v.
+  // Expanded form of latent rows [rows, kv_lora + rope]: k [rows, H_l, nope + rope] (f32 or
+  // bf16, written converted) and kv [rows, H_l, nope + v] f32 whose [..., nope:] part is v.
   void expand(const Tensor& latent_c, const Tensor& k_pe, Tensor& k, Tensor& kv) const;
 
   MlaDims dims_;
