@@ -1,6 +1,9 @@
 // GQA attention layer under every (T, N): equal to T = N = 1 and to a double reference.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <vector>
+
 #include "ctxpar/core/error.h"
 #include "oracle_sweep.h"
 
@@ -32,10 +35,28 @@ TEST_P(GqaOracle, EveryStepMatchesSingleRankAndDoubleReference) {
 
 INSTANTIATE_TEST_SUITE_P(AllShapes, GqaOracle, ::testing::ValuesIn(all_tp_dcp()), tp_dcp_name);
 
+// ‖got − want‖ / ‖want‖ over the outputs of every step together.
+double relative_error_over_steps(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const Tensor a = got[i].contiguous(), b = want[i].contiguous();
+    for (int64_t j = 0; j < b.numel(); ++j) {
+      const double x = a.data<float>()[j], y = b.data<float>()[j];
+      num += (x - y) * (x - y);
+      den += y * y;
+    }
+  }
+  return std::sqrt(num / den);
+}
+
 // A bf16 cache: every step, prefill chunks included, attends the keys and values as the cache
-// rounds them, so the layer matches the reference on bf16-rounded k/v to f32 accuracy (a new
-// part over the unrounded f32 k/v was ~1e-3 off it) with and without DCP.
-TEST(GqaOracleBf16Cache, EveryStepMatchesTheReferenceOnRoundedKv) {
+// rounds them, so the layer matches the reference on bf16-rounded k/v, with and without DCP.
+// Not to f32 accuracy every time: the reference rounds k/v computed in double, the layer the
+// same values computed in f32, and a value within a few f32 ulps of a bf16 midpoint now and
+// then rounds the other way. Over the whole run, 11000 runs: median 1.4e-6, 99.9th
+// percentile 3.4e-4, one above 7e-4; a new part over the unrounded f32 k/v: 1.15e-3 at best
+// (1000 runs), 1.25e-3 for 99 in 100.
+TEST(GqaOracleBf16Cache, AllStepsMatchTheReferenceOnRoundedKv) {
   const auto seed = std::random_device{}();
   SCOPED_TRACE(fmt::format("seed {}", seed));
   std::mt19937 rng(seed);
@@ -54,10 +75,8 @@ TEST(GqaOracleBf16Cache, EveryStepMatchesTheReferenceOnRoundedKv) {
     cfg.threads_per_rank = 2;
     const RunResult got = run_layer(s, cfg);
     ASSERT_EQ(got.outputs.size(), rounded.size());
-    for (size_t i = 0; i < rounded.size(); ++i) {
-      EXPECT_LE(relative_error(got.outputs[i], rounded[i]), 1e-4)
-          << "T=" << p.tp << " N=" << p.dcp << " step " << i;
-    }
+    EXPECT_LE(relative_error_over_steps(got.outputs, rounded), 1e-3)
+        << "T=" << p.tp << " N=" << p.dcp;
   }
 }
 
