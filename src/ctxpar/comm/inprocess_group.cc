@@ -45,8 +45,8 @@ World::World(int size) : size_(size), returned_(size, false), waiting_(size) {
   // rank steals the core the rank it waits for needs, so it yields almost at once. Either
   // way a waiter sleeps after a while, since the cores may be busy with other work.
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const bool oversubscribed = size > cores;
-  spin_ns_ = 1000 * microseconds_from_env("CTXPAR_INPROCESS_SPIN_US", oversubscribed ? 1 : 50);
+  oversubscribed_ = size > cores;
+  spin_ns_ = 1000 * microseconds_from_env("CTXPAR_INPROCESS_SPIN_US", oversubscribed_ ? 1 : 50);
   busy_ns_ = 1000 * microseconds_from_env("CTXPAR_INPROCESS_BUSY_US", 200);
 }
 
@@ -141,6 +141,7 @@ void Group::sync(int group_rank, std::string_view op, uint64_t seq, OnAbort on_a
   const uint64_t before = state_.fetch_add(1, std::memory_order_acq_rel);
   const uint32_t generation = generation_of(before);
   if (arrived_of(before) + 1 == static_cast<uint32_t>(size())) {
+    release_ns_.store(now_ns(), std::memory_order_relaxed);
     // seq_cst pairs with the sleeper's increment of sleepers_ before it rechecks state_:
     // either we see the sleeper here, or it sees the new generation.
     state_.store(static_cast<uint64_t>(generation + 1) << 32, std::memory_order_seq_cst);
@@ -187,8 +188,17 @@ void Group::wait(uint32_t generation, int group_rank, std::string_view op, uint6
     if (give_up()) return sleep(generation, group_rank, op, seq, on_abort);
     std::this_thread::yield();
   }
-  budget /= 2;
   sleep(generation, group_rank, op, seq, on_abort);
+  // With a core per rank, a wait that would have ended within the cap says spinning pays
+  // (the release is ordered before sleep() saw it, so this is our sync's). With more ranks
+  // than cores every yield may hand the core to another rank for a time slice: sleeping at
+  // once is best there, so any sleep halves the budget.
+  if (!world_->oversubscribed() &&
+      release_ns_.load(std::memory_order_relaxed) - start <= world_->busy_ns()) {
+    busy_paid_off();
+  } else {
+    budget /= 2;
+  }
 }
 
 void Group::sleep(uint32_t generation, int group_rank, std::string_view op, uint64_t seq,

@@ -64,6 +64,7 @@ class World {
   // CTXPAR_INPROCESS_SPIN_US and CTXPAR_INPROCESS_BUSY_US override them.
   int64_t spin_ns() const { return spin_ns_; }
   int64_t busy_ns() const { return busy_ns_; }
+  bool oversubscribed() const { return oversubscribed_; }  // more ranks than cores
 
  private:
   friend class Group;
@@ -82,6 +83,7 @@ class World {
   std::string describe_deadlock() const;  // caller holds mu_
 
   const int size_;
+  bool oversubscribed_ = false;
   int64_t spin_ns_ = 0;
   int64_t busy_ns_ = 0;
   std::atomic<bool> aborted_{false};
@@ -145,13 +147,17 @@ class Group {
 
   // Per member: how long it busy-waits before sleeping. Doubles (up to the world's cap)
   // when a wait ended while busy, halves when the member had to sleep, so ranks spin when
-  // peers answer quickly and sleep when cores are oversubscribed or peers are slow.
+  // peers answer quickly and sleep when cores are oversubscribed or peers are slow. With a
+  // core per rank, a wait that slept but was released within the cap doubles it too: a
+  // budget that once fell below the usual short wait would otherwise stay there.
   struct alignas(64) BusyBudget {
     int64_t ns = 0;
   };
   std::vector<BusyBudget> busy_budget_;
 
   alignas(64) std::atomic<uint64_t> state_{0};
+  // When the last sync was released (now_ns), written before its generation is.
+  std::atomic<int64_t> release_ns_{0};
   // Ranks in the sleeping path; lets a releaser skip the lock and notify when it is zero.
   alignas(64) std::atomic<int> sleepers_{0};
   std::condition_variable cv_;
