@@ -83,8 +83,9 @@ void run(const BenchOptions& o) {
         const engine::GenerationResult r = engine::generate(c, requests, run_options);
         if (!is_output_rank()) continue;
         const auto& s = r.stats;
-        const double prefill =
-            s.prefill_seconds > 0 ? double(s.prefill_tokens) / s.prefill_seconds : 0;
+        const double prefill = s.prefill_seconds > 0 && !c.dummy_context
+                                   ? double(s.prefill_tokens) / s.prefill_seconds
+                                   : 0;
         const double decode = s.decode_seconds > 0 ? double(s.decode_tokens) / s.decode_seconds : 0;
         // Rank 0's share of the decode steps spent in TP and DCP collectives.
         const double decode_comm =
@@ -96,16 +97,19 @@ void run(const BenchOptions& o) {
         rows.push_back({{"batch", batch},
                         {"context", context},
                         {"dcp", dcp},
-                        {"prefill_tokens_per_second", prefill},
+                        {"prefill_tokens_per_second",
+                         c.dummy_context ? nlohmann::json() : nlohmann::json(prefill)},
                         {"decode_tokens_per_second", decode},
                         {"decode_collective_share", decode_comm},
                         {"kv_bytes_used_per_rank", kv_used},
                         {"kv_bytes_per_rank", s.kv_bytes_per_rank},
                         {"token_capacity", s.token_capacity}});
         if (!o.json) {
-          std::printf("%-6ld %-8ld %-4d %14.1f %14.2f %11.1f%% %12s %12s %14ld\n",
-                      static_cast<long>(batch), static_cast<long>(context), dcp, prefill, decode,
-                      100 * decode_comm, human_bytes(kv_used).c_str(),
+          const std::string prefill_text =
+              c.dummy_context ? std::string("-") : fmt::format("{:.1f}", prefill);
+          std::printf("%-6ld %-8ld %-4d %14s %14.2f %11.1f%% %12s %12s %14ld\n",
+                      static_cast<long>(batch), static_cast<long>(context), dcp,
+                      prefill_text.c_str(), decode, 100 * decode_comm, human_bytes(kv_used).c_str(),
                       human_bytes(s.kv_bytes_per_rank).c_str(),
                       static_cast<long>(s.token_capacity));
         }
@@ -131,6 +135,10 @@ void add_bench_command(CLI::App& app) {
                   "batches of the same shape run first on the loaded engine, not timed")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_flag("--dummy-context", o->engine.config.dummy_context,
+                "skip the prefill: the prompt's KV is random values written when the cache is "
+                "allocated, so decode at long contexts is timed without computing them (the "
+                "prefill column is then empty)");
   cmd->add_flag("--json", o->json, "print one JSON array");
   cmd->callback([o] { run(*o); });
 }

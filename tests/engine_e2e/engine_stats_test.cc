@@ -1,7 +1,7 @@
 // What `ctxpar bench` divides by: the engine's step statistics count prompt tokens as prefill
 // and only the tokens sampled by decode-only steps as decode (the token sampled at the end of
 // a prefill took no decode step); warm-up batches run first and are left out of the stats and
-// the outputs.
+// the outputs. With --dummy-context, prompts are not computed and decodes still run.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -78,6 +78,49 @@ TEST(EngineStats, WarmupBatchesAreLeftOutOfTheStatsAndTheOutputs) {
     EXPECT_EQ(warm.outputs[i].id, cold.outputs[i].id);
     EXPECT_EQ(warm.outputs[i].output_token_ids, cold.outputs[i].output_token_ids) << i;
     EXPECT_EQ(warm.outputs[i].finish_reason, "length") << i;
+  }
+}
+
+// Prompt chunks are skipped (their sampled row is all zeros, so greedy picks token 0, where a
+// computed prefill of random weights picks another token 511 times in 512), decodes run over
+// the random context: every request gets its tokens, for GQA and MLA, with and without DCP.
+TEST(EngineStats, DummyContextSkipsPromptsAndDecodesOverTheRandomKv) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  std::mt19937 rng(seed);
+  struct Layout {
+    const char* model;
+    int tp, dcp;
+  };
+  // tiny-llama's 2 KV heads are replicated (and DCP-sharded) from T = 4.
+  for (const auto& [model, tp, dcp] :
+       {Layout{"builtin:tiny-llama", 1, 1}, Layout{"builtin:tiny-llama", 4, 2},
+        Layout{"builtin:tiny-deepseek-v2", 1, 1}, Layout{"builtin:tiny-deepseek-v2", 2, 2}}) {
+    {
+      SCOPED_TRACE(fmt::format("{} T={} N={}", model, tp, dcp));
+      EngineConfig c = tiny_config();
+      c.model = model;
+      c.tensor_parallel_size = tp;
+      c.decode_context_parallel_size = dcp;
+      c.dummy_context = true;
+      int64_t prompt_tokens = 0, decode_tokens = 0;
+      std::vector<GenerationRequest> requests = random_batch(rng, prompt_tokens, decode_tokens);
+      for (auto& r : requests) {  // a context of two tokens or more: not taken for a decode
+        r.prompt_token_ids.push_back(static_cast<int32_t>(1 + rng() % 255));
+        ++prompt_tokens;
+      }
+      const GenerationResult result = generate(c, requests);
+      EXPECT_EQ(result.stats.prefill_tokens, prompt_tokens);
+      EXPECT_EQ(result.stats.decode_tokens, decode_tokens);
+      ASSERT_EQ(result.outputs.size(), requests.size());
+      for (size_t i = 0; i < requests.size(); ++i) {
+        const GenerationOutput& out = result.outputs[i];
+        EXPECT_EQ(out.finish_reason, "length") << i;
+        ASSERT_EQ(static_cast<int64_t>(out.output_token_ids.size()), requests[i].params.max_tokens)
+            << i;
+        EXPECT_EQ(out.output_token_ids[0], 0) << i;
+      }
+    }
   }
 }
 

@@ -38,6 +38,11 @@ struct EngineConfig {
   // sampled from its prefill (max_tokens 1), so no decode step runs; its KV is written to the
   // cache by every layer like on a disaggregated prefill node.
   bool prefill_only = false;
+  // Benchmark mode (`ctxpar bench --dummy-context`): prompt tokens are not computed; their KV
+  // is the random values every cache is filled with when allocated, and only decode entries
+  // run the model. Long-context decode can be timed without the prefill (hours at 64K on a
+  // few cores); what decode computes over such a context is meaningless, its cost is not.
+  bool dummy_context = false;
   // Automatic prefix caching (vLLM's --enable-prefix-caching / --no-enable-prefix-caching, on by
   // default as in vLLM v1; DESIGN.md §6) and the hash that names cached blocks.
   bool enable_prefix_caching = true;

@@ -16,14 +16,20 @@ namespace ctxpar::engine {
 class ModelRunner {
  public:
   // Loads this rank's weights; the caller then plans the KV cache and calls allocate_kv_cache.
-  ModelRunner(const model::ModelConfig& config, const model::ModelContext& ctx);
+  // dummy_context: EngineConfig::dummy_context (prompt tokens are not computed).
+  ModelRunner(const model::ModelConfig& config, const model::ModelContext& ctx,
+              bool dummy_context = false);
 
   model::CausalLM& model() { return *model_; }
-  void allocate_kv_cache(int32_t num_blocks) { model_->allocate_kv_cache(num_blocks); }
+  // With dummy_context, also fills every cache with random values in [-1, 1): the KV that
+  // prompt tokens are taken to have. Throws Error for a cache that is not f32, bf16 or f16.
+  void allocate_kv_cache(int32_t num_blocks);
 
   // Applies the plan to the block tables and runs the step; returns logits [sampling entries,
   // vocab] f32 (same on every rank), rows in entry order. With all_positions, the rows are
   // every new token's instead (verify/tests). A plan without entries only updates the tables.
+  // With dummy_context, only decode entries (one new token after a context) run the model;
+  // the others' rows are zeros, and all_positions is an Error.
   Tensor execute(const StepPlan& plan, bool all_positions = false);
 
   const RequestBlockTables& block_tables() const { return tables_; }
@@ -32,11 +38,17 @@ class ModelRunner {
   double collective_seconds() const { return groups_->collective_seconds(); }
 
  private:
+  // Runs the model for the requests of batch, entries[i] holding batch[i]'s tokens.
+  Tensor forward(const std::vector<attention::ScheduledRequest>& batch,
+                 const std::vector<const StepPlan::Entry*>& entries, bool all_positions);
+
   std::unique_ptr<model::CausalLM> model_;
   std::unique_ptr<attention::AttentionMetadataBuilder> builder_;
   RequestBlockTables tables_;
   const ParallelGroups* groups_;
+  ThreadPool* pool_;
   int world_rank_;
+  bool dummy_context_;
   int64_t num_steps_ = 0;  // execute() calls so far (test fault injection counts them)
 };
 

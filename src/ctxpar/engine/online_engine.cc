@@ -443,7 +443,7 @@ LoadedRank load_rank(const ResolvedEngineConfig& cfg, Communicator& world) {
   inject_test_fault(FaultPoint::kOutOfMemory, world.rank());
   r.ctx = std::make_unique<model::ModelContext>(
       model::ModelContext{*r.weights, *r.groups, cfg.options, *r.pool});
-  r.runner = std::make_unique<ModelRunner>(cfg.model, *r.ctx);
+  r.runner = std::make_unique<ModelRunner>(cfg.model, *r.ctx, cfg.raw.dummy_context);
 
   const std::vector<kv::KvCacheSpec> specs = r.runner->model().kv_cache_specs();
   const kv::KvCapacity cap =

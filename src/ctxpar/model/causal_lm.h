@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "ctxpar/attention/attention_metadata.h"
@@ -62,6 +63,8 @@ class CausalLM {
   void allocate_kv_cache(int32_t num_blocks);
   // Bytes of KV cache this rank allocated.
   int64_t kv_cache_bytes() const { return kv_cache_bytes_; }
+  // Every cache allocate_kv_cache made, layer by layer (their storage, not copies).
+  std::span<Tensor> kv_caches() { return kv_caches_; }
 
   // token_ids [tokens] i32 of the step (positions and requests in md); logits_indices [n] i64
   // selects the tokens whose next-token logits are returned: [n, vocab] f32, on every rank.
