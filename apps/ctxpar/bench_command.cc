@@ -1,6 +1,7 @@
 // `ctxpar bench`: prefill and decode throughput at given batch sizes and context lengths,
 // without DCP (N = 1) and with the requested N at the same T, as a table.
 #include <fmt/format.h>
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -53,9 +54,9 @@ void run(const BenchOptions& o) {
   std::mt19937 rng(static_cast<uint32_t>(base.seed));
   nlohmann::json rows = nlohmann::json::array();
   if (is_output_rank() && !o.json) {
-    std::printf("%-6s %-8s %-4s %14s %14s %12s %12s %12s %14s\n", "batch", "context", "N",
-                "prefill tok/s", "decode tok/s", "decode comm", "KV used/rank", "KV pool/rank",
-                "capacity");
+    std::printf("%-6s %-8s %-4s %14s %14s %12s %12s %12s %12s %14s\n", "batch", "context", "N",
+                "prefill tok/s", "decode tok/s", "decode batch", "decode comm", "KV used/rank",
+                "KV pool/rank", "capacity");
   }
   for (int64_t batch : batches) {
     for (int64_t context : contexts) {
@@ -80,6 +81,12 @@ void run(const BenchOptions& o) {
         c.decode_context_parallel_size = dcp;
         if (dcp == 1) c.cp_kv_cache_interleave_size = 1;
         if (c.max_model_len == 0) c.max_model_len = context + o.output_len;
+        // Skipped prompts cost nothing: admit them all in the first step, so every request
+        // decodes in every decode step (with a real prefill, the first requests decode while
+        // later ones prefill, in steps counted as prefill; "decode batch" shows the rest).
+        if (c.dummy_context) {
+          c.max_num_batched_tokens = std::max(c.max_num_batched_tokens, batch * context);
+        }
         const engine::GenerationResult r = engine::generate(c, requests, run_options);
         if (!is_output_rank()) continue;
         const auto& s = r.stats;
@@ -87,6 +94,9 @@ void run(const BenchOptions& o) {
                                    ? double(s.prefill_tokens) / s.prefill_seconds
                                    : 0;
         const double decode = s.decode_seconds > 0 ? double(s.decode_tokens) / s.decode_seconds : 0;
+        // Requests per decode-only step, on average.
+        const double decode_batch =
+            s.decode_steps > 0 ? double(s.decode_tokens) / double(s.decode_steps) : 0;
         // Rank 0's share of the decode steps spent in TP and DCP collectives.
         const double decode_comm =
             s.decode_seconds > 0 ? s.decode_collective_seconds / s.decode_seconds : 0;
@@ -100,6 +110,7 @@ void run(const BenchOptions& o) {
                         {"prefill_tokens_per_second",
                          c.dummy_context ? nlohmann::json() : nlohmann::json(prefill)},
                         {"decode_tokens_per_second", decode},
+                        {"mean_decode_batch", decode_batch},
                         {"decode_collective_share", decode_comm},
                         {"kv_bytes_used_per_rank", kv_used},
                         {"kv_bytes_per_rank", s.kv_bytes_per_rank},
@@ -107,10 +118,10 @@ void run(const BenchOptions& o) {
         if (!o.json) {
           const std::string prefill_text =
               c.dummy_context ? std::string("-") : fmt::format("{:.1f}", prefill);
-          std::printf("%-6ld %-8ld %-4d %14s %14.2f %11.1f%% %12s %12s %14ld\n",
+          std::printf("%-6ld %-8ld %-4d %14s %14.2f %12.2f %11.1f%% %12s %12s %14ld\n",
                       static_cast<long>(batch), static_cast<long>(context), dcp,
-                      prefill_text.c_str(), decode, 100 * decode_comm, human_bytes(kv_used).c_str(),
-                      human_bytes(s.kv_bytes_per_rank).c_str(),
+                      prefill_text.c_str(), decode, decode_batch, 100 * decode_comm,
+                      human_bytes(kv_used).c_str(), human_bytes(s.kv_bytes_per_rank).c_str(),
                       static_cast<long>(s.token_capacity));
         }
       }

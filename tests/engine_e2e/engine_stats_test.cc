@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <random>
 
 #include "ctxpar/engine/llm_engine.h"
@@ -41,6 +42,13 @@ std::vector<GenerationRequest> random_batch(std::mt19937& rng, int64_t& prompt_t
   return requests;
 }
 
+// Decode steps of a batch that decodes in lockstep: the longest request's.
+int64_t longest_decode(const std::vector<GenerationRequest>& requests) {
+  int64_t steps = 0;
+  for (const auto& r : requests) steps = std::max(steps, r.params.max_tokens - 1);
+  return steps;
+}
+
 TEST(EngineStats, DecodeTokensExcludeTheTokenSampledByThePrefill) {
   const auto seed = std::random_device{}();
   SCOPED_TRACE(fmt::format("seed {}", seed));
@@ -51,6 +59,8 @@ TEST(EngineStats, DecodeTokensExcludeTheTokenSampledByThePrefill) {
   EXPECT_EQ(result.stats.prefill_tokens, prompt_tokens);
   EXPECT_EQ(result.stats.decode_tokens, decode_tokens);
   EXPECT_EQ(result.stats.decode_seconds > 0, decode_tokens > 0);
+  // Every prompt is prefilled in the first step, so the longest request sets the decode steps.
+  EXPECT_EQ(result.stats.decode_steps, longest_decode(requests));
 }
 
 TEST(EngineStats, WarmupBatchesAreLeftOutOfTheStatsAndTheOutputs) {
@@ -112,6 +122,7 @@ TEST(EngineStats, DummyContextSkipsPromptsAndDecodesOverTheRandomKv) {
       const GenerationResult result = generate(c, requests);
       EXPECT_EQ(result.stats.prefill_tokens, prompt_tokens);
       EXPECT_EQ(result.stats.decode_tokens, decode_tokens);
+      EXPECT_EQ(result.stats.decode_steps, longest_decode(requests));
       ASSERT_EQ(result.outputs.size(), requests.size());
       for (size_t i = 0; i < requests.size(); ++i) {
         const GenerationOutput& out = result.outputs[i];

@@ -31,6 +31,7 @@ struct EngineStats {
   double prefill_seconds = 0;  // steps that carried prompt tokens
   int64_t decode_tokens = 0;   // tokens sampled by decode-only steps (not the prefill's token)
   double decode_seconds = 0;   // decode-only steps
+  int64_t decode_steps = 0;    // decode-only steps: decode_tokens / decode_steps is their batch
   // Of prefill_seconds / decode_seconds: rank 0's wall time inside TP and DCP collectives
   // (ParallelGroups::collective_seconds), waiting for slower ranks included.
   double prefill_collective_seconds = 0;
@@ -48,6 +49,7 @@ inline EngineStats counters_since(const EngineStats& now, const EngineStats& bef
   d.prefill_seconds -= before.prefill_seconds;
   d.decode_tokens -= before.decode_tokens;
   d.decode_seconds -= before.decode_seconds;
+  d.decode_steps -= before.decode_steps;
   d.prefill_collective_seconds -= before.prefill_collective_seconds;
   d.decode_collective_seconds -= before.decode_collective_seconds;
   d.steps -= before.steps;

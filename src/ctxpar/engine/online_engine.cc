@@ -322,6 +322,7 @@ void OnlineEngine::step(Communicator& world, ModelRunner& runner) {
       stats_.prefill_collective_seconds += collective_seconds;
     } else {
       stats_.decode_seconds += seconds;
+      ++stats_.decode_steps;
       stats_.decode_collective_seconds += collective_seconds;
       stats_.decode_tokens += static_cast<int64_t>(sampled_rows.size());
     }
