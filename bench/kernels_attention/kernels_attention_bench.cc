@@ -3,7 +3,8 @@
 //   huge pages, best of 8 passes), 1 and 2 threads;
 // - GEMM rate: oneDNN matmul 2048³ (bf16 in, f32 out; and f32 for reference), 1 and 2 threads.
 // GQA decode (1 token, 32 q heads over 8 KV heads, d 128 and 64, 32768 keys, bf16 cache, B 16,
-// shuffled block table; calls walk enough layers' caches to exceed the LLC) is memory bound:
+// shuffled block table, or consecutive blocks with shuffled:0; calls walk enough layers'
+// caches to exceed the LLC) is memory bound:
 // reported as GB/s of KV read and the fraction of the read bandwidth (resident:1, the same on
 // a cache resident in L2 and L3: the kernel's arithmetic rate). MLA decode (1 token, 16
 // heads, 576/512, 32768 keys, bf16 cache) is compute bound: reported as GFLOP/s (2·H·keys·(576 +
@@ -29,6 +30,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -172,11 +174,14 @@ Tensor random_f32(const Shape& shape, std::mt19937& rng) {
   return t;
 }
 
-void fill_tables(PagedDecode& p, int64_t keys, int64_t block, int64_t layers, std::mt19937& rng) {
+// shuffled: the blocks of all layers in random order (a pool fragmented by many requests);
+// otherwise each layer's blocks are consecutive (what a fresh pool hands a request).
+void fill_tables(PagedDecode& p, int64_t keys, int64_t block, int64_t layers, std::mt19937& rng,
+                 bool shuffled = true) {
   const int64_t used = (keys + block - 1) / block;
   std::vector<int32_t> ids(static_cast<size_t>(used * layers));
   std::iota(ids.begin(), ids.end(), 0);
-  std::shuffle(ids.begin(), ids.end(), rng);
+  if (shuffled) std::shuffle(ids.begin(), ids.end(), rng);
   for (int64_t l = 0; l < layers; ++l) {
     Tensor t = Tensor::empty({1, used}, DType::kI32);
     std::copy(ids.begin() + l * used, ids.begin() + (l + 1) * used, t.data<int32_t>());
@@ -205,7 +210,7 @@ struct DecodeCase {
   PagedDecode p;
   int64_t keys;
 };
-DecodeCase make_gqa_case(int64_t keys, bool resident, int64_t d) {
+DecodeCase make_gqa_case(int64_t keys, bool resident, int64_t d, bool shuffled) {
   constexpr int64_t kBlock = 16, kHkv = kGqaKvHeads, kHq = 32;
   std::mt19937 rng(7);
   DecodeCase c;
@@ -214,7 +219,7 @@ DecodeCase make_gqa_case(int64_t keys, bool resident, int64_t d) {
   const int64_t blocks = keys / kBlock * layers;
   c.p.k_cache = random_bf16({blocks, kBlock, kHkv, d}, rng);
   c.p.v_cache = random_bf16({blocks, kBlock, kHkv, d}, rng);
-  fill_tables(c.p, keys, kBlock, layers, rng);
+  fill_tables(c.p, keys, kBlock, layers, rng, shuffled);
   c.p.q = random_f32({1, kHq, d}, rng);
   c.p.out = Tensor::empty({1, kHq, d}, DType::kF32);
   c.p.lse = Tensor::empty({1, kHq}, DType::kF32);
@@ -225,11 +230,14 @@ void BM_GqaDecode(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   const bool resident = state.range(1) != 0;
   const int64_t d = state.range(2);
-  static std::map<std::pair<int64_t, bool>, DecodeCase> cases;  // built once per (d, resident)
-  auto it = cases.find({d, resident});
+  const bool shuffled = state.range(3) != 0;
+  // Built once per (d, resident, shuffled).
+  static std::map<std::tuple<int64_t, bool, bool>, DecodeCase> cases;
+  const auto key = std::make_tuple(d, resident, shuffled);
+  auto it = cases.find(key);
   if (it == cases.end()) {
     const int64_t keys = resident ? kResidentBytes / gqa_layer_bytes(1, d) : kKeys;
-    it = cases.emplace(std::make_pair(d, resident), make_gqa_case(keys, resident, d)).first;
+    it = cases.emplace(key, make_gqa_case(keys, resident, d, shuffled)).first;
   }
   const DecodeCase& c = it->second;
   const PagedDecode& p = c.p;
@@ -256,13 +264,15 @@ void BM_GqaDecode(benchmark::State& state) {
   state.SetLabel(std::string("isa ") + std::string(isa_name(active_isa())));
 }
 BENCHMARK(BM_GqaDecode)
-    ->ArgNames({"threads", "resident", "d"})
-    ->Args({1, 0, 128})
-    ->Args({2, 0, 128})
-    ->Args({1, 1, 128})
-    ->Args({1, 0, 64})
-    ->Args({2, 0, 64})
-    ->Args({1, 1, 64})
+    ->ArgNames({"threads", "resident", "d", "shuffled"})
+    ->Args({1, 0, 128, 1})
+    ->Args({2, 0, 128, 1})
+    ->Args({1, 0, 128, 0})
+    ->Args({2, 0, 128, 0})
+    ->Args({1, 1, 128, 1})
+    ->Args({1, 0, 64, 1})
+    ->Args({2, 0, 64, 1})
+    ->Args({1, 1, 64, 1})
     ->Unit(benchmark::kMillisecond);
 
 // MLA: 16 heads, rows of 576 (512 latent + 64 rope), values = the 512 latent dims, B = 64.
