@@ -275,39 +275,47 @@ BENCHMARK(BM_GqaDecode)
     ->Args({1, 1, 64, 1})
     ->Unit(benchmark::kMillisecond);
 
-// MLA: 16 heads, rows of 576 (512 latent + 64 rope), values = the 512 latent dims, B = 64.
+// MLA: 16 heads (8 with heads:8, a 16-head model at TP 2), rows of 576 (512 latent + 64
+// rope), values = the 512 latent dims, B = 64.
 // At 2·16·(576 + 512) FLOP per 1152-byte row (30 FLOP per byte) this is compute bound on a
 // CPU core: reported as GFLOP/s against the GEMM rate, and as KV GB/s against the read
 // ceiling. Arg "resident" 1: one layer of 1024 keys (1.1 MiB) read again and again from L2,
 // as for GQA.
-constexpr int64_t kMlaBlock = 64, kMlaHeads = 16, kMlaLora = 512, kMlaWidth = 576;
+constexpr int64_t kMlaBlock = 64, kMlaLora = 512, kMlaWidth = 576;
 constexpr int64_t kMlaResidentKeys = 1024;
-DecodeCase make_mla_case(int64_t keys, bool resident) {
+DecodeCase make_mla_case(int64_t keys, bool resident, int64_t heads) {
   std::mt19937 rng(11);
   DecodeCase c;
   c.keys = keys;
   const int64_t layers = resident ? 1 : bench::copies_beyond_llc(2 * keys * kMlaWidth);
   c.p.latent = random_bf16({keys / kMlaBlock * layers, kMlaBlock, kMlaWidth}, rng);
   fill_tables(c.p, keys, kMlaBlock, layers, rng);
-  c.p.q = random_f32({1, kMlaHeads, kMlaWidth}, rng);
-  c.p.out = Tensor::empty({1, kMlaHeads, kMlaLora}, DType::kF32);
-  c.p.lse = Tensor::empty({1, kMlaHeads}, DType::kF32);
+  c.p.q = random_f32({1, heads, kMlaWidth}, rng);
+  c.p.out = Tensor::empty({1, heads, kMlaLora}, DType::kF32);
+  c.p.lse = Tensor::empty({1, heads}, DType::kF32);
   return c;
 }
 
 void BM_MlaDecode(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   const bool resident = state.range(1) != 0;
-  static DecodeCase dram = make_mla_case(kKeys, false);
-  static DecodeCase hot = make_mla_case(kMlaResidentKeys, true);
-  DecodeCase& c = resident ? hot : dram;
+  const int64_t heads = state.range(2);
+  static std::map<std::pair<bool, int64_t>, DecodeCase> cases;  // built once per (resident, heads)
+  auto it = cases.find({resident, heads});
+  if (it == cases.end()) {
+    it = cases
+             .emplace(std::make_pair(resident, heads),
+                      make_mla_case(resident ? kMlaResidentKeys : kKeys, resident, heads))
+             .first;
+  }
+  DecodeCase& c = it->second;
   PagedDecode& p = c.p;
   const double layer_bytes = 2.0 * c.keys * kMlaWidth;
   const double ceiling = bench::read_ceiling(threads).gb_per_s;
   const MatmulResult bf16_gemm = matmul_ceiling(dnnl::memory::data_type::bf16, threads);
   const MatmulResult f32_gemm = matmul_ceiling(dnnl::memory::data_type::f32, threads);
   ThreadPool pool(threads);
-  const double gigaflops = 2.0 * kMlaHeads * c.keys * (kMlaWidth + kMlaLora) / 1e9;
+  const double gigaflops = 2.0 * heads * c.keys * (kMlaWidth + kMlaLora) / 1e9;
   Rates r;
   size_t layer = 0;
   for (auto _ : state) {
@@ -340,10 +348,12 @@ void BM_MlaDecode(benchmark::State& state) {
   state.SetLabel(std::string("isa ") + std::string(isa_name(active_isa())));
 }
 BENCHMARK(BM_MlaDecode)
-    ->ArgNames({"threads", "resident"})
-    ->Args({1, 0})
-    ->Args({2, 0})
-    ->Args({1, 1})
+    ->ArgNames({"threads", "resident", "heads"})
+    ->Args({1, 0, 16})
+    ->Args({2, 0, 16})
+    ->Args({1, 1, 16})
+    ->Args({1, 0, 8})
+    ->Args({1, 1, 8})
     ->Unit(benchmark::kMillisecond);
 
 // ---------------------------------------------------------------------------------------

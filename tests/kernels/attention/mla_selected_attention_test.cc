@@ -51,9 +51,10 @@ class MlaAndSelectedTest : public SeededTest {
 };
 
 TEST_F(MlaAndSelectedTest, MlaMatchesReference) {
-  // 16 heads (DeepSeek decode per rank), 1 and an odd count, and 80 (> one job's rows, so a
-  // token's heads are split into several jobs that each read the rows).
-  for (int64_t heads : {16, 1, 5, 80}) {
+  // 16 heads (DeepSeek decode per rank), 8 (DeepSeek-V2-Lite at TP 2: the AMX kernel's
+  // smallest row group), 1 and an odd count, and 80 (> one job's rows, so a token's heads are split
+  // into several jobs that each read the rows).
+  for (int64_t heads : {16, 8, 1, 5, 80}) {
     for (int64_t block : {1, 16, 64}) {
       for (DType dtype : {DType::kF32, DType::kBF16}) {
         SCOPED_TRACE("heads " + std::to_string(heads) + ", B " + std::to_string(block) + ", " +
