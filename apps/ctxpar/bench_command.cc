@@ -90,9 +90,8 @@ void run(const BenchOptions& o) {
         const engine::GenerationResult r = engine::generate(c, requests, run_options);
         if (!is_output_rank()) continue;
         const auto& s = r.stats;
-        const double prefill = s.prefill_seconds > 0 && !c.dummy_context
-                                   ? double(s.prefill_tokens) / s.prefill_seconds
-                                   : 0;
+        const double prefill =
+            s.prefill_seconds > 0 ? double(s.prefill_tokens) / s.prefill_seconds : 0;
         const double decode = s.decode_seconds > 0 ? double(s.decode_tokens) / s.decode_seconds : 0;
         // Requests per decode-only step, on average.
         const double decode_batch =
