@@ -60,7 +60,7 @@ AttentionMetadata AttentionMetadataBuilder::build(
     c.num_computed.push_back(r.num_computed);
     c.seq_lens.push_back(seq_len);
     c.num_tokens += r.num_scheduled;
-    decodes_so_far = decodes_so_far && r.num_scheduled == 1 && r.num_computed > 0;
+    decodes_so_far = decodes_so_far && r.is_decode();
     if (decodes_so_far) ++c.num_decode_reqs;
   }
 

@@ -25,6 +25,8 @@ struct ScheduledRequest {
   int64_t num_computed = 0;          // tokens whose KV is already cached
   int64_t num_scheduled = 0;         // new tokens this step, >= 1
   std::vector<int32_t> block_table;  // virtual block ids covering num_computed + num_scheduled
+  // A decode: one new token after a context (the builder counts the leading ones).
+  bool is_decode() const { return num_scheduled == 1 && num_computed > 0; }
 };
 
 // Fields every attention type uses; computed by the normal builder, which stays the source

@@ -67,11 +67,11 @@ Tensor ModelRunner::execute(const StepPlan& plan, bool all_positions) {
   }
 
   CTXPAR_CHECK(!all_positions, "a dummy-context engine returns no logits for prompt tokens");
-  // Only decodes (the metadata builder's: one new token after a context) run.
+  // Only decodes run.
   std::vector<attention::ScheduledRequest> decodes;
   std::vector<const StepPlan::Entry*> entries;
   for (size_t i = 0; i < batch.size(); ++i) {
-    if (batch[i].num_scheduled == 1 && batch[i].num_computed > 0) {
+    if (batch[i].is_decode()) {
       decodes.push_back(batch[i]);
       entries.push_back(&plan.entries[i]);
     }
