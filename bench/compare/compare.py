@@ -9,7 +9,11 @@ its converter does).
 Measured, for each thread count, at batch 1:
   prefill P       prompt tokens per second for a P-token prompt
   decode 0-N      tokens per second decoding from a 1-token prompt up to context N
-  decode at C     tokens per second of D decode tokens after a C-token prompt
+  decode at C     tokens per second of D decode tokens after a C-token prompt; with
+                  --fill-context the C tokens' KV is filled, not computed (ctxpar:
+                  `bench --dummy-context`, random values; llama.cpp: the K/V of a real
+                  512-token prefill repeated to C cells through its sequence-state API),
+                  so 64K rows take minutes instead of hours of llama.cpp prefill
 ctxpar runs `ctxpar bench` (bf16 KV cache; one untimed warm-up batch of the same shape on the
 loaded engine, as llama.cpp's model stays loaded across repeats); llama.cpp runs through
 llama-cpp-python's Llama.eval (flash attention on, f16 KV cache, n_batch 2048 / n_ubatch 512,
@@ -199,6 +203,54 @@ def read_ceiling(binary, threads, passes):
     return json.loads(out.strip().splitlines()[-1])["gb_per_s"]
 
 
+FILL_SEED = 512  # tokens prefilled for real before --fill-context repeats their K/V
+
+
+def parse_seq_state(blob, cells):
+    """llama_state_seq_get_data's bytes for one sequence of `cells` tokens, one stream, V not
+    transposed (flash attention) -> (8-byte prefix, [(type, row bytes, data) per K then V
+    layer]). Raises on anything else."""
+    def u32(at):
+        return struct.unpack_from("<I", blob, at)[0]
+
+    at = 8
+    if u32(at) != 1 or u32(at + 4) != cells:
+        raise RuntimeError(f"unexpected sequence state: streams {u32(at)}, cells {u32(at + 4)}")
+    at += 8
+    for i in range(cells):  # pos, n_seq_id (1), seq_id
+        pos, n_seq, _ = struct.unpack_from("<iIi", blob, at)
+        if pos != i or n_seq != 1:
+            raise RuntimeError(f"unexpected cell {i}: pos {pos}, {n_seq} sequences")
+        at += 12
+    v_trans, n_layer = struct.unpack_from("<II", blob, at)
+    if v_trans != 0:
+        raise RuntimeError("llama.cpp's V cache is transposed (flash attention off?)")
+    at += 8
+    layers = []
+    for _ in range(2 * n_layer):
+        kind, row = struct.unpack_from("<iQ", blob, at)
+        at += 12
+        layers.append((kind, row, blob[at:at + cells * row]))
+        at += cells * row
+    if at != len(blob):
+        raise RuntimeError(f"sequence state has {len(blob) - at} bytes past its last layer")
+    return blob[:8], layers
+
+
+def build_seq_state(prefix, layers, seed_cells, cells):
+    """The inverse of parse_seq_state, with each layer's seed_cells rows repeated to `cells`."""
+    parts = [prefix, struct.pack("<II", 1, cells)]
+    parts.append(np.tile(np.array([0, 1, 0], dtype="<i4"), (cells, 1)))
+    parts[-1][:, 0] = np.arange(cells)
+    parts[-1] = parts[-1].tobytes()
+    parts.append(struct.pack("<II", 0, len(layers) // 2))
+    for kind, row, data in layers:
+        rows = np.frombuffer(data, dtype=np.uint8).reshape(seed_cells, row)
+        parts.append(struct.pack("<iQ", kind, row))
+        parts.append(np.resize(rows, (cells, row)).tobytes())
+    return b"".join(parts)
+
+
 def random_prompt(rng, n):
     return [int(x) for x in rng.integers(259, VOCAB, size=n)]
 
@@ -213,15 +265,19 @@ class LlamaCpp:
                          n_threads_batch=threads, n_batch=2048, n_ubatch=512, flash_attn=True,
                          verbose=False)
 
-    def run(self, prompt, decode_tokens):
+    def run(self, prompt, decode_tokens, fill=False):
         """(prefill tok/s, decode tok/s) for one request: the prompt, then decode_tokens
-        single-token steps (greedy next token, as ctxpar's bench samples)."""
+        single-token steps (greedy next token, as ctxpar's bench samples). With fill, the
+        prompt's KV is not computed but filled (fill_context) and the prefill rate is 0."""
         import llama_cpp
 
         llm = self.llm
         llm.reset()
         t0 = time.perf_counter()
-        llm.eval(prompt)
+        if fill:
+            self.fill_context(prompt)
+        else:
+            llm.eval(prompt)
         prefill_s = time.perf_counter() - t0
         decode_s = 0.0
         if decode_tokens > 0:
@@ -234,12 +290,47 @@ class LlamaCpp:
                                                shape=(n_vocab,))
                 token = int(np.argmax(logits))
             decode_s = time.perf_counter() - t0
-        return len(prompt) / prefill_s, (decode_tokens / decode_s if decode_tokens else 0.0)
+        prefill = 0.0 if fill else len(prompt) / prefill_s
+        return prefill, (decode_tokens / decode_s if decode_tokens else 0.0)
+
+    def fill_context(self, prompt):
+        """Leave sequence 0's cache holding len(prompt) tokens at positions 0..n-1 without
+        computing them: the first FILL_SEED tokens are prefilled for real and their K/V rows
+        repeated to length n, written back through llama.cpp's own sequence-state API. A
+        decode step reads every cell whatever its values, so it costs what it costs after a
+        real prefill (compare a row with and without --fill-context). The state's layout (llama-kv-cache.cpp
+        state_write) is parsed strictly and the parse must rebuild the saved bytes exactly,
+        so a llama.cpp whose layout differs fails here instead of measuring something else."""
+        import ctypes
+
+        import llama_cpp
+
+        llm = self.llm
+        n = len(prompt)
+        seed = prompt[:min(n, FILL_SEED)]
+        llm.eval(seed)
+        size = llama_cpp.llama_state_seq_get_size(llm.ctx, 0)
+        buf = (ctypes.c_uint8 * size)()
+        blob = bytes(buf[:llama_cpp.llama_state_seq_get_data(llm.ctx, buf, size, 0)])
+        prefix, layers = parse_seq_state(blob, len(seed))
+        if build_seq_state(prefix, layers, len(seed), len(seed)) != blob:
+            raise RuntimeError("llama.cpp's sequence state does not rebuild from its parse: "
+                               "its layout changed; --fill-context needs updating")
+        filled = bytearray(build_seq_state(prefix, layers, len(seed), n))
+        src = (ctypes.c_uint8 * len(filled)).from_buffer(filled)
+        if llama_cpp.llama_state_seq_set_data(llm.ctx, src, len(filled), 0) != len(filled):
+            raise RuntimeError(f"llama.cpp refused the filled {n}-token state")
+        mem = llama_cpp.llama_get_memory(llm.ctx)
+        last = llama_cpp.llama_memory_seq_pos_max(mem, 0)
+        if last != n - 1:
+            raise RuntimeError(f"filled cache ends at position {last}, expected {n - 1}")
+        llm.n_tokens = n  # the next eval decodes at position n
 
 
-def run_ctxpar(binary, model_dir, threads, context, decode_tokens):
+def run_ctxpar(binary, model_dir, threads, context, decode_tokens, fill=False):
     """(prefill tok/s, decode tok/s) from `ctxpar bench`: the prefill samples one token, then
-    decode_tokens decode steps (so --output-len is decode_tokens + 1)."""
+    decode_tokens decode steps (so --output-len is decode_tokens + 1). With fill the prompt
+    is not computed: --dummy-context fills its KV with random values."""
     kv_bytes = (context + decode_tokens + 64) * LAYERS * 2 * KV_HEADS * HEAD_DIM * 2
     # The checkpoint written for both engines, not `ctxpar bench`'s default of dummy weights.
     cmd = [binary, "bench", "--model", model_dir, "--load-format", "safetensors", "--dtype",
@@ -247,7 +338,7 @@ def run_ctxpar(binary, model_dir, threads, context, decode_tokens):
            str(context), "--output-len", str(decode_tokens + 1), "--threads-per-rank",
            str(threads), "--max-model-len", str(context + decode_tokens + 1),
            "--kv-cache-memory", str(max(kv_bytes * 2, 64 << 20)), "--num-iters-warmup", "1",
-           "--json"]
+           "--json"] + (["--dummy-context"] if fill else [])
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     row = json.loads(out.strip().splitlines()[-1])[0]
     return row["prefill_tokens_per_second"], row["decode_tokens_per_second"]
@@ -265,6 +356,9 @@ def main():
                     help="decode from a 1-token prompt up to this context")
     ap.add_argument("--decode-at", default="4096,16384", help="contexts for the decode rows")
     ap.add_argument("--decode-tokens", type=int, default=32, help="decode tokens per row")
+    ap.add_argument("--fill-context", action="store_true",
+                    help="decode-at rows fill their context instead of prefilling it (both "
+                         "engines; makes 64K rows take minutes, not hours)")
     ap.add_argument("--repeats", type=int, default=1, help="runs per case (best kept)")
     ap.add_argument("--passes", type=int, default=4, help="read-ceiling passes per measurement")
     ap.add_argument("--quick", action="store_true",
@@ -279,25 +373,28 @@ def main():
 
     gguf_path = prepare_model(a.model_dir, a.seed)
     rng = np.random.default_rng(a.seed + 1)
-    # case: (label, prompt tokens, decode tokens, which figure of the run is reported)
-    cases = [(f"prefill {p}", p, 0, "prefill") for p in prefills]
-    cases.append((f"decode 0-{a.short_decode}", 1, a.short_decode - 1, "decode"))
-    cases += [(f"decode at {c}", c, a.decode_tokens, "decode") for c in decode_at]
-    n_ctx = max([p for _, p, _, _ in cases]) + max(a.decode_tokens, a.short_decode) + 16
+    # case: (label, prompt tokens, decode tokens, which figure is reported, filled context)
+    cases = [(f"prefill {p}", p, 0, "prefill", False) for p in prefills]
+    cases.append((f"decode 0-{a.short_decode}", 1, a.short_decode - 1, "decode", False))
+    fill = " filled" if a.fill_context else ""
+    cases += [(f"decode at {c}{fill}", c, a.decode_tokens, "decode", a.fill_context)
+              for c in decode_at]
+    n_ctx = max([c[1] for c in cases]) + max(a.decode_tokens, a.short_decode) + 16
 
     results = []  # dicts: case, engine, threads, tok_s, ceiling
     for t in threads:
         llama = LlamaCpp(gguf_path, t, n_ctx)
-        for label, prompt_len, decode, kind in cases:
+        for label, prompt_len, decode, kind, filled in cases:
             prompt = random_prompt(rng, prompt_len)
             for rep in range(a.repeats):
                 # Alternate the engines; each beside a fresh ceiling.
                 for engine in ("llama.cpp", "ctxpar"):
                     ceiling = read_ceiling(a.read_ceiling, t, a.passes)
                     if engine == "llama.cpp":
-                        pf, dc = llama.run(prompt, decode)
+                        pf, dc = llama.run(prompt, decode, filled)
                     else:
-                        pf, dc = run_ctxpar(a.ctxpar, a.model_dir, t, prompt_len, decode)
+                        pf, dc = run_ctxpar(a.ctxpar, a.model_dir, t, prompt_len, decode,
+                                            filled)
                     value = pf if kind == "prefill" else dc
                     results.append({"case": label, "engine": engine, "threads": t,
                                     "tok_s": value, "ceiling_gb_s": ceiling, "repeat": rep})
@@ -318,7 +415,7 @@ def main():
         head += f" llama.cpp {t}T | ctxpar {t}T | ctxpar/llama.cpp {t}T |"
     print(head)
     print("|" + " --- |" * (1 + 3 * len(threads)))
-    for label, _, _, kind in cases:
+    for label, _, _, kind, _ in cases:
         line = f"| {label} |"
         for t in threads:
             cells = []
