@@ -208,8 +208,8 @@ FILL_SEED = 512  # tokens prefilled for real before --fill-context repeats their
 
 def parse_seq_state(blob, cells):
     """llama_state_seq_get_data's bytes for one sequence of `cells` tokens, one stream, V not
-    transposed (flash attention) -> (8-byte prefix, [(type, row bytes, data) per K then V
-    layer]). Raises on anything else."""
+    transposed (flash attention) -> (the 8-byte header before the cache, kept as is,
+    [(type, row bytes, data) per K then V layer]). Raises on anything else."""
     def u32(at):
         return struct.unpack_from("<I", blob, at)[0]
 
@@ -239,11 +239,11 @@ def parse_seq_state(blob, cells):
 
 def build_seq_state(prefix, layers, seed_cells, cells):
     """The inverse of parse_seq_state, with each layer's seed_cells rows repeated to `cells`."""
-    parts = [prefix, struct.pack("<II", 1, cells)]
-    parts.append(np.tile(np.array([0, 1, 0], dtype="<i4"), (cells, 1)))
-    parts[-1][:, 0] = np.arange(cells)
-    parts[-1] = parts[-1].tobytes()
-    parts.append(struct.pack("<II", 0, len(layers) // 2))
+    cell_meta = np.zeros((cells, 3), dtype="<i4")  # pos, n_seq_id, seq_id 0
+    cell_meta[:, 0] = np.arange(cells)
+    cell_meta[:, 1] = 1
+    parts = [prefix, struct.pack("<II", 1, cells), cell_meta.tobytes(),
+             struct.pack("<II", 0, len(layers) // 2)]
     for kind, row, data in layers:
         rows = np.frombuffer(data, dtype=np.uint8).reshape(seed_cells, row)
         parts.append(struct.pack("<iQ", kind, row))
@@ -298,9 +298,10 @@ class LlamaCpp:
         computing them: the first FILL_SEED tokens are prefilled for real and their K/V rows
         repeated to length n, written back through llama.cpp's own sequence-state API. A
         decode step reads every cell whatever its values, so it costs what it costs after a
-        real prefill (compare a row with and without --fill-context). The state's layout (llama-kv-cache.cpp
-        state_write) is parsed strictly and the parse must rebuild the saved bytes exactly,
-        so a llama.cpp whose layout differs fails here instead of measuring something else."""
+        real prefill (compare a row with and without --fill-context). The state's layout
+        (llama-kv-cache.cpp, state_write) is parsed strictly and the parse must rebuild the
+        saved bytes exactly, so a llama.cpp whose layout differs fails here instead of
+        measuring something else."""
         import ctypes
 
         import llama_cpp
