@@ -137,12 +137,15 @@ class OpenAiClient(unittest.TestCase):
             prompt = fx.random_prompts(rng, 1)[0]
             base = self.complete(prompt=prompt, max_tokens=30, temperature=0,
                                  extra_body={"ignore_eos": True})["choices"][0]["text"]
-            if len(base) >= 6 and "\ufffd" not in base[2:6]:
+            # Where a two-character stop string can cut: from the third character on, text
+            # after it, no U+FFFD in it (the tiny model's random byte tokens often decode to
+            # it). Looking only at characters 2-5 found no such text in 20 prompts ~3% of runs.
+            cuts = [at for at in range(2, len(base) - 2) if "\ufffd" not in base[at:at + 2]]
+            if cuts:
                 break
         else:
-            self.fail("no greedy text long enough to cut")
-        at = rng.randint(2, len(base) - 3)
-        stop = base[at:at + 2]
+            self.fail("no greedy text with two characters to cut at")
+        stop = base[rng.choice(cuts):][:2]
         first = base.index(stop)
         for include in (False, True):
             args = dict(prompt=prompt, max_tokens=30, temperature=0, stop=[stop, "\x00never"],
