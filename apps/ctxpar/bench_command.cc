@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "ctxpar/core/cpu_features.h"
 #include "ctxpar/core/error.h"
 #include "engine_flags.h"
 #include "output_format.h"
@@ -53,7 +54,10 @@ void run(const BenchOptions& o) {
   if (base.decode_context_parallel_size > 1) dcps.push_back(base.decode_context_parallel_size);
   std::mt19937 rng(static_cast<uint32_t>(base.seed));
   nlohmann::json rows = nlohmann::json::array();
+  // The kernels' ISA (the CPU's best, or lower with CTXPAR_ISA): rates differ by ISA.
+  const std::string isa(isa_name(active_isa()));
   if (is_output_rank() && !o.json) {
+    std::printf("isa %s\n", isa.c_str());
     std::printf("%-6s %-8s %-4s %14s %14s %12s %12s %12s %12s %14s\n", "batch", "context", "N",
                 "prefill tok/s", "decode tok/s", "decode batch", "decode comm", "KV used/rank",
                 "KV pool/rank", "capacity");
@@ -113,7 +117,8 @@ void run(const BenchOptions& o) {
                         {"decode_collective_share", decode_comm},
                         {"kv_bytes_used_per_rank", kv_used},
                         {"kv_bytes_per_rank", s.kv_bytes_per_rank},
-                        {"token_capacity", s.token_capacity}});
+                        {"token_capacity", s.token_capacity},
+                        {"isa", isa}});
         if (!o.json) {
           const std::string prefill_text =
               c.dummy_context ? std::string("-") : fmt::format("{:.1f}", prefill);
