@@ -329,7 +329,8 @@ class LlamaCpp:
 
 
 def run_ctxpar(binary, model_dir, threads, context, decode_tokens, fill=False):
-    """(prefill tok/s, decode tok/s) from `ctxpar bench`: the prefill samples one token, then
+    """(prefill tok/s, decode tok/s, the ISA its kernels ran) from `ctxpar bench`: the prefill
+    samples one token, then
     decode_tokens decode steps (so --output-len is decode_tokens + 1). With fill the prompt
     is not computed: --dummy-context fills its KV with random values."""
     kv_bytes = (context + decode_tokens + 64) * LAYERS * 2 * KV_HEADS * HEAD_DIM * 2
@@ -342,7 +343,7 @@ def run_ctxpar(binary, model_dir, threads, context, decode_tokens, fill=False):
            "--json"] + (["--dummy-context"] if fill else [])
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     row = json.loads(out.strip().splitlines()[-1])[0]
-    return row["prefill_tokens_per_second"], row["decode_tokens_per_second"]
+    return row["prefill_tokens_per_second"], row["decode_tokens_per_second"], row["isa"]
 
 
 def main():
@@ -383,6 +384,7 @@ def main():
     n_ctx = max([c[1] for c in cases]) + max(a.decode_tokens, a.short_decode) + 16
 
     results = []  # dicts: case, engine, threads, tok_s, ceiling
+    ctxpar_isas = set()
     for t in threads:
         llama = LlamaCpp(gguf_path, t, n_ctx)
         for label, prompt_len, decode, kind, filled in cases:
@@ -394,8 +396,9 @@ def main():
                     if engine == "llama.cpp":
                         pf, dc = llama.run(prompt, decode, filled)
                     else:
-                        pf, dc = run_ctxpar(a.ctxpar, a.model_dir, t, prompt_len, decode,
-                                            filled)
+                        pf, dc, isa = run_ctxpar(a.ctxpar, a.model_dir, t, prompt_len, decode,
+                                                 filled)
+                        ctxpar_isas.add(isa)
                     value = pf if kind == "prefill" else dc
                     results.append({"case": label, "engine": engine, "threads": t,
                                     "tok_s": value, "ceiling_gb_s": ceiling, "repeat": rep})
@@ -430,6 +433,10 @@ def main():
             ratio = best[(label, "ctxpar", t)]["tok_s"] / best[(label, "llama.cpp", t)]["tok_s"]
             line += f" {cells[0]} | {cells[1]} | {ratio:.2f} |"
         print(line)
+    import llama_cpp
+
+    print(f"ctxpar kernels: isa {', '.join(sorted(ctxpar_isas))}; llama.cpp: "
+          f"{llama_cpp.llama_print_system_info().decode().strip(' |')}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)
