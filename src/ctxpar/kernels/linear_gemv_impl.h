@@ -22,13 +22,15 @@ constexpr int gemv_rows_per_block() {
 }
 static_assert(kGemvRowBlock % 8 == 0, "pool tasks start on register block boundaries");
 // Prefetch distance in each weight row: far enough ahead to cover DRAM latency for the
-// streams of a block, near enough to stay within what the L1/L2 can hold until used: 16 pair
-// steps within [512 B, 1 KiB]. 1 KiB for AVX-512 (tuned on an Intel Xeon VM) and for AVX2 f32
-// rows; 512 bytes for AVX2 bf16 rows (an AMD EPYC VM, 1 thread: 21 GB/s against 19.5 at 1 KiB
-// and 19 at 256 bytes).
+// streams of a block, near enough to stay within what the L1/L2 can hold until used. bf16
+// rows 512 bytes: on an AMD EPYC VM (AVX2, 1 thread) 21 GB/s against 19.5 at 1 KiB and 19 at
+// 256 bytes; on an Intel Xeon VM (AVX-512, AMX) decode of the bench/compare model 6.64 / 12.80
+// tok/s (1 / 2 threads, means of 5 / 6 alternated runs) against 6.56 / 12.58 at 1 KiB;
+// kernels_linear_bench DecodeLinears 0.951 / 0.943 of the read ceiling against 0.948 / 0.934
+// (means of 4), 0.77 / 0.79 at 256 bytes. f32 rows 1 KiB (tuned on that Xeon VM).
 template <class V, class WT>
 constexpr int64_t gemv_prefetch_bytes() {
-  return std::clamp<int64_t>(16 * 2 * V::kWidth * static_cast<int64_t>(sizeof(WT)), 512, 1024);
+  return sizeof(WT) == 2 ? 512 : 1024;
 }
 
 inline float gemv_load_one(const float* p) {
