@@ -28,7 +28,7 @@ static_assert(kGemvRowBlock % 8 == 0, "pool tasks start on register block bounda
 // tok/s (1 / 2 threads, means of 5 / 6 alternated runs) against 6.56 / 12.58 at 1 KiB;
 // kernels_linear_bench DecodeLinears 0.951 / 0.943 of the read ceiling against 0.948 / 0.934
 // (means of 4), 0.77 / 0.79 at 256 bytes. f32 rows 1 KiB (tuned on that Xeon VM).
-template <class V, class WT>
+template <class WT>
 constexpr int64_t gemv_prefetch_bytes() {
   return sizeof(WT) == 2 ? 512 : 1024;
 }
@@ -56,7 +56,7 @@ inline void gemv_block(const float* x, int64_t k, const WT* w, int64_t ldw, cons
                        float* y, int64_t ldy) {
   constexpr int kW = V::kWidth;
   constexpr int kP = 2 * kW;
-  constexpr int64_t kAhead = gemv_prefetch_bytes<V, WT>() / static_cast<int64_t>(sizeof(WT));
+  constexpr int64_t kAhead = gemv_prefetch_bytes<WT>() / static_cast<int64_t>(sizeof(WT));
   V acc[R][T];
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) acc[r][t] = V::zero();
