@@ -4,22 +4,28 @@
 //
 // Per KV head, one pass over the keys in tiles of 64 (the AVX-512 variant's online softmax,
 // with the 16 rows as the 16 lanes of a vector):
-//   the next tile's K and V rows are prefetched (TilePrefetch, attention_kernel_impl.h) in
-//                    step with the tile unit's instructions, over scores and P·V alike;
+//   the next tile's K and V lines are prefetched in the order the tile unit reads them (line
+//                    j of every row, then j + 1: ColumnPrefetch), in step with its
+//                    instructions, over scores and P·V alike;
 //   Sᵀ[keys, rows] = K · qᵀ: four 16-key C tiles, A = 16 K rows × 32 dims loaded from the
 //                    cache in place (or from a copy where the rows are not evenly spaced),
 //                    B = q in VNNI pairs as three bf16 terms (prepared once per job), each
 //                    k-step's B tiles shared by the four key groups;
-//   per 32 keys: max, 2^(S − m) and the running sums lane-wise over the key rows of Sᵀ;
-//                P[rows, 32 keys] = the weights transposed, as p_hi + p_lo (two A tiles);
-//                O[rows, dv] += P · V, V's rows interleaved in key pairs (VNNI B tiles of 16
-//                columns), O kept in memory and loaded / stored per 16-column tile.
+//   per tile: max, 2^(S − m) and the running sums lane-wise over the key rows of Sᵀ;
+//             P[rows, 64 keys] = the weights transposed, as p_hi + p_lo (four A tiles);
+//   per 32 columns of V: the tile's V rows' columns interleaved in key pairs (two VNNI B
+//             tiles per 32 keys, 2 KiB written just before use, so read from L1), then
+//             O[rows, 32 columns] += P · V, both 32-key halves per load and store of O's
+//             two tiles (O stays in memory: 16 × dv f32 is more than the eight tiles).
 // Three bf16 terms hold an f32 mantissa exactly and products of bf16 values are exact in the
 // tile unit's f32 accumulation, so the scores (and the lse the merges need) are as exact as
 // f32 FMAs; the weights keep 16 bits (~2⁻¹⁷ relative in o). Two terms of q instead fail the
-// attention tests' lse tolerance; kernels_attention_bench MlaDecode, 1 thread: 72 GFLOP/s
-// (AVX-512) → 285, 0.63 of the read ceiling, where it was written; on an AMX Xeon VM whose
-// 1-thread ceiling reads 18.6 GB/s, 280-310 GFLOP/s from DRAM and 370 from L2.
+// attention tests' lse tolerance. kernels_attention_bench MlaDecode, 1 thread, AMX Xeon VM:
+// 16 heads from L2 13.6-14.9 GB/s of KV (0.76-0.83 of the read ceiling; 11.2-11.5 when all
+// of a tile's V was interleaved into 64 KiB first and O loaded and stored per 32 keys), 8
+// heads 15.4-16.9 (12.6-12.8); from DRAM 8.5-9.0 either way (0.48-0.51): there the demand
+// loads of lines prefetched a tile earlier bound it (with no load of the cache, only the
+// prefetches, it runs at 0.98).
 #include <immintrin.h>
 
 #include <bit>
@@ -84,8 +90,8 @@ struct AmxScratch {
   RowGroup groups[kMaxGroups];
   uint16_t* kst;  // [64 keys, dk]                               K rows copied (key_group)
   float* st;      // [64 keys, 16 rows]                           one group's scores → weights
-  uint16_t* p;    // [hi, lo][16 rows, 32 keys]                   the weights as A tiles
-  uint16_t* vv;   // [2 halves][dv / 16][16 pairs][16 columns][2] the tile's V rows, VNNI B
+  uint16_t* p;    // [groups][2 halves][hi, lo][16 rows, 32 keys]  the weights as A tiles
+  uint16_t* vv;   // [2 chunks][2 halves][2 tiles][16 pairs][16 columns][2]  32 columns of V
 };
 
 AmxScratch carve(float* scratch, int64_t dk, int64_t dv) {
@@ -105,8 +111,8 @@ AmxScratch carve(float* scratch, int64_t dk, int64_t dv) {
   }
   s.kst = reinterpret_cast<uint16_t*>(take(kAmxKeys * dk * 2));
   s.st = reinterpret_cast<float*>(take(kAmxKeys * kTileRows * 4));
-  s.p = reinterpret_cast<uint16_t*>(take(2 * 1024));
-  s.vv = reinterpret_cast<uint16_t*>(take(2 * dv / 16 * 1024));
+  s.p = reinterpret_cast<uint16_t*>(take(kMaxGroups * 4 * 1024));
+  s.vv = reinterpret_cast<uint16_t*>(take(2 * 4 * 1024));
   return s;
 }
 
@@ -170,9 +176,11 @@ const uint16_t* key_group(const uint16_t* const* rows, int j0, int n, int64_t dk
   return stage;
 }
 
-// V rows (n of them, zero past n) interleaved in key pairs: vv[c] is the B tile of columns
-// [16c, 16c + 16), its row k holding (v[2k][col], v[2k + 1][col]) for each column.
-void interleave_values(const uint16_t* const* rows, int n, int64_t dv, uint16_t* vv) {
+// Columns [c, c + 32) of 32 V rows (n of them, zero past n) interleaved in key pairs: the B
+// tiles vv[0] (columns c..c+15) and vv[512] (c+16..c+31), row k holding (v[2k][col],
+// v[2k + 1][col]) for each column. 2 KiB, written just before the tile unit reads them, so
+// they are read from L1 (the whole tile's V interleaved at once was 64 KiB for MLA, in L2).
+void interleave_values(const uint16_t* const* rows, int n, int64_t c, uint16_t* vv) {
   alignas(64) static constexpr uint16_t kLo[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,
                                                    37, 6,  38, 7,  39, 8,  40, 9,  41, 10, 42,
                                                    11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
@@ -182,25 +190,21 @@ void interleave_values(const uint16_t* const* rows, int n, int64_t dv, uint16_t*
   const __m512i lo_idx = _mm512_load_si512(kLo);
   const __m512i hi_idx = _mm512_load_si512(kHi);
   for (int k = 0; k < kPvKeys / 2; ++k) {
-    const uint16_t* a = 2 * k < n ? rows[2 * k] : nullptr;
-    const uint16_t* b = 2 * k + 1 < n ? rows[2 * k + 1] : nullptr;
-    for (int64_t c = 0; c < dv; c += kDimStep) {
-      const __m512i va = a ? _mm512_loadu_si512(a + c) : _mm512_setzero_si512();
-      const __m512i vb = b ? _mm512_loadu_si512(b + c) : _mm512_setzero_si512();
-      const int64_t tile = c / 16;
-      _mm512_store_si512(vv + tile * 512 + k * 32, _mm512_permutex2var_epi16(va, lo_idx, vb));
-      _mm512_store_si512(vv + (tile + 1) * 512 + k * 32, _mm512_permutex2var_epi16(va, hi_idx, vb));
-    }
+    const __m512i va = 2 * k < n ? _mm512_loadu_si512(rows[2 * k] + c) : _mm512_setzero_si512();
+    const __m512i vb =
+        2 * k + 1 < n ? _mm512_loadu_si512(rows[2 * k + 1] + c) : _mm512_setzero_si512();
+    _mm512_store_si512(vv + k * 32, _mm512_permutex2var_epi16(va, lo_idx, vb));
+    _mm512_store_si512(vv + 512 + k * 32, _mm512_permutex2var_epi16(va, hi_idx, vb));
   }
 }
 
-// Online softmax over the tile's scores st[32 keys][16 rows] (lanes are rows): keys at or
+// Online softmax over the tile's scores st[64 keys][16 rows] (lanes are rows): keys at or
 // past valid[r] masked; st becomes the weights, o rows are rescaled.
 void softmax_tile(float* st, __m512i valid, const RowGroup& sc, int64_t dv) {
   const __m512 neg_inf = _mm512_set1_ps(kNegInf);
   __m512 mx = _mm512_loadu_ps(sc.m);
   const __m512 m_old = mx;
-  for (int j = 0; j < kPvKeys; ++j) {
+  for (int j = 0; j < kAmxKeys; ++j) {
     const __mmask16 keep = _mm512_cmpgt_epi32_mask(valid, _mm512_set1_epi32(j));
     const __m512 s = _mm512_mask_mov_ps(neg_inf, keep, _mm512_load_ps(st + j * kTileRows));
     _mm512_store_ps(st + j * kTileRows, s);
@@ -210,7 +214,7 @@ void softmax_tile(float* st, __m512i valid, const RowGroup& sc, int64_t dv) {
   const __mmask16 none = _mm512_cmp_ps_mask(mx, neg_inf, _CMP_EQ_OQ);
   const simd::Vec16 m_use{_mm512_mask_mov_ps(mx, none, _mm512_setzero_ps())};
   simd::Vec16 sum = simd::Vec16::zero();
-  for (int j = 0; j < kPvKeys; ++j) {
+  for (int j = 0; j < kAmxKeys; ++j) {
     const simd::Vec16 p = exp2(simd::Vec16{_mm512_load_ps(st + j * kTileRows)} - m_use);
     p.store(st + j * kTileRows);
     sum = sum + p;
@@ -254,6 +258,41 @@ void weights_to_tiles(const float* st, uint16_t* p) {
     _mm512_store_si512(p + 512 + r * 32, lo[r]);
   }
 }
+
+// Requests the next tile's cache lines in the order the tile unit reads them: line j of every
+// K row (a score k-step reads one line of each of the tile's rows), then the V rows the same
+// way (P·V reads 32 columns of every row at a time); `consumed` bytes of this tile's work buy
+// as many bytes of requests.
+class ColumnPrefetch {
+ public:
+  ColumnPrefetch(const uint16_t* const* k, const uint16_t* const* v, int n, int64_t k_bytes,
+                 int64_t v_bytes)
+      : k_(k), v_(v), n_(n), k_lines_(k_bytes / kLine), v_lines_(v_bytes / kLine) {}
+
+  void consumed(int64_t bytes) {
+    credit_ += bytes;
+    while (credit_ >= kLine && n_ > 0 && line_ < k_lines_ + v_lines_) {
+      credit_ -= kLine;
+      const bool in_k = line_ < k_lines_;
+      const char* row = reinterpret_cast<const char*>(in_k ? k_[x_] : v_[x_]);
+      __builtin_prefetch(row + (in_k ? line_ : line_ - k_lines_) * kLine, 0, 3);
+      if (++x_ == n_) {
+        x_ = 0;
+        ++line_;
+      }
+    }
+  }
+
+ private:
+  static constexpr int64_t kLine = 64;
+  const uint16_t* const* k_;
+  const uint16_t* const* v_;
+  int n_;
+  int64_t k_lines_, v_lines_;
+  int x_ = 0;
+  int64_t line_ = 0;
+  int64_t credit_ = 0;
+};
 
 // One KV head's rows [r0, r0 + rows) over the job's keys, in groups of 16 that share each
 // K tile (read from memory once, then from L2) and its interleaved V rows.
@@ -301,19 +340,13 @@ void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& 
     const int64_t tdps = k_steps * 3 * key_groups + halves * (dv / 32) * 4;
     const int64_t next_bytes = n_next * (dk + (job.v_in_k_row ? 0 : dv)) * 2;
     const int64_t bytes_per_tdp = (next_bytes + tdps - 1) / tdps;
-    TilePrefetch<uint16_t> prefetch(k_rows[cur ^ 1], v_rows[cur ^ 1], n_next, 1, 0, 0, dk * 2,
-                                    job.v_in_k_row ? 0 : dv * 2);
+    ColumnPrefetch prefetch(k_rows[cur ^ 1], v_rows[cur ^ 1], n_next, dk * 2,
+                            job.v_in_k_row ? 0 : dv * 2);
     const uint16_t* ka[4];
     int64_t a_stride[4] = {};
     for (int kg = 0; kg < key_groups; ++kg) {
       ka[kg] = key_group(k_rows[cur], 16 * kg, n, dk, sc.kst + 16 * kg * dk, &a_stride[kg]);
     }
-    // V rows of each 32-key half: the K rows' prefixes (MLA), or the cache's V rows.
-    for (int h = 0; h < halves; ++h) {
-      interleave_values((job.v_in_k_row ? k_rows[cur] : v_rows[cur]) + h * kPvKeys,
-                        std::min(kPvKeys, n - h * kPvKeys), dv, sc.vv + h * (dv / 16) * 512);
-    }
-
     for (int gi = 0; gi < num_groups; ++gi) {
       RowGroup& g = sc.groups[gi];
       // Sᵀ = K · qᵀ (three terms): tile kg the scores of keys [16kg, 16kg + 16); each k-step's
@@ -348,41 +381,63 @@ void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& 
       _tile_stored(2, sc.st + 32 * kTileRows, 64);
       _tile_stored(3, sc.st + 48 * kTileRows, 64);
 
-      // Softmax and P · V per 32 keys (one bf16 k-step of the product).
-      for (int h = 0; h < halves; ++h) {
-        const int64_t h0 = t0 + h * kPvKeys;
-        const int nh = std::min(kPvKeys, n - h * kPvKeys);
-        float* st = sc.st + h * kPvKeys * kTileRows;
-        alignas(64) int32_t valid[kTileRows];
-        for (int r = 0; r < kTileRows; ++r) {
-          // Rows past the group's own are masked whole (their weights are 0).
-          valid[r] =
-              r >= g.rows ? 0
-              : job.row_key_end != nullptr
-                  ? static_cast<int32_t>(std::clamp<int64_t>(job.row_key_end[g.r0 + r] - h0, 0, nh))
-                  : nh;
-        }
-        softmax_tile(st, _mm512_load_si512(valid), g, dv);
-        weights_to_tiles(st, sc.p);
+      // Online softmax over the tile's 64 keys, its weights as A tiles.
+      alignas(64) int32_t valid[kTileRows];
+      for (int r = 0; r < kTileRows; ++r) {
+        // Rows past the group's own are masked whole (their weights are 0).
+        valid[r] =
+            r >= g.rows ? 0
+            : job.row_key_end != nullptr
+                ? static_cast<int32_t>(std::clamp<int64_t>(job.row_key_end[g.r0 + r] - t0, 0, n))
+                : n;
+      }
+      softmax_tile(sc.st, _mm512_load_si512(valid), g, dv);
+      uint16_t* pg = sc.p + gi * 4 * 512;
+      weights_to_tiles(sc.st, pg);
+      if (halves > 1) weights_to_tiles(sc.st + kPvKeys * kTileRows, pg + 2 * 512);
+    }
 
-        // O += P · V, two 16-column tiles at a time (dv is a multiple of 32).
-        const uint16_t* vv = sc.vv + h * (dv / 16) * 512;
-        _tile_loadd(2, sc.p, 64);
-        _tile_loadd(3, sc.p + 512, 64);
-        const int64_t o_stride = dv * 4;
-        for (int64_t c = 0; c < dv; c += 32) {
-          if (gi == 0) prefetch.consumed(4 * bytes_per_tdp);
-          _tile_loadd(0, g.o + c, o_stride);
-          _tile_loadd(1, g.o + c + 16, o_stride);
-          _tile_loadd(4, vv + (c / 16) * 512, 64);
-          _tile_loadd(5, vv + (c / 16 + 1) * 512, 64);
-          _tile_dpbf16ps(0, 2, 4);
-          _tile_dpbf16ps(0, 3, 4);
-          _tile_dpbf16ps(1, 2, 5);
-          _tile_dpbf16ps(1, 3, 5);
-          _tile_stored(0, g.o + c, o_stride);
-          _tile_stored(1, g.o + c + 16, o_stride);
+    // O[rows, dv] += P · V per 32 columns, both 32-key halves (two bf16 k-steps) per load and
+    // store of each group's O tiles. Tiles: O 0-1, V 4-5, P 2-3 (first half) and 6-7.
+    const uint16_t* const* vrows = job.v_in_k_row ? k_rows[cur] : v_rows[cur];
+    const int64_t o_stride = dv * 4;
+    for (int64_t c = 0; c < dv; c += 32) {
+      uint16_t* vv = sc.vv + ((c / 32) & 1) * 4 * 512;
+      for (int h = 0; h < halves; ++h) {
+        interleave_values(vrows + h * kPvKeys, std::min(kPvKeys, n - h * kPvKeys), c,
+                          vv + h * 2 * 512);
+      }
+      for (int gi = 0; gi < num_groups; ++gi) {
+        RowGroup& g = sc.groups[gi];
+        if (c == 0 || num_groups > 1) {
+          const uint16_t* pg = sc.p + gi * 4 * 512;
+          _tile_loadd(2, pg, 64);
+          _tile_loadd(3, pg + 512, 64);
+          if (halves > 1) {
+            _tile_loadd(6, pg + 1024, 64);
+            _tile_loadd(7, pg + 1536, 64);
+          }
         }
+        if (gi == 0) prefetch.consumed(4 * bytes_per_tdp);
+        _tile_loadd(0, g.o + c, o_stride);
+        _tile_loadd(1, g.o + c + 16, o_stride);
+        _tile_loadd(4, vv, 64);
+        _tile_loadd(5, vv + 512, 64);
+        _tile_dpbf16ps(0, 2, 4);
+        _tile_dpbf16ps(0, 3, 4);
+        _tile_dpbf16ps(1, 2, 5);
+        _tile_dpbf16ps(1, 3, 5);
+        if (halves > 1) {
+          if (gi == 0) prefetch.consumed(4 * bytes_per_tdp);
+          _tile_loadd(4, vv + 1024, 64);
+          _tile_loadd(5, vv + 1536, 64);
+          _tile_dpbf16ps(0, 6, 4);
+          _tile_dpbf16ps(0, 7, 4);
+          _tile_dpbf16ps(1, 6, 5);
+          _tile_dpbf16ps(1, 7, 5);
+        }
+        _tile_stored(0, g.o + c, o_stride);
+        _tile_stored(1, g.o + c + 16, o_stride);
       }
     }
     cur ^= 1;
