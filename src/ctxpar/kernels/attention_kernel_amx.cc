@@ -4,9 +4,8 @@
 //
 // Per KV head, one pass over the keys in tiles of 64 (the AVX-512 variant's online softmax,
 // with the 16 rows as the 16 lanes of a vector):
-//   the next tile's K and V lines are prefetched in the order the tile unit reads them (line
-//                    j of every row, then j + 1: ColumnPrefetch), in step with its
-//                    instructions, over scores and P·V alike;
+//   the next tile's K and V rows are prefetched (TilePrefetch, attention_kernel_impl.h) in
+//                    step with the tile unit's instructions, over scores and P·V alike;
 //   Sᵀ[keys, rows] = K · qᵀ: four 16-key C tiles, A = 16 K rows × 32 dims loaded from the
 //                    cache in place (or from a copy where the rows are not evenly spaced),
 //                    B = q in VNNI pairs as three bf16 terms (prepared once per job), each
@@ -23,9 +22,10 @@
 // attention tests' lse tolerance. kernels_attention_bench MlaDecode, 1 thread, AMX Xeon VM:
 // 16 heads from L2 13.6-14.9 GB/s of KV (0.76-0.83 of the read ceiling; 11.2-11.5 when all
 // of a tile's V was interleaved into 64 KiB first and O loaded and stored per 32 keys), 8
-// heads 15.4-16.9 (12.6-12.8); from DRAM 8.5-9.0 either way (0.48-0.51): there the demand
-// loads of lines prefetched a tile earlier bound it (with no load of the cache, only the
-// prefetches, it runs at 0.98).
+// heads 15.4-16.9 (12.6-12.8); from L3 (one 36 MiB cache read again, 480 MiB L3) 13.2-14.5;
+// from DRAM 8.5-9.0 either way (0.48-0.51). The prefetches hide L3's latency, not DRAM's: with
+// the cache's loads taken out and only the prefetches left it runs at 0.98 of the ceiling,
+// with either the K or the V loads left in at 0.47-0.49.
 #include <immintrin.h>
 
 #include <bit>
@@ -259,41 +259,6 @@ void weights_to_tiles(const float* st, uint16_t* p) {
   }
 }
 
-// Requests the next tile's cache lines in the order the tile unit reads them: line j of every
-// K row (a score k-step reads one line of each of the tile's rows), then the V rows the same
-// way (P·V reads 32 columns of every row at a time); `consumed` bytes of this tile's work buy
-// as many bytes of requests.
-class ColumnPrefetch {
- public:
-  ColumnPrefetch(const uint16_t* const* k, const uint16_t* const* v, int n, int64_t k_bytes,
-                 int64_t v_bytes)
-      : k_(k), v_(v), n_(n), k_lines_(k_bytes / kLine), v_lines_(v_bytes / kLine) {}
-
-  void consumed(int64_t bytes) {
-    credit_ += bytes;
-    while (credit_ >= kLine && n_ > 0 && line_ < k_lines_ + v_lines_) {
-      credit_ -= kLine;
-      const bool in_k = line_ < k_lines_;
-      const char* row = reinterpret_cast<const char*>(in_k ? k_[x_] : v_[x_]);
-      __builtin_prefetch(row + (in_k ? line_ : line_ - k_lines_) * kLine, 0, 3);
-      if (++x_ == n_) {
-        x_ = 0;
-        ++line_;
-      }
-    }
-  }
-
- private:
-  static constexpr int64_t kLine = 64;
-  const uint16_t* const* k_;
-  const uint16_t* const* v_;
-  int n_;
-  int64_t k_lines_, v_lines_;
-  int x_ = 0;
-  int64_t line_ = 0;
-  int64_t credit_ = 0;
-};
-
 // One KV head's rows [r0, r0 + rows) over the job's keys, in groups of 16 that share each
 // K tile (read from memory once, then from L2) and its interleaved V rows.
 void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& resolver,
@@ -340,8 +305,8 @@ void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& 
     const int64_t tdps = k_steps * 3 * key_groups + halves * (dv / 32) * 4;
     const int64_t next_bytes = n_next * (dk + (job.v_in_k_row ? 0 : dv)) * 2;
     const int64_t bytes_per_tdp = (next_bytes + tdps - 1) / tdps;
-    ColumnPrefetch prefetch(k_rows[cur ^ 1], v_rows[cur ^ 1], n_next, dk * 2,
-                            job.v_in_k_row ? 0 : dv * 2);
+    TilePrefetch<uint16_t> prefetch(k_rows[cur ^ 1], v_rows[cur ^ 1], n_next, 1, 0, 0, dk * 2,
+                                    job.v_in_k_row ? 0 : dv * 2);
     const uint16_t* ka[4];
     int64_t a_stride[4] = {};
     for (int kg = 0; kg < key_groups; ++kg) {
