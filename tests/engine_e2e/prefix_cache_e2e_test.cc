@@ -213,11 +213,20 @@ TEST_P(PrefixCacheGreedy, SameTokensWithAndWithoutTheCache) {
     const EngineConfig on = config_for(model, l, true);
     const int64_t bn = int64_t{l.block} * l.dcp;
 
-    // One batch.
+    // One batch. A hit leaves the rest of a prompt to a shorter prefill (other GEMM shapes, an
+    // ulp apart), which for the sparse model can decide an indexer near tie as in the tight
+    // budget below (seed 4200428425, DSA-CP at T = N = 4, changed one greedy token of ten
+    // requests): there the runs compare by vLLM's logprobs rule too.
     const std::vector<GenerationRequest> batch = shared_prefix_batch(rng, bn);
-    const GenerationResult want = generate(off, batch);
-    const GenerationResult got = generate(on, batch);
-    EXPECT_EQ(tokens_of(got), tokens_of(want));
+    RunOptions batch_logits;
+    batch_logits.record_logits = sparse;
+    const GenerationResult want = generate(off, batch, batch_logits);
+    const GenerationResult got = generate(on, batch, batch_logits);
+    if (sparse) {
+      EXPECT_EQ(greedy_close(got, want), "");
+    } else {
+      EXPECT_EQ(tokens_of(got), tokens_of(want));
+    }
     EXPECT_EQ(want.stats.prefix_cache.queries, 0) << "no lookups with the cache off";
     EXPECT_GT(got.stats.prefix_cache.hits, 0);
     EXPECT_LT(got.stats.prefix_cache.hits, got.stats.prefix_cache.queries);
@@ -256,10 +265,8 @@ TEST_P(PrefixCacheGreedy, SameTokensWithAndWithoutTheCache) {
     // decide an indexer near tie, select another key and change a greedy token (seen about
     // once in 40 runs), so there the runs compare by vLLM's logprobs rule; dense models keep
     // equal tokens.
-    RunOptions with_logits;
-    with_logits.record_logits = sparse;
-    const GenerationResult tight_want = generate(off, long_batch, with_logits);
-    const GenerationResult tight_got = generate(tight, long_batch, with_logits);
+    const GenerationResult tight_want = generate(off, long_batch, batch_logits);
+    const GenerationResult tight_got = generate(tight, long_batch, batch_logits);
     if (sparse) {
       EXPECT_EQ(greedy_close(tight_got, tight_want), "");
     } else {
