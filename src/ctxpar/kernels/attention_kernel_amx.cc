@@ -204,11 +204,15 @@ void softmax_tile(float* st, __m512i valid, const RowGroup& sc, int64_t dv) {
   const __m512 neg_inf = _mm512_set1_ps(kNegInf);
   __m512 mx = _mm512_loadu_ps(sc.m);
   const __m512 m_old = mx;
-  for (int j = 0; j < kAmxKeys; ++j) {
-    const __mmask16 keep = _mm512_cmpgt_epi32_mask(valid, _mm512_set1_epi32(j));
-    const __m512 s = _mm512_mask_mov_ps(neg_inf, keep, _mm512_load_ps(st + j * kTileRows));
-    _mm512_store_ps(st + j * kTileRows, s);
-    mx = _mm512_max_ps(mx, s);
+  if (_mm512_cmpge_epi32_mask(valid, _mm512_set1_epi32(kAmxKeys)) == 0xFFFF) {
+    for (int j = 0; j < kAmxKeys; ++j) mx = _mm512_max_ps(mx, _mm512_load_ps(st + j * kTileRows));
+  } else {
+    for (int j = 0; j < kAmxKeys; ++j) {
+      const __mmask16 keep = _mm512_cmpgt_epi32_mask(valid, _mm512_set1_epi32(j));
+      const __m512 s = _mm512_mask_mov_ps(neg_inf, keep, _mm512_load_ps(st + j * kTileRows));
+      _mm512_store_ps(st + j * kTileRows, s);
+      mx = _mm512_max_ps(mx, s);
+    }
   }
   // A row with no key yet keeps m = -inf; its weights 2^(-inf - 0) are 0.
   const __mmask16 none = _mm512_cmp_ps_mask(mx, neg_inf, _CMP_EQ_OQ);
@@ -349,12 +353,12 @@ void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& 
       // Online softmax over the tile's 64 keys, its weights as A tiles.
       alignas(64) int32_t valid[kTileRows];
       for (int r = 0; r < kTileRows; ++r) {
-        // Rows past the group's own are masked whole (their weights are 0).
+        // Rows past the group's own are not masked: their q is zero and their outputs are
+        // never read, and a whole tile of visible keys then skips the masking.
         valid[r] =
-            r >= g.rows ? 0
-            : job.row_key_end != nullptr
-                ? static_cast<int32_t>(std::clamp<int64_t>(job.row_key_end[g.r0 + r] - t0, 0, n))
-                : n;
+            r >= g.rows || job.row_key_end == nullptr
+                ? n
+                : static_cast<int32_t>(std::clamp<int64_t>(job.row_key_end[g.r0 + r] - t0, 0, n));
       }
       softmax_tile(sc.st, _mm512_load_si512(valid), g, dv);
       uint16_t* pg = sc.p + gi * 4 * 512;
