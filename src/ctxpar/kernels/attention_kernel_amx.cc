@@ -19,13 +19,15 @@
 // Three bf16 terms hold an f32 mantissa exactly and products of bf16 values are exact in the
 // tile unit's f32 accumulation, so the scores (and the lse the merges need) are as exact as
 // f32 FMAs; the weights keep 16 bits (~2⁻¹⁷ relative in o). Two terms of q instead fail the
-// attention tests' lse tolerance. kernels_attention_bench MlaDecode, 1 thread, AMX Xeon VM:
-// 16 heads from L2 13.6-14.9 GB/s of KV (0.76-0.83 of the read ceiling; 11.2-11.5 when all
-// of a tile's V was interleaved into 64 KiB first and O loaded and stored per 32 keys), 8
-// heads 15.4-16.9 (12.6-12.8); from L3 (one 36 MiB cache read again, 480 MiB L3) 13.2-14.5;
-// from DRAM 8.5-9.0 either way (0.48-0.51). The prefetches hide L3's latency, not DRAM's: with
-// the cache's loads taken out and only the prefetches left it runs at 0.98 of the ceiling,
-// with either the K or the V loads left in at 0.47-0.49.
+// attention tests' lse tolerance. kernels_attention_bench MlaDecode, AMX Xeon VM, against the
+// kernel that interleaved a whole tile's V (64 KiB) first, ran P·V per 32 keys and always
+// masked: 16 heads from L2 14.4-14.8 GB/s of KV against 11.3-12.1 (0.81-0.84 of the read
+// ceiling), 8 heads 16.4 against 12.6; from DRAM on 2 threads 19.9-20.2 against 16.4-17.5,
+// on 1 thread (the other core idle) 8.3 against 9.0-9.1. attention_decode_bench Mla64K (two
+// ranks of one thread each, DRAM): N = 1 7.6-7.8 ms against 8.7-9.0, N = 2 4.0-4.3 against
+// 5.2-5.4. From L3 (one 36 MiB cache read again, 480 MiB L3) 13.2-14.5 GB/s: the prefetches
+// hide L3's latency, not DRAM's; with the cache's loads taken out and only the prefetches left
+// it runs at 0.98 of the ceiling, with either the K or the V loads left in at 0.47-0.49.
 #include <immintrin.h>
 
 #include <bit>
