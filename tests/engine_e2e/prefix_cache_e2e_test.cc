@@ -192,6 +192,16 @@ std::vector<std::string> runnable_builtins() {
   return names;
 }
 
+// Runs with and without the cache: the same greedy tokens, or for the sparse model (where an
+// ulp can decide an indexer near tie and select another key) vLLM's logprobs rule.
+void expect_same_greedy(const GenerationResult& got, const GenerationResult& want, bool sparse) {
+  if (sparse) {
+    EXPECT_EQ(greedy_close(got, want), "");
+  } else {
+    EXPECT_EQ(tokens_of(got), tokens_of(want));
+  }
+}
+
 class PrefixCacheGreedy : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PrefixCacheGreedy, SameTokensWithAndWithoutTheCache) {
@@ -218,15 +228,11 @@ TEST_P(PrefixCacheGreedy, SameTokensWithAndWithoutTheCache) {
     // budget below (seed 4200428425, DSA-CP at T = N = 4, changed one greedy token of ten
     // requests): there the runs compare by vLLM's logprobs rule too.
     const std::vector<GenerationRequest> batch = shared_prefix_batch(rng, bn);
-    RunOptions batch_logits;
-    batch_logits.record_logits = sparse;
-    const GenerationResult want = generate(off, batch, batch_logits);
-    const GenerationResult got = generate(on, batch, batch_logits);
-    if (sparse) {
-      EXPECT_EQ(greedy_close(got, want), "");
-    } else {
-      EXPECT_EQ(tokens_of(got), tokens_of(want));
-    }
+    RunOptions sparse_logits;
+    sparse_logits.record_logits = sparse;
+    const GenerationResult want = generate(off, batch, sparse_logits);
+    const GenerationResult got = generate(on, batch, sparse_logits);
+    expect_same_greedy(got, want, sparse);
     EXPECT_EQ(want.stats.prefix_cache.queries, 0) << "no lookups with the cache off";
     EXPECT_GT(got.stats.prefix_cache.hits, 0);
     EXPECT_LT(got.stats.prefix_cache.hits, got.stats.prefix_cache.queries);
@@ -265,13 +271,9 @@ TEST_P(PrefixCacheGreedy, SameTokensWithAndWithoutTheCache) {
     // decide an indexer near tie, select another key and change a greedy token (seen about
     // once in 40 runs), so there the runs compare by vLLM's logprobs rule; dense models keep
     // equal tokens.
-    const GenerationResult tight_want = generate(off, long_batch, batch_logits);
-    const GenerationResult tight_got = generate(tight, long_batch, batch_logits);
-    if (sparse) {
-      EXPECT_EQ(greedy_close(tight_got, tight_want), "");
-    } else {
-      EXPECT_EQ(tokens_of(tight_got), tokens_of(tight_want));
-    }
+    const GenerationResult tight_want = generate(off, long_batch, sparse_logits);
+    const GenerationResult tight_got = generate(tight, long_batch, sparse_logits);
+    expect_same_greedy(tight_got, tight_want, sparse);
     EXPECT_GT(tight_got.stats.preemptions, 0);
     resumed_hits += tight_got.stats.prefix_cache.preempted_hits;
     ++ran;
