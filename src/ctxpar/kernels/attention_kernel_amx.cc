@@ -25,7 +25,9 @@
 // ceiling), 8 heads 16.4 against 12.6; from DRAM on 2 threads 19.9-20.2 against 16.4-17.5,
 // on 1 thread (the other core idle) 8.3 against 9.0-9.1. attention_decode_bench Mla64K (two
 // ranks of one thread each, DRAM): N = 1 7.6-7.8 ms against 8.7-9.0, N = 2 4.0-4.3 against
-// 5.2-5.4. From L3 (one 36 MiB cache read again, 480 MiB L3) 13.2-14.5 GB/s: the prefetches
+// 5.2-5.4. Those DRAM figures prefetched a tile's 74 KiB in three lanes; in six (TilePrefetch)
+// 11.3-11.6 GB/s on 1 thread (0.63-0.64), 22.0-22.1 on 2 (0.65), Mla64K 6.9-7.1 and 3.55-3.67
+// ms. From L3 (one 36 MiB cache read again, 480 MiB L3) 13.2-14.5 GB/s: the prefetches
 // hide L3's latency, not DRAM's; with the cache's loads taken out and only the prefetches left
 // it runs at 0.98 of the ceiling, with either the K or the V loads left in at 0.47-0.49.
 #include <immintrin.h>

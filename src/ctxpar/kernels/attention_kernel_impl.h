@@ -118,10 +118,12 @@ inline void load_pair(const uint16_t* p, V& a, V& b) {
 //   (8 keys ahead, in the score phase only) stalled the arithmetic behind them and left DRAM
 //   idle during P·V, so memory and compute took turns; spreading them lets them overlap;
 // - the next tile's rows are merged into contiguous spans (a paged block of 16 tokens × all of
-//   the job's heads is one 32 KiB span for GQA), cut to at most kLaneBytes, and the spans are
-//   walked round-robin, kChunk bytes at a time: eight streams (four blocks, K and V) within
-//   pages the L2 streamer can run ahead on, where one walk in key order gave it two
-//   (0.60 -> 0.68);
+//   the job's heads is one 32 KiB span for GQA), cut into lanes of a sixth of the tile (4 to
+//   32 KiB), and the lanes are walked round-robin, kChunk bytes at a time: five to eight streams
+//   within pages the L2 streamer can run ahead on. GQA's eight (four blocks, K and V) against
+//   one walk in key order: 0.60 -> 0.68; MLA's 74 KiB tile in 32 KiB lanes (three) against six
+//   of 12 KiB: 0.48-0.51 -> 0.63-0.65; more streams lose again (GQA in sixteen 0.66-0.68
+//   against 0.69-0.71, MLA in eighteen 0.46);
 // - the bookkeeping per request batch is a pointer bump: a walk over (key, head, K/V) rows
 //   cost 16% of the L2-resident compute rate (18.4 -> 15.5 GB/s without issuing a prefetch).
 template <class T>
@@ -131,6 +133,8 @@ class TilePrefetch {
   // bytes further; v_bytes 0: V lies inside the K rows (MLA).
   TilePrefetch(const T* const* k, const T* const* v, int n, int heads, int64_t k_head_stride,
                int64_t v_head_stride, int64_t k_bytes, int64_t v_bytes) {
+    const int64_t total = int64_t{n} * heads * (k_bytes + v_bytes);
+    lane_ = std::clamp<int64_t>((total / kSpans + kPage - 1) / kPage * kPage, kPage, kMaxLaneBytes);
     add_rows(k, n, heads, k_head_stride, k_bytes);
     if (v_bytes > 0) add_rows(v, n, heads, v_head_stride, v_bytes);
   }
@@ -157,7 +161,9 @@ class TilePrefetch {
  private:
   static constexpr int64_t kLine = 64;
   static constexpr int64_t kChunk = 256;
-  static constexpr int64_t kLaneBytes = 32 * 1024;
+  static constexpr int64_t kPage = 4096;
+  static constexpr int64_t kSpans = 6;  // spans a tile's rows are cut into, lanes permitting
+  static constexpr int64_t kMaxLaneBytes = 32 * 1024;
   static constexpr int kMaxSpans = 2 * kKeyTile;  // one per key of K and of V
 
   // Spans of one tensor's rows; a row's heads form one extent when they are adjacent.
@@ -172,7 +178,7 @@ class TilePrefetch {
   }
   void add_extent(const char* b, const char* e) {
     // Extend the last span when this extent continues it and the lane has room.
-    if (live_ > 0 && end_[live_ - 1] == b && e - cur_[live_ - 1] <= kLaneBytes) {
+    if (live_ > 0 && end_[live_ - 1] == b && e - cur_[live_ - 1] <= lane_) {
       end_[live_ - 1] = e;
       return;
     }
@@ -186,6 +192,7 @@ class TilePrefetch {
   const char* end_[kMaxSpans];
   int live_ = 0, at_ = 0;
   int64_t credit_ = 0;
+  int64_t lane_ = kMaxLaneBytes;
 };
 
 // consumed() on a prefetcher that may be absent (rows already converted to f32).
