@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -100,6 +103,54 @@ TEST(Checkpoint, SingleFileByDirectoryOrPath) {
   write_safetensors(dir.file("model.safetensors"), model);
   expect_serves(*Checkpoint::open(dir.path().string()), model);
   expect_serves(*Checkpoint::open(dir.file("model.safetensors")), model);
+}
+
+// Bytes of `path` this process has resident through its mappings (/proc/self/smaps Rss).
+int64_t mapped_resident_bytes(const std::string& path) {
+  std::ifstream smaps("/proc/self/smaps");
+  EXPECT_TRUE(smaps.good()) << "cannot read /proc/self/smaps";
+  int64_t kib = 0;
+  bool in_file = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::istringstream fields(line);
+    std::string first;
+    fields >> first;
+    if (first == "Rss:") {
+      int64_t n = 0;
+      fields >> n;
+      if (in_file) kib += n;
+    } else if (first.find('-') != std::string::npos && first.back() != ':') {
+      // A mapping's header: range, perms, offset, device, inode, then the path if any.
+      std::string perms, offset, dev, inode, mapped;
+      fields >> perms >> offset >> dev >> inode;
+      std::getline(fields >> std::ws, mapped);
+      in_file = mapped == path;
+    }
+  }
+  return kib * 1024;
+}
+
+// Once a model has copied its weights out, the engine releases the checkpoint's pages: they
+// leave the process's RSS (they were a second copy of the model), and the checkpoint still
+// serves every tensor, reading the pages again.
+TEST(Checkpoint, ReleasedPagesLeaveTheRssAndReadAgain) {
+  CTXPAR_SEEDED_RNG(rng);
+  testing::TempDir dir;
+  // Several MiB, so that resident pages are far from zero whatever the page size.
+  const int64_t rows = uniform_int(rng, 1500, 2500), cols = uniform_int(rng, 1000, 1500);
+  std::vector<std::pair<std::string, Tensor>> model = random_model(rng);
+  model.emplace_back("model.big.weight", random_tensor({rows, cols}, DType::kBF16, rng));
+  const std::string file = dir.file("model.safetensors");
+  write_safetensors(file, model);
+  const auto ckpt = Checkpoint::open(file);
+  const std::string mapped = std::filesystem::canonical(file).string();
+  expect_serves(*ckpt, model);
+  const int64_t big = rows * cols * 2;
+  EXPECT_GE(mapped_resident_bytes(mapped), big) << mapped;
+  ckpt->release_pages();
+  EXPECT_EQ(mapped_resident_bytes(mapped), 0) << mapped;
+  expect_serves(*ckpt, model);
+  EXPECT_GE(mapped_resident_bytes(mapped), big) << mapped;
 }
 
 TEST(Checkpoint, TensorParallelSlicesReassembleTheFullWeights) {

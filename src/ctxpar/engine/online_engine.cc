@@ -445,6 +445,9 @@ LoadedRank load_rank(const ResolvedEngineConfig& cfg, Communicator& world) {
   r.ctx = std::make_unique<model::ModelContext>(
       model::ModelContext{*r.weights, *r.groups, cfg.options, *r.pool});
   r.runner = std::make_unique<ModelRunner>(cfg.model, *r.ctx, cfg.raw.dummy_context);
+  // The layers hold their own copies (huge-page tensors, repacked or quantized); the
+  // checkpoint's mapped pages would stay in the RSS as a second copy of the model.
+  r.weights->release_pages();
 
   const std::vector<kv::KvCacheSpec> specs = r.runner->model().kv_cache_specs();
   const kv::KvCapacity cap =

@@ -105,6 +105,10 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& path) {
   return ckpt;
 }
 
+void Checkpoint::release_pages() const {
+  for (const auto& f : files_) f->release_pages();
+}
+
 void Checkpoint::add_file(const std::string& file_path) {
   files_.push_back(std::make_unique<SafetensorsFile>(file_path));
   const SafetensorsFile& file = *files_.back();

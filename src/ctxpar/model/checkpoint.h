@@ -38,6 +38,8 @@ class Checkpoint : public WeightSource {
   std::vector<std::string> tensor_names() const;  // sorted
   std::vector<std::string> file_paths() const;
   const std::string& path() const { return path_; }
+  // Unmaps the pages of every shard read so far (MappedFile::release_pages).
+  void release_pages() const override;
 
  private:
   struct Location {

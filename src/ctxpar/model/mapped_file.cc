@@ -38,6 +38,12 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   ::close(fd);  // the mapping stays valid without the descriptor
 }
 
+void MappedFile::release_pages() const {
+  // A read-only private mapping has no dirty pages: MADV_DONTNEED only drops them from the
+  // page tables. Advisory, so a refusal leaves the pages mapped and is not an error.
+  if (data_) ::madvise(const_cast<uint8_t*>(data_), size_, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }

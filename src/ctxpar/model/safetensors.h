@@ -55,6 +55,8 @@ class SafetensorsFile {
   const SafetensorsTensorInfo* find(const std::string& name) const;
   // The tensor's bytes inside the mapping; valid while this object lives.
   const uint8_t* bytes(const SafetensorsTensorInfo& info) const;
+  // MappedFile::release_pages: bytes() and read() stay valid.
+  void release_pages() const { file_.release_pages(); }
 
   // Reads the slice of tensor `name` (see WeightSource::get); copies only the slice's bytes
   // out of the mapping. Throws Error if the tensor is missing, its shape is not

@@ -40,6 +40,10 @@ class WeightSource {
   // or mis-shaped.
   virtual kernels::Fp8Weight get_fp8(const std::string& name, const Shape& full_shape,
                                      const Slice& slice) const;
+
+  // Gives back memory held only for reading (a checkpoint's mapped pages) once the model has
+  // copied its weights out; every method above keeps working (pages are read again).
+  virtual void release_pages() const {}
 };
 
 // Throws Error unless `slice` of a [rows, cols] FP8 tensor named `name` cuts on 128-blocks
