@@ -29,7 +29,8 @@
 // 11.3-11.6 GB/s on 1 thread (0.63-0.64), 22.0-22.1 on 2 (0.65), Mla64K 6.9-7.1 and 3.55-3.67
 // ms. From L3 (one 36 MiB cache read again, 480 MiB L3) 13.2-14.5 GB/s: the prefetches
 // hide L3's latency, not DRAM's; with the cache's loads taken out and only the prefetches left
-// it runs at 0.98 of the ceiling, with either the K or the V loads left in at 0.47-0.49.
+// it runs at 0.98 of the ceiling, with either the K or the V loads left in at 0.47-0.49 (six
+// lanes: 0.60-0.64, as with both).
 #include <immintrin.h>
 
 #include <bit>
