@@ -19,18 +19,14 @@
 // Three bf16 terms hold an f32 mantissa exactly and products of bf16 values are exact in the
 // tile unit's f32 accumulation, so the scores (and the lse the merges need) are as exact as
 // f32 FMAs; the weights keep 16 bits (~2⁻¹⁷ relative in o). Two terms of q instead fail the
-// attention tests' lse tolerance. kernels_attention_bench MlaDecode, AMX Xeon VM, against the
-// kernel that interleaved a whole tile's V (64 KiB) first, ran P·V per 32 keys and always
-// masked: 16 heads from L2 14.4-14.8 GB/s of KV against 11.3-12.1 (0.81-0.84 of the read
-// ceiling), 8 heads 16.4 against 12.6; from DRAM on 2 threads 19.9-20.2 against 16.4-17.5,
-// on 1 thread (the other core idle) 8.3 against 9.0-9.1. attention_decode_bench Mla64K (two
-// ranks of one thread each, DRAM): N = 1 7.6-7.8 ms against 8.7-9.0, N = 2 4.0-4.3 against
-// 5.2-5.4. Those DRAM figures prefetched a tile's 74 KiB in three lanes; in six (TilePrefetch)
-// 11.3-11.6 GB/s on 1 thread (0.63-0.64), 22.0-22.1 on 2 (0.65), Mla64K 6.9-7.1 and 3.55-3.67
-// ms. From L3 (one 36 MiB cache read again, 480 MiB L3) 13.2-14.5 GB/s: the prefetches
-// hide L3's latency, not DRAM's; with the cache's loads taken out and only the prefetches left
-// it runs at 0.98 of the ceiling, with either the K or the V loads left in at 0.47-0.49 (six
-// lanes: 0.60-0.64, as with both).
+// attention tests' lse tolerance.
+// Where it stands (kernels_attention_bench MlaDecode, 16 heads, AMX Xeon VM, fractions of the
+// read ceiling): from L2 0.81-0.9, the rate of the arithmetic alone; from DRAM 0.63-0.65
+// on 1 and 2 threads. The prefetches alone (loads of the cache taken out) read at 0.98, and
+// with only the K or only the V loads left in at 0.60-0.64, as with both: some interaction of
+// demand reads with the requests in flight, not the arithmetic, holds the rate (not resolved
+// without hardware counters). attention_decode_bench Mla64K: 6.9-7.1 ms without DCP, 3.55-3.67
+// with N = 2.
 #include <immintrin.h>
 
 #include <bit>
