@@ -38,7 +38,7 @@ class Checkpoint : public WeightSource {
   std::vector<std::string> tensor_names() const;  // sorted
   std::vector<std::string> file_paths() const;
   const std::string& path() const { return path_; }
-  // Unmaps the pages of every shard read so far (MappedFile::release_pages).
+  // Drops every shard's touched pages from this process (MappedFile::release_pages).
   void release_pages() const override;
 
  private:

@@ -20,8 +20,8 @@ class MappedFile {
   const std::string& path() const { return path_; }
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
-  // Unmaps the pages this process has touched (they leave its RSS); the mapping stays valid
-  // and a later read faults them in again from the page cache or the disk.
+  // Drops the pages this process has touched from its page tables (they leave its RSS); the
+  // mapping stays valid and a later read faults them in again from the page cache or disk.
   void release_pages() const;
 
  private:
