@@ -71,6 +71,29 @@ inline double relative_error(const Tensor& out, const Tensor& ref) {
   return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-300);
 }
 
+// ‖out − ref‖₂ / ‖scale‖₂ in double. For sums, `scale` holds each output's sum of term
+// magnitudes (Σ|xᵢ·wᵢ|): rounding error grows with that, while ‖ref‖ can be near zero when
+// a few terms cancel, which makes relative_error fail a correct kernel.
+inline double error_relative_to(const Tensor& out, const Tensor& ref, const Tensor& scale) {
+  EXPECT_EQ(out.shape(), ref.shape());
+  EXPECT_EQ(scale.shape(), ref.shape());
+  const std::vector<double> a = to_doubles(out), b = to_doubles(ref), s = to_doubles(scale);
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < a.size() && i < b.size() && i < s.size(); ++i) {
+    diff += (a[i] - b[i]) * (a[i] - b[i]);
+    norm += s[i] * s[i];
+  }
+  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-300);
+}
+
+// |t| as a contiguous float32 tensor (any dtype, any strides).
+inline Tensor absolute(const Tensor& t) {
+  const std::vector<double> v = to_doubles(t);
+  Tensor a = Tensor::empty(t.shape(), DType::kF32);
+  for (size_t i = 0; i < v.size(); ++i) a.data<float>()[i] = static_cast<float>(std::fabs(v[i]));
+  return a;
+}
+
 inline bool all_finite(const Tensor& t) {
   for (double v : to_doubles(t)) {
     if (!std::isfinite(v)) return false;
