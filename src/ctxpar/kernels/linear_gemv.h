@@ -3,8 +3,9 @@
 // Decode reads every weight once per token, so this kernel is a read loop first: one pass
 // over the weight rows, 8 (AVX-512) or 4 rows per iteration in register blocks with the
 // tokens' x vectors (a step of x is loaded once per block, each weight vector once per token
-// block), software
-// prefetch gemv_prefetch_bytes() ahead in each row, bias added when the sums are stored. bf16
+// block), each register row walking its own contiguous run of rows (a sequential stream),
+// software prefetch gemv_prefetch_bytes() ahead in each row, bias added when the sums are
+// stored. bf16
 // weights either convert with one shift or mask per vector (simd.h "pair lane order"), or,
 // where AVX-512 BF16 dot products are fast, feed vdpbf16ps as loaded (that kernel takes one
 // row at a time for a single token: one sequential stream); x is prepared once per call in

@@ -27,7 +27,9 @@ static_assert(kGemvRowBlock % 8 == 0, "pool tasks start on register block bounda
 // 256 bytes; on an Intel Xeon VM (AVX-512, AMX) decode of the bench/compare model 6.64 / 12.80
 // tok/s (1 / 2 threads, means of 5 / 6 alternated runs) against 6.56 / 12.58 at 1 KiB;
 // kernels_linear_bench DecodeLinears 0.951 / 0.943 of the read ceiling against 0.948 / 0.934
-// (means of 4), 0.77 / 0.79 at 256 bytes. f32 rows 1 KiB (tuned on that Xeon VM).
+// (means of 4), 0.77 / 0.79 at 256 bytes; with the rows read as streams (gemv_rows), 512
+// bytes still read best there (0.94 against 0.89 at 256, 0.92 at 1 KiB, 0.91 at 2 KiB).
+// f32 rows 1 KiB (tuned on that Xeon VM).
 template <class WT>
 constexpr int64_t gemv_prefetch_bytes() {
   return sizeof(WT) == 2 ? 512 : 1024;
@@ -50,10 +52,11 @@ inline void gemv_load_pair(const uint16_t* p, V& a, V& b) {
   V::load_bf16_pair(p, a, b);
 }
 
-// y[t·ldy + r] = Σ_i x[t·k + i]·w[r·ldw + i] (+ bias[r]) for R rows and T tokens.
+// For R rows spaced `stride` rows apart (row r is weight row r·stride) and T tokens:
+// y[t·ldy + r·stride] = Σ_i x[t·k + i]·w[r·stride·ldw + i] (+ bias[r·stride]).
 template <class V, class WT, int R, int T>
-inline void gemv_block(const float* x, int64_t k, const WT* w, int64_t ldw, const float* bias,
-                       float* y, int64_t ldy) {
+inline void gemv_block(const float* x, int64_t k, const WT* w, int64_t ldw, int64_t stride,
+                       const float* bias, float* y, int64_t ldy) {
   constexpr int kW = V::kWidth;
   constexpr int kP = 2 * kW;
   constexpr int64_t kAhead = gemv_prefetch_bytes<WT>() / static_cast<int64_t>(sizeof(WT));
@@ -70,12 +73,12 @@ inline void gemv_block(const float* x, int64_t k, const WT* w, int64_t ldw, cons
       xb[t] = V::load(x + t * k + i + kW);
     }
     for (int r = 0; r < R; ++r) {
-      const WT* row = w + r * ldw + i;
+      const WT* row = w + r * stride * ldw + i;
       // One request per cache line: a pair step of bf16 (or half of one of f32) is 64 bytes
       // for 16-lane vectors; narrower vectors request a line twice, which is harmless. Near a
-      // row's end, the same row of the next block (R rows on), whose head would otherwise
-      // start with demand misses (x86 prefetches past the weight do not fault).
-      __builtin_prefetch(i + kAhead < k ? row + kAhead : row + R * ldw + (kAhead - k), 0, 3);
+      // row's end, the head of the next row, which this register row takes next (x86
+      // prefetches past the weight do not fault).
+      __builtin_prefetch(i + kAhead < k ? row + kAhead : row + ldw + (kAhead - k), 0, 3);
       V wa, wb;
       gemv_load_pair(row, wa, wb);
       for (int t = 0; t < T; ++t) {
@@ -94,8 +97,9 @@ inline void gemv_block(const float* x, int64_t k, const WT* w, int64_t ldw, cons
     for (int r = 0; r < R; ++r) {
       // Past the last full pair step x and w are both in natural order.
       for (int64_t i = steps * kP; i < k; ++i)
-        sums[r] += x[t * k + i] * gemv_load_one(w + r * ldw + i);
-      y[t * ldy + r] = bias != nullptr ? sums[r] + bias[r] : sums[r];
+        sums[r] += x[t * k + i] * gemv_load_one(w + r * stride * ldw + i);
+      const int64_t o = r * stride;
+      y[t * ldy + o] = bias != nullptr ? sums[r] + bias[o] : sums[r];
     }
   }
 }
@@ -110,37 +114,38 @@ constexpr int gemv_max_tokens() {
 // R rows × T tokens in register blocks of at most 16 accumulators: 8 rows × 3 or 4 tokens go as
 // two 4-row halves.
 template <class V, class WT, int R, int T>
-inline void gemv_block_fit(const float* x, int64_t k, const WT* w, int64_t ldw, const float* bias,
-                           float* y, int64_t ldy) {
+inline void gemv_block_fit(const float* x, int64_t k, const WT* w, int64_t ldw, int64_t stride,
+                           const float* bias, float* y, int64_t ldy) {
   if constexpr (R * T > 16) {
     constexpr int kHalf = R / 2;
-    gemv_block<V, WT, kHalf, T>(x, k, w, ldw, bias, y, ldy);
-    gemv_block<V, WT, kHalf, T>(x, k, w + kHalf * ldw, ldw,
-                                bias != nullptr ? bias + kHalf : nullptr, y + kHalf, ldy);
+    const int64_t half = kHalf * stride;  // rows to the second half's first row
+    gemv_block<V, WT, kHalf, T>(x, k, w, ldw, stride, bias, y, ldy);
+    gemv_block<V, WT, kHalf, T>(x, k, w + half * ldw, ldw, stride,
+                                bias != nullptr ? bias + half : nullptr, y + half, ldy);
   } else {
-    gemv_block<V, WT, R, T>(x, k, w, ldw, bias, y, ldy);
+    gemv_block<V, WT, R, T>(x, k, w, ldw, stride, bias, y, ldy);
   }
 }
 
 template <class V, class WT, int R>
 inline void gemv_row_block(const float* x, int64_t tokens, int64_t k, const WT* w, int64_t ldw,
-                           const float* bias, float* y, int64_t ldy) {
+                           int64_t stride, const float* bias, float* y, int64_t ldy) {
   constexpr int kMaxT = gemv_max_tokens<V>();
   for (int64_t t0 = 0; t0 < tokens; t0 += kMaxT) {
     const float* xt = x + t0 * k;
     float* yt = y + t0 * ldy;
     switch (std::min<int64_t>(kMaxT, tokens - t0)) {
       case 4:
-        if constexpr (kMaxT >= 4) gemv_block_fit<V, WT, R, 4>(xt, k, w, ldw, bias, yt, ldy);
+        if constexpr (kMaxT >= 4) gemv_block_fit<V, WT, R, 4>(xt, k, w, ldw, stride, bias, yt, ldy);
         break;
       case 3:
-        if constexpr (kMaxT >= 3) gemv_block_fit<V, WT, R, 3>(xt, k, w, ldw, bias, yt, ldy);
+        if constexpr (kMaxT >= 3) gemv_block_fit<V, WT, R, 3>(xt, k, w, ldw, stride, bias, yt, ldy);
         break;
       case 2:
-        gemv_block<V, WT, R, 2>(xt, k, w, ldw, bias, yt, ldy);
+        gemv_block<V, WT, R, 2>(xt, k, w, ldw, stride, bias, yt, ldy);
         break;
       default:
-        gemv_block<V, WT, R, 1>(xt, k, w, ldw, bias, yt, ldy);
+        gemv_block<V, WT, R, 1>(xt, k, w, ldw, stride, bias, yt, ldy);
         break;
     }
   }
@@ -151,15 +156,21 @@ void gemv_rows(const GemvArgs& a) {
   const auto* xp = static_cast<const float*>(a.xp);
   const WT* w = static_cast<const WT*>(a.w);
   constexpr int kRows = gemv_rows_per_block<V>();
-  int64_t o = 0;
-  // Rows outermost: a block's weights come from DRAM once, and from L1/L2 for later tokens.
-  for (; o + kRows <= a.n; o += kRows) {
-    gemv_row_block<V, WT, kRows>(xp, a.tokens, a.k, w + o * a.ldw, a.ldw,
-                                 a.bias ? a.bias + o : nullptr, a.y + o, a.ldy);
+  // Each register row walks its own contiguous run of `len` rows, so the weights are read as
+  // kRows long sequential streams. Blocks of kRows adjacent rows instead start kRows new short
+  // streams (a 2048-wide bf16 row is one 4 KiB page) every block: on an Intel Xeon VM
+  // (AVX-512, AMX) a Llama-1B-shaped decode's linears read 0.947-0.949 against 0.925-0.929 of
+  // the read ceiling with 1 thread, 0.944-0.966 against 0.922-0.941 with 2 (alternated in
+  // one process). Rows outermost: a block's weights come from DRAM once, and from L1/L2 for
+  // later tokens.
+  const int64_t len = a.n / kRows;
+  for (int64_t j = 0; j < len; ++j) {
+    gemv_row_block<V, WT, kRows>(xp, a.tokens, a.k, w + j * a.ldw, a.ldw, len,
+                                 a.bias ? a.bias + j : nullptr, a.y + j, a.ldy);
   }
-  for (; o < a.n; ++o) {
-    gemv_row_block<V, WT, 1>(xp, a.tokens, a.k, w + o * a.ldw, a.ldw, a.bias ? a.bias + o : nullptr,
-                             a.y + o, a.ldy);
+  for (int64_t o = len * kRows; o < a.n; ++o) {
+    gemv_row_block<V, WT, 1>(xp, a.tokens, a.k, w + o * a.ldw, a.ldw, 1,
+                             a.bias ? a.bias + o : nullptr, a.y + o, a.ldy);
   }
 }
 
