@@ -17,11 +17,12 @@
 namespace ctxpar::kernels::detail {
 namespace {
 
-// R rows × M tokens: R·M accumulators, the chunk's widened vectors of one row at a time; each
-// activation vector comes from L1 (xs is at most a few tokens × k floats).
+// R rows `stride` rows apart from row o (o, o + stride, ...) × M tokens: R·M accumulators, the
+// chunk's widened vectors of one row at a time; each activation vector comes from L1 (xs is
+// at most a few tokens × k floats).
 template <class V, class L, int R, int M>
 void gemv_rows(const float* xs, int64_t ldxs, const uint8_t* w, int64_t ldw, int64_t k, int64_t o,
-               float* y, int64_t ldy) {
+               int64_t stride, float* y, int64_t ldy) {
   constexpr int kW = V::kWidth, kC = L::kChunk, kN = kC / kW;
   const float* table = e4m3_table();
   V acc[R][M];
@@ -29,16 +30,16 @@ void gemv_rows(const float* xs, int64_t ldxs, const uint8_t* w, int64_t ldw, int
     for (int t = 0; t < M; ++t) acc[r][t] = V::zero();
   }
   const uint8_t* rows[R];
-  for (int r = 0; r < R; ++r) rows[r] = w + (o + r) * ldw;
+  for (int r = 0; r < R; ++r) rows[r] = w + (o + r * stride) * ldw;
   int64_t i = 0;
   for (; i + kC <= k; i += kC) {
     for (int r = 0; r < R; ++r) {
       if constexpr (L::kPrefetch > 0) {
-        // Near a row's end, the same row of the next group (R rows on): short rows (k of 1536
-        // or 2048) otherwise start every group with R demand misses (x86 prefetches of
-        // addresses past the weight do not fault).
+        // Near a row's end, the next row, which this register row takes next: short rows (k
+        // of 1536 or 2048) otherwise start with demand misses (x86 prefetches of addresses
+        // past the weight do not fault).
         const int64_t ahead = i + L::kPrefetch;
-        __builtin_prefetch(ahead < k ? rows[r] + ahead : rows[r] + R * ldw + (ahead - k));
+        __builtin_prefetch(ahead < k ? rows[r] + ahead : rows[r] + ldw + (ahead - k));
       }
       V wv[kN];
       L::load_chunk(rows[r] + i, wv);
@@ -53,7 +54,7 @@ void gemv_rows(const float* xs, int64_t ldxs, const uint8_t* w, int64_t ldw, int
     for (int t = 0; t < M; ++t) {
       float sum = reduce_add(acc[r][t]);
       for (int64_t j = i; j < k; ++j) sum += table[rows[r][j]] * L::kFactor * xs[t * ldxs + j];
-      y[t * ldy + o + r] = sum;
+      y[t * ldy + o + r * stride] = sum;
     }
   }
 }
@@ -61,9 +62,12 @@ void gemv_rows(const float* xs, int64_t ldxs, const uint8_t* w, int64_t ldw, int
 template <class V, class L, int R, int M>
 void gemv_tokens(const float* xs, int64_t ldxs, const uint8_t* w, int64_t ldw, int64_t k,
                  int64_t r0, int64_t nr, float* y, int64_t ldy) {
-  int64_t o = r0;
-  for (; o + R <= r0 + nr; o += R) gemv_rows<V, L, R, M>(xs, ldxs, w, ldw, k, o, y, ldy);
-  for (; o < r0 + nr; ++o) gemv_rows<V, L, 1, M>(xs, ldxs, w, ldw, k, o, y, ldy);
+  // Each register row walks its own contiguous run of `len` rows: R sequential streams
+  // through the row block rather than R short ones restarted every R rows.
+  const int64_t len = nr / R;
+  for (int64_t j = 0; j < len; ++j) gemv_rows<V, L, R, M>(xs, ldxs, w, ldw, k, r0 + j, len, y, ldy);
+  for (int64_t o = r0 + len * R; o < r0 + nr; ++o)
+    gemv_rows<V, L, 1, M>(xs, ldxs, w, ldw, k, o, 1, y, ldy);
 }
 
 // MaxM tokens at a time (what the registers hold); more tokens take further passes. One token
