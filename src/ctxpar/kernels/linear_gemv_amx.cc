@@ -41,22 +41,27 @@ void configure(int rows, int64_t tokens) {
   load_tile_config(c);
 }
 
-// Rows [0, rows) of a block: y[t, r] = Σ x[t, i]·w[r, i] + bias[r].
-void block(const GemvArgs& a, const uint16_t* w, int rows, const float* bias, float* y) {
+// Rows r·stride, r < rows, of w (one A tile's rows): y[t, r·stride] = Σ x[t, i]·w[r·stride, i]
+// + bias[r·stride].
+void block(const GemvArgs& a, const uint16_t* w, int rows, int64_t stride, const float* bias,
+           float* y) {
   const int64_t steps = a.k / kStep, tail = a.k - steps * kStep;
   const auto* xb = static_cast<const uint16_t*>(a.xp);  // [steps][16 pairs][tokens][2]
   const float* xt = reinterpret_cast<const float*>(xb + steps * 32 * a.tokens);  // [tokens, tail]
-  const int64_t x_tile = 32 * a.tokens;  // bf16 values per B tile
-  const int64_t w_stride = a.ldw * 2;
+  const int64_t x_tile = 32 * a.tokens;         // bf16 values per B tile
+  const int64_t w_stride = stride * a.ldw * 2;  // bytes between the tile's rows
   _tile_zero(0);
   _tile_zero(1);
   int64_t s = 0;
   for (; s + 2 <= steps; s += 2) {
     for (int r = 0; r < rows; ++r) {
-      const uint16_t* p = w + r * a.ldw + s * kStep + kAhead;
-      if (s * kStep + kAhead < a.k) _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
-      if ((s + 1) * kStep + kAhead < a.k)
-        _mm_prefetch(reinterpret_cast<const char*>(p + kStep), _MM_HINT_T0);
+      // Near a row's end, the head of the next row, which this tile row takes next (x86
+      // prefetches past the weight do not fault).
+      const uint16_t* row = w + r * stride * a.ldw;
+      for (int64_t i = s * kStep + kAhead; i < (s + 2) * kStep + kAhead; i += kStep) {
+        const uint16_t* p = i < a.k ? row + i : row + a.ldw + (i - a.k);
+        _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+      }
     }
     _tile_loadd(2, w + s * kStep, w_stride);
     _tile_loadd(4, xb + s * x_tile, a.tokens * 4);
@@ -77,8 +82,8 @@ void block(const GemvArgs& a, const uint16_t* w, int rows, const float* bias, fl
     for (int64_t t = 0; t < a.tokens; ++t) {
       float sum = c0[r * a.tokens + t] + c1[r * a.tokens + t];
       for (int64_t i = 0; i < tail; ++i)
-        sum += xt[t * tail + i] * bf16::to_f32(w[r * a.ldw + steps * kStep + i]);
-      y[t * a.ldy + r] = bias != nullptr ? sum + bias[r] : sum;
+        sum += xt[t * tail + i] * bf16::to_f32(w[r * stride * a.ldw + steps * kStep + i]);
+      y[t * a.ldy + r * stride] = bias != nullptr ? sum + bias[r * stride] : sum;
     }
   }
 }
@@ -106,15 +111,17 @@ void gemv_prepare_x_amx(const float* x, int64_t ldx, int64_t tokens, int64_t k, 
 
 void gemv_bf16_amx(const GemvArgs& a) {
   const auto* w = static_cast<const uint16_t*>(a.w);
-  const int64_t full = a.n / kRows * kRows;
+  // Each tile row walks its own contiguous run of `len` rows: 16 sequential streams (as in
+  // the FMA kernels, linear_gemv_impl.h).
+  const int64_t len = a.n / kRows, full = len * kRows;
   if (full > 0) {
     configure(kRows, a.tokens);
-    for (int64_t o = 0; o < full; o += kRows)
-      block(a, w + o * a.ldw, kRows, a.bias ? a.bias + o : nullptr, a.y + o);
+    for (int64_t j = 0; j < len; ++j)
+      block(a, w + j * a.ldw, kRows, len, a.bias ? a.bias + j : nullptr, a.y + j);
   }
   if (full < a.n) {  // the last rows as a shorter tile: never a row past the range
     configure(static_cast<int>(a.n - full), a.tokens);
-    block(a, w + full * a.ldw, static_cast<int>(a.n - full), a.bias ? a.bias + full : nullptr,
+    block(a, w + full * a.ldw, static_cast<int>(a.n - full), 1, a.bias ? a.bias + full : nullptr,
           a.y + full);
   }
   _tile_release();
