@@ -40,9 +40,9 @@ enum class GemvKernel { kScalar, kAvx2, kAvx512, kAvx512Bf16, kAmx };
 
 // From this many tokens bf16 weights take the tile unit at Isa::kAmx: one tile product per
 // KiB of weights whatever the token count, where the FMA kernels need a second register pass
-// (kernels_linear_bench DecodeLinears, an AMX Xeon VM, 1 thread, of the read ceiling: 8
-// tokens 0.76-0.78 against 0.55-0.57; 4 tokens 0.79 against 0.86-0.88, 1 token 0.81 against
-// 0.91-0.93).
+// (kernels_linear_bench DecodeLinears, an AMX Xeon VM, of the read ceiling, 1 / 2 threads:
+// 8 tokens 0.83-0.86 / 0.83-0.85 against 0.64-0.66 / 0.59-0.61; 4 tokens 0.89-0.90 /
+// 0.86-0.88 against 0.86-0.90 / 0.86-0.87, a draw).
 inline constexpr int64_t kAmxGemvMinTokens = 5;
 
 // The kernel for `tokens` tokens over weights of w_type at isa (at most active_isa()) on this
