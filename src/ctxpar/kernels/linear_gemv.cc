@@ -107,14 +107,19 @@ void gemv_prepare_x(GemvKernel kernel, DType w_type, const float* x, int64_t ldx
   auto* dst_all = static_cast<float*>(xp);
   const int64_t step = 2 * kernel_width(kernel);
   const int64_t full = k / step * step;
+  const int64_t half = step / 2;
   for (int64_t t = 0; t < tokens; ++t) {
     const float* src = x + t * ldx;
     float* dst = dst_all + t * k;
-    for (int64_t i = 0; i < k; ++i) {
-      const int64_t base = i / step * step, j = i - base;
-      const int64_t at = i < full ? base + (j % 2) * (step / 2) + j / 2 : i;
-      dst[at] = bf16::to_f32(bf16::from_f32(src[i]));
+    // A decode step prepares every linear's x: no division per value (it took 0.5% of a
+    // 1-thread decode step).
+    for (int64_t base = 0; base < full; base += step) {
+      for (int64_t j = 0; j < half; ++j) {
+        dst[base + j] = bf16::to_f32(bf16::from_f32(src[base + 2 * j]));
+        dst[base + half + j] = bf16::to_f32(bf16::from_f32(src[base + 2 * j + 1]));
+      }
     }
+    for (int64_t i = full; i < k; ++i) dst[i] = bf16::to_f32(bf16::from_f32(src[i]));
   }
 }
 
