@@ -1,15 +1,14 @@
 // Internal to Linear: the decode GEMV, y = x · Wᵀ for a few tokens (M <= kGemvMaxTokens).
 //
-// Decode reads every weight once per token, so this kernel is a read loop first: one pass
-// over the weight rows, 8 (AVX-512) or 4 rows per iteration in register blocks with the
-// tokens' x vectors (a step of x is loaded once per block, each weight vector once per token
-// block), each register row walking its own contiguous run of rows (a sequential stream),
-// software prefetch gemv_prefetch_bytes() ahead in each row, bias added when the sums are
-// stored. bf16
-// weights either convert with one shift or mask per vector (simd.h "pair lane order"), or,
-// where AVX-512 BF16 dot products are fast, feed vdpbf16ps as loaded (that kernel takes one
-// row at a time for a single token: one sequential stream); x is prepared once per call in
-// the layout the kernel reads. Callers split output rows over the rank's pool.
+// Decode reads every weight once per token, so this kernel is a read loop first: one pass over the
+// weight rows, 8 (AVX-512) or 4 rows per iteration in register blocks with the tokens' x vectors (a
+// step of x is loaded once per block, each weight vector once per token block), each register row
+// walking its own contiguous run of rows (a sequential stream), software prefetch
+// gemv_prefetch_bytes() ahead in each row, bias added when the sums are stored. bf16 weights either
+// convert with one shift or mask per vector (simd.h "pair lane order"), or, where AVX-512 BF16 dot
+// products are fast, feed vdpbf16ps as loaded (that kernel takes one row at a time for a single
+// token: one sequential stream); x is prepared once per call in the layout the kernel reads.
+// Callers split output rows over the rank's pool.
 //
 // Per-ISA variants (linear_gemv_{scalar,avx2,avx512}.cc) instantiate one template
 // (linear_gemv_impl.h), the dot-product one is linear_gemv_avx512bf16.cc, the tile-unit one
@@ -27,8 +26,9 @@ namespace ctxpar::kernels::detail {
 // Largest token count that takes the GEMV (above it the GEMM paths are faster: each weight
 // vector then feeds enough FMAs that the math, not the read, bounds the time).
 inline constexpr int64_t kGemvMaxTokens = 8;
-// Pool tasks start at multiples of this many output rows: whole register blocks of the FMA
-// kernels (4 or 8 rows); the AMX kernel's 16-row tiles end a task with a shorter tile.
+// Pool tasks span multiples of this many output rows, so a task splits evenly into the FMA
+// kernels' 4 or 8 row streams (rows left over go one at a time); the AMX kernel's 16 streams
+// leave at most a shorter tile.
 inline constexpr int64_t kGemvRowBlock = 8;
 // Output rows per pool task at least: a long contiguous run of the weight (64 rows of a
 // 2048-wide bf16 W are 256 KiB).
