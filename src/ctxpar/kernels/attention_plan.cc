@@ -38,14 +38,52 @@ struct JobSpec {
   int64_t ptr_base;   // split groups: offset into the job pointer arrays
 };
 
-// Chunk length (in keys, a multiple of the key tile) for each group.
-std::vector<int64_t> chunk_lengths(const AttnPlan& plan, int threads) {
-  std::vector<int64_t> len(plan.groups.size());
+// The work of one job-sized share of `groups` when `threads` threads run them.
+double job_unit(const std::vector<AttnGroup>& groups, int threads) {
   double total = 0;
-  for (const AttnGroup& g : plan.groups) total += static_cast<double>(g.rows) * g.num_keys;
-  const double unit = total / static_cast<double>(kJobsPerThread * threads);
-  for (size_t i = 0; i < plan.groups.size(); ++i) {
-    const AttnGroup& g = plan.groups[i];
+  for (const AttnGroup& g : groups) total += static_cast<double>(g.rows) * g.num_keys;
+  return total / static_cast<double>(kJobsPerThread * threads);
+}
+
+// The plan's groups, where a group of several KV heads whose keys are too few to cut into
+// the jobs its share of the work asks for is cut into groups of fewer heads first. A decode
+// token of a short sequence is one group of all KV heads: cut only along the keys it stayed
+// one job, and the other threads waited. Cuts between heads need no merge.
+std::vector<AttnGroup> split_by_heads(const std::vector<AttnGroup>& groups, int threads) {
+  if (threads == 1) return groups;
+  const double unit = job_unit(groups, threads);
+  std::vector<AttnGroup> out;
+  for (const AttnGroup& g : groups) {
+    const int64_t want = unit > 0 ? static_cast<int64_t>(g.rows * g.num_keys / unit + 0.5) : 1;
+    const int64_t key_chunks = std::max<int64_t>(1, g.num_keys / kMinChunkKeys);
+    if (g.kv_heads == 1 || want <= key_chunks) {
+      out.push_back(g);
+      continue;
+    }
+    const int parts =
+        static_cast<int>(std::min<int64_t>(g.kv_heads, (want + key_chunks - 1) / key_chunks));
+    const int head_rows = g.rows / g.kv_heads;
+    for (int p = 0; p < parts; ++p) {
+      // Heads [h0, h1) of the group, as even as they go.
+      const int h0 = g.kv_heads * p / parts, h1 = g.kv_heads * (p + 1) / parts;
+      AttnGroup part = g;
+      part.keys.k += h0 * g.k_head_stride;
+      part.keys.v += h0 * g.v_head_stride;
+      part.first_row = g.first_row + int64_t{h0} * head_rows;
+      part.rows = (h1 - h0) * head_rows;
+      part.kv_heads = h1 - h0;
+      out.push_back(part);
+    }
+  }
+  return out;
+}
+
+// Chunk length (in keys, a multiple of the key tile) for each group.
+std::vector<int64_t> chunk_lengths(const std::vector<AttnGroup>& groups, int threads) {
+  std::vector<int64_t> len(groups.size());
+  const double unit = job_unit(groups, threads);
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const AttnGroup& g = groups[i];
     int64_t chunks = 1;
     if (threads > 1 && unit > 0) {
       const double share = static_cast<double>(g.rows) * g.num_keys / unit;
@@ -64,14 +102,15 @@ void run_attention_plan(const AttnPlan& plan, ThreadPool& pool, Isa isa) {
   const AttnJobFn fn = job_fn(isa);
   const MergeKernels& merge = merge_kernels(isa);
   const int threads = pool.num_threads();
-  const std::vector<int64_t> len = chunk_lengths(plan, threads);
+  const std::vector<AttnGroup> groups = split_by_heads(plan.groups, threads);
+  const std::vector<int64_t> len = chunk_lengths(groups, threads);
 
   std::vector<JobSpec> jobs;
   std::vector<int64_t> split_groups;  // groups whose chunks need a merge
   std::vector<int64_t> split_first_job;
   int64_t part_floats = 0, lse_floats = 0, ptrs = 0;
-  for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
-    const AttnGroup& g = plan.groups[gi];
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const AttnGroup& g = groups[gi];
     const int64_t chunks = std::max<int64_t>(1, (g.num_keys + len[gi] - 1) / len[gi]);
     if (chunks == 1) {
       jobs.push_back({static_cast<int64_t>(gi), 0, g.num_keys, -1, -1, -1});
@@ -96,7 +135,7 @@ void run_attention_plan(const AttnPlan& plan, ThreadPool& pool, Isa isa) {
   std::vector<float*> job_lse(static_cast<size_t>(ptrs));
   for (const JobSpec& j : jobs) {
     if (j.part_base < 0) continue;
-    const int rows = plan.groups[j.group].rows;
+    const int rows = groups[j.group].rows;
     for (int r = 0; r < rows; ++r) {
       job_out[j.ptr_base + r] = part_o.data() + j.part_base + r * plan.dv;
       job_lse[j.ptr_base + r] = part_lse.data() + j.lse_base + r;
@@ -108,7 +147,7 @@ void run_attention_plan(const AttnPlan& plan, ThreadPool& pool, Isa isa) {
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
     const auto work = [&](const JobSpec& j) {
-      return (j.key_end - j.key_begin + 1) * plan.groups[j.group].rows;
+      return (j.key_end - j.key_begin + 1) * groups[j.group].rows;
     };
     return work(jobs[a]) > work(jobs[b]);
   });
@@ -116,7 +155,7 @@ void run_attention_plan(const AttnPlan& plan, ThreadPool& pool, Isa isa) {
   const int64_t scratch_floats = attn_scratch_layout(plan.dk, plan.dv).total;
   pool.run(static_cast<int64_t>(jobs.size()), [&](int64_t task, int) {
     const JobSpec& j = jobs[order[task]];
-    const AttnGroup& g = plan.groups[j.group];
+    const AttnGroup& g = groups[j.group];
     AttnJob job;
     job.dtype = plan.dtype;
     job.dk = plan.dk;
@@ -144,7 +183,7 @@ void run_attention_plan(const AttnPlan& plan, ThreadPool& pool, Isa isa) {
 
   // Merge the chunk partials of each split group into its rows.
   pool.run(static_cast<int64_t>(split_groups.size()), [&](int64_t task, int) {
-    const AttnGroup& g = plan.groups[split_groups[task]];
+    const AttnGroup& g = groups[split_groups[task]];
     const int64_t first = split_first_job[task];
     int64_t chunks = 0;
     while (first + chunks < static_cast<int64_t>(jobs.size()) &&

@@ -47,8 +47,9 @@ struct AttnPlan {
 
 // Runs every group with the kernel of `isa`. With more than one thread, groups whose share of
 // the work is large are split along their keys into chunks (each a job writing a partial),
-// and the chunk partials are merged with the merge code (merge_kernel.h). Every row's out
-// and lse are written.
+// and the chunk partials are merged with the merge code (merge_kernel.h); a group of several
+// KV heads with too few keys for that is first split between its heads. Every row's out and
+// lse are written.
 void run_attention_plan(const AttnPlan& plan, ThreadPool& pool, Isa isa);
 
 }  // namespace ctxpar::kernels::detail

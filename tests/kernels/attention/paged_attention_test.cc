@@ -145,6 +145,29 @@ TEST_F(PagedAttentionTest, LongSequencesSplitAcrossThreads) {
   }
 }
 
+TEST_F(PagedAttentionTest, ShortDecodeSplitsBetweenKvHeads) {
+  // One decode token is one group of all its KV heads. With three threads and too few keys to
+  // cut into chunks the group is cut between its heads (unevenly where three does not divide
+  // them); from a thousand keys on, between heads and along the keys both.
+  for (int64_t hkv : {2, 3, 5, 8}) {
+    for (int64_t keys :
+         {int64_t{1}, uniform_int(2, 255), uniform_int(256, 700), uniform_int(1000, 2000)}) {
+      const DType dtype = coin() ? DType::kBF16 : DType::kF32;
+      const int64_t d = coin() ? 64 : 128, group = coin() ? 1 : 4;
+      SCOPED_TRACE("hkv " + std::to_string(hkv) + ", keys " + std::to_string(keys) + ", " +
+                   std::string(dtype_name(dtype)) + ", d " + std::to_string(d) + ", group " +
+                   std::to_string(group));
+      const PagedSetup s = make_block_tables(rng_, 16, {keys});
+      const Cache c = make_cache(s, hkv, d, d, dtype, coin());
+      Batch b;
+      b.q = normal({1, hkv * group, d}, uniform(0.5, 3.0));
+      b.token_req = i32_tensor({0});
+      b.key_lens = i32_tensor({static_cast<int32_t>(keys)});
+      check(s, c.stored, b, static_cast<float>(1.0 / std::sqrt(d)), 1e-5);
+    }
+  }
+}
+
 TEST_F(PagedAttentionTest, Bf16CacheStaysCloseToF32Truth) {
   const int64_t block = 16, d = 128, hkv = 2;
   const PagedSetup s = make_block_tables(rng_, block, {uniform_int(100, 1500), 33, 7});
