@@ -19,30 +19,54 @@ std::string row_label(int64_t row) {
   return row < 0 ? std::string() : fmt::format("row {}: ", row);
 }
 
+// Over the whole lanes of l[0, n): the largest value, and whether every value is below +inf
+// (NaN is not). kLanes independent maxima and flags, floats only, each value loaded once:
+// the form GCC turns into vector code. A check per logit that could throw kept the loop
+// scalar, 0.3% of a decode step for a vocabulary of 128K. Returns the values covered, a
+// multiple of kLanes.
+size_t lane_max_and_validity(const float* l, size_t n, float& max, bool& valid) {
+  constexpr size_t kLanes = 16;
+  float best[kLanes], ok[kLanes];
+  std::fill(best, best + kLanes, kNegInf);
+  std::fill(ok, ok + kLanes, 1.0f);
+  size_t v = 0;
+  for (; v + kLanes <= n; v += kLanes) {
+    for (size_t j = 0; j < kLanes; ++j) {
+      const float x = l[v + j];
+      ok[j] = std::min(ok[j], x < -kNegInf ? 1.0f : 0.0f);
+      best[j] = std::max(best[j], x);
+    }
+  }
+  max = *std::max_element(best, best + kLanes);
+  valid = *std::min_element(ok, ok + kLanes) == 1.0f;
+  return v;
+}
+
 // The largest logit of a row, after checking every logit is finite or -inf and one is finite.
 float checked_max_logit(std::span<const float> logits, int64_t row) {
   CTXPAR_CHECK(!logits.empty(), "{}the row of logits is empty; a vocabulary has >= 1 token",
                row_label(row));
-  float best = kNegInf;
-  for (size_t v = 0; v < logits.size(); ++v) {
-    const float l = logits[v];
-    CTXPAR_CHECK(!std::isnan(l) && l != -kNegInf,
-                 "{}the logit of token {} is {}; logits must be finite or -inf (masked)",
-                 row_label(row), v, l);
-    best = std::max(best, l);
+  const auto below_inf = [](float x) { return x < -kNegInf; };
+  float max_logit = kNegInf;
+  bool all_valid = true;
+  for (size_t v = lane_max_and_validity(logits.data(), logits.size(), max_logit, all_valid);
+       v < logits.size(); ++v) {
+    all_valid = all_valid && below_inf(logits[v]);
+    max_logit = std::max(max_logit, logits[v]);
   }
-  CTXPAR_CHECK(best > kNegInf, "{}all {} logits are -inf; at least one token must be allowed",
+  if (!all_valid) {
+    const auto bad = std::find_if_not(logits.begin(), logits.end(), below_inf);
+    CTXPAR_FAIL("{}the logit of token {} is {}; logits must be finite or -inf (masked)",
+                row_label(row), bad - logits.begin(), *bad);
+  }
+  CTXPAR_CHECK(max_logit > kNegInf, "{}all {} logits are -inf; at least one token must be allowed",
                row_label(row), logits.size());
-  return best;
+  return max_logit;
 }
 
-int32_t argmax_lowest_id(std::span<const float> logits) {
-  // Strict > keeps the first (lowest id) of equal maxima.
-  size_t best = 0;
-  for (size_t v = 1; v < logits.size(); ++v) {
-    if (logits[v] > logits[best]) best = v;
-  }
-  return static_cast<int32_t>(best);
+// The lowest id among the tokens whose logit is the row's maximum.
+int32_t argmax_lowest_id(std::span<const float> logits, float max_logit) {
+  return static_cast<int32_t>(std::find(logits.begin(), logits.end(), max_logit) - logits.begin());
 }
 
 // Picks tokens for rows of one vocabulary size, reusing its index scratch across rows.
@@ -128,7 +152,7 @@ int32_t TokenPicker::pick(std::span<const float> logits, const SamplingParams& p
                           int64_t row, std::vector<TokenProbability>* distribution) {
   const float max_logit = checked_max_logit(logits, row);
   if (params.is_greedy()) {
-    const int32_t token = argmax_lowest_id(logits);
+    const int32_t token = argmax_lowest_id(logits, max_logit);
     if (distribution) distribution->push_back({token, 1.0});
     return distribution ? -1 : token;
   }
@@ -177,8 +201,7 @@ double uniform_variate(std::mt19937_64& generator) {
 }
 
 int32_t greedy_token(std::span<const float> logits) {
-  checked_max_logit(logits, -1);
-  return argmax_lowest_id(logits);
+  return argmax_lowest_id(logits, checked_max_logit(logits, -1));
 }
 
 std::vector<TokenProbability> sampling_distribution(std::span<const float> logits,
