@@ -195,10 +195,11 @@ void fill_tables(PagedDecode& p, int64_t keys, int64_t block, int64_t layers, st
 constexpr int64_t kKeys = 32768;
 
 // GQA: 32 q heads over 8 KV heads, d = 128 (Llama-3-8B) or 64 (Llama-3.2-1B, the
-// bench/compare model), B = 16. Arg "resident" 1: one layer's cache of 1 MiB (256 keys at
-// d 128), read again and again from L2 and L3: the kernel's own rate with DRAM out of the way,
-// to tell a compute limit from a memory-access one (DRAM rate / resident rate near 1: the
-// arithmetic is the limit).
+// bench/compare model), B = 16. Arg "resident" 1: the same 32768 keys, but the block table
+// walks 1 MiB of blocks over and over (256 keys at d 128), so the cache is read from L2 and
+// L3: the kernel's own rate with DRAM out of the way, to tell a compute limit from a
+// memory-access one (DRAM rate / resident rate near 1: the arithmetic is the limit). A call
+// over only 256 keys would count its setup: 17 GB/s where the 32768-key pass runs at 21.
 constexpr int64_t kResidentBytes = int64_t{1} << 20;
 constexpr int64_t kGqaKvHeads = 8;
 // Bytes of one layer's K and V (bf16) for `keys` keys of head dim d.
@@ -216,10 +217,15 @@ DecodeCase make_gqa_case(int64_t keys, bool resident, int64_t d, bool shuffled) 
   DecodeCase c;
   c.keys = keys;
   const int64_t layers = resident ? 1 : bench::copies_beyond_llc(gqa_layer_bytes(keys, d));
-  const int64_t blocks = keys / kBlock * layers;
+  const int64_t blocks =
+      resident ? kResidentBytes / gqa_layer_bytes(kBlock, d) : keys / kBlock * layers;
   c.p.k_cache = random_bf16({blocks, kBlock, kHkv, d}, rng);
   c.p.v_cache = random_bf16({blocks, kBlock, kHkv, d}, rng);
   fill_tables(c.p, keys, kBlock, layers, rng, shuffled);
+  if (resident) {  // the table's ids, a shuffle of all keys' blocks, folded onto the few
+    Tensor& table = c.p.block_tables.front();
+    for (int64_t i = 0; i < table.numel(); ++i) table.data<int32_t>()[i] %= blocks;
+  }
   c.p.q = random_f32({1, kHq, d}, rng);
   c.p.out = Tensor::empty({1, kHq, d}, DType::kF32);
   c.p.lse = Tensor::empty({1, kHq}, DType::kF32);
@@ -236,8 +242,7 @@ void BM_GqaDecode(benchmark::State& state) {
   const auto key = std::make_tuple(d, resident, shuffled);
   auto it = cases.find(key);
   if (it == cases.end()) {
-    const int64_t keys = resident ? kResidentBytes / gqa_layer_bytes(1, d) : kKeys;
-    it = cases.emplace(key, make_gqa_case(keys, resident, d, shuffled)).first;
+    it = cases.emplace(key, make_gqa_case(kKeys, resident, d, shuffled)).first;
   }
   const DecodeCase& c = it->second;
   const PagedDecode& p = c.p;
