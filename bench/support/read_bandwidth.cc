@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <barrier>
 #include <chrono>
+#include <compare>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -21,7 +22,7 @@
 namespace ctxpar::bench {
 namespace detail {
 
-uint64_t read_sum_scalar(const char* p, int64_t bytes, int streams) {
+uint64_t read_sum_scalar(const char* p, int64_t bytes, int streams, int64_t prefetch_bytes) {
   // Two chains per stream, so even the portable loop is not bound by one add's latency.
   const int64_t part = stream_part_bytes(bytes, streams) / 8;
   const auto* q = reinterpret_cast<const uint64_t*>(p);
@@ -30,6 +31,8 @@ uint64_t read_sum_scalar(const char* p, int64_t bytes, int streams) {
   uint64_t a[kMaxReadStreams][2] = {};
   for (int64_t i = 0; i < part; i += 2) {
     for (int s = 0; s < streams; ++s) {
+      if (prefetch_bytes > 0 && i % 8 == 0)
+        __builtin_prefetch(p + (s * part + i) * 8 + prefetch_bytes);
       a[s][0] += q[s * part + i];
       a[s][1] += q[s * part + i + 1];
     }
@@ -75,10 +78,17 @@ class HugeBuffer {
   char* data_ = nullptr;
 };
 
-using ReadFn = uint64_t (*)(const char*, int64_t, int);
+using ReadFn = uint64_t (*)(const char*, int64_t, int, int64_t);
 
-// The stream counts tried per thread (read_loop.h); the ceiling is the best of them.
-constexpr int kStreamCounts[] = {1, 2, 3, 4, 6};
+// The loops tried per thread (read_loop.h): stream count and software prefetch distance
+// (0: none). The ceiling is the best of them.
+struct LoopShape {
+  int streams;
+  int64_t prefetch_bytes;
+  auto operator<=>(const LoopShape&) const = default;
+};
+constexpr LoopShape kLoopShapes[] = {{1, 0}, {2, 0},   {3, 0},   {4, 0},
+                                     {6, 0}, {1, 512}, {2, 512}, {4, 512}};
 
 ReadFn read_fn(std::string& name) {
   switch (active_isa()) {
@@ -120,8 +130,8 @@ ReadCeiling measure_read_ceiling(int threads, int passes) {
   const std::vector<int> cpus = detail::allowed_cpus();
   const bool pin = static_cast<int>(cpus.size()) >= threads;
 
-  // Workers: pin, first-touch their own part, then per pass one read of it with each stream
-  // count, between barriers.
+  // Workers: pin, first-touch their own part, then per pass one read of it with each loop
+  // shape, between barriers.
   std::barrier sync(threads + 1);
   std::vector<uint64_t> sums(static_cast<size_t>(threads) * 8);  // a cache line apart
   std::vector<char> pinned(static_cast<size_t>(threads), 0);
@@ -133,36 +143,37 @@ ReadCeiling measure_read_ceiling(int threads, int passes) {
       std::memset(mine, t + 1, static_cast<size_t>(part));
       sync.arrive_and_wait();  // touched
       for (int p = 0; p < passes; ++p) {
-        for (int streams : kStreamCounts) {
+        for (const LoopShape& shape : kLoopShapes) {
           sync.arrive_and_wait();  // start
-          sums[static_cast<size_t>(t) * 8] += fn(mine, part, streams);
+          sums[static_cast<size_t>(t) * 8] += fn(mine, part, shape.streams, shape.prefetch_bytes);
           sync.arrive_and_wait();  // done
         }
       }
     });
   }
   sync.arrive_and_wait();
-  // Best and worst pass per stream count; the ceiling is the stream count with the best pass.
-  std::map<int, std::pair<double, double>> by_streams;
+  // Best and worst pass per loop shape; the ceiling is the shape with the best pass.
+  std::map<LoopShape, std::pair<double, double>> by_shape;
   for (int p = 0; p < passes; ++p) {
-    for (int streams : kStreamCounts) {
+    for (const LoopShape& shape : kLoopShapes) {
       const auto t0 = std::chrono::steady_clock::now();
       sync.arrive_and_wait();
       sync.arrive_and_wait();
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const double gbps = static_cast<double>(buf.bytes()) / s / 1e9;
-      auto& [best, worst] = by_streams.try_emplace(streams, gbps, gbps).first->second;
+      auto& [best, worst] = by_shape.try_emplace(shape, gbps, gbps).first->second;
       best = std::max(best, gbps);
       worst = std::min(worst, gbps);
     }
   }
-  for (const auto& [streams, best_worst] : by_streams) {
+  for (const auto& [shape, best_worst] : by_shape) {
     if (best_worst.first > c.gb_per_s) {
       c.gb_per_s = best_worst.first;
       c.worst_gb_per_s = best_worst.second;
-      c.streams = streams;
+      c.streams = shape.streams;
+      c.prefetch_bytes = shape.prefetch_bytes;
     }
-    if (streams == 1) c.one_stream_gb_per_s = best_worst.first;
+    if (shape == LoopShape{1, 0}) c.one_stream_gb_per_s = best_worst.first;
   }
   for (auto& w : workers) w.join();
   c.pinned = std::all_of(pinned.begin(), pinned.end(), [](char x) { return x != 0; });
@@ -183,11 +194,13 @@ const ReadCeiling& read_ceiling(int threads) {
 
 std::string describe(const ReadCeiling& c) {
   return fmt::format(
-      "read {:.1f} GB/s ({} thread{}{}, {}, {} stream{} per thread, best of {} passes over "
+      "read {:.1f} GB/s ({} thread{}{}, {}, {} stream{} per thread{}, best of {} passes over "
       "{:.1f} GiB; worst {:.1f}; 1 stream {:.1f})",
       c.gb_per_s, c.threads, c.threads == 1 ? "" : "s", c.pinned ? " pinned" : " unpinned",
-      c.loop_isa, c.streams, c.streams == 1 ? "" : "s", c.passes,
-      static_cast<double>(c.buffer_bytes) / (1 << 30), c.worst_gb_per_s, c.one_stream_gb_per_s);
+      c.loop_isa, c.streams, c.streams == 1 ? "" : "s",
+      c.prefetch_bytes > 0 ? fmt::format(" prefetching {} B ahead", c.prefetch_bytes) : "",
+      c.passes, static_cast<double>(c.buffer_bytes) / (1 << 30), c.worst_gb_per_s,
+      c.one_stream_gb_per_s);
 }
 
 }  // namespace ctxpar::bench

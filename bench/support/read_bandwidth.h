@@ -5,9 +5,9 @@
 // independent accumulators per stream so the loop is never latency-bound) over a buffer much
 // larger than the last-level cache (at least 1 GiB and 4× the LLC), `threads` threads each
 // pinned to its own CPU and each reading the part of the buffer it first touched itself, as
-// 1, 2, 3, 4 and 6 sequential streams in turn. The buffer asks for transparent huge pages
-// (MADV_HUGEPAGE), like the tensors the kernels read (core/tensor.h). The result is the best
-// pass of the best stream count.
+// 1, 2, 3, 4 and 6 sequential streams in turn, and as 1, 2 and 4 streams that also prefetch
+// 512 bytes ahead. The buffer asks for transparent huge pages (MADV_HUGEPAGE), like the
+// tensors the kernels read (core/tensor.h). The result is the best pass of the best loop.
 //
 // Why each of those matters (each was seen to halve the figure on the 2-core VMs):
 // - a scalar or SSE2 loop with one accumulator is bound by the add chain, not by DRAM;
@@ -17,7 +17,11 @@
 //   shared, which reads as half the 2-thread bandwidth;
 // - one or three passes taken while another process runs give whatever that process left;
 // - one stream per thread: an AMD EPYC VM (AVX2) read 20 GB/s with 1 thread through one
-//   stream and 25 through three (2 threads: 31 and 33), as the GEMV reads 4 weight rows at once.
+//   stream and 25 through three (2 threads: 31 and 33), as the GEMV reads 4 weight rows at once;
+// - no software prefetch: on an Intel Xeon VM (AVX-512, AMX) two streams read 15.5-18.2 GB/s
+//   with 1 thread and 17.7-21.1 when each prefetches 512 bytes ahead (2 threads: 27.6 and
+//   30.6), as the decode GEMV and attention kernels prefetch; against the plain loops alone
+//   those kernels read "more than the ceiling" (1T decode at 0.99 of its roofline).
 #pragma once
 
 #include <cstdint>
@@ -30,6 +34,7 @@ struct ReadCeiling {
   double worst_gb_per_s = 0;       // slowest pass of that stream count: how much the machine moved
   double one_stream_gb_per_s = 0;  // best pass with one stream per thread
   int streams = 0;                 // streams per thread of the best pass
+  int64_t prefetch_bytes = 0;      // how far ahead those streams prefetched (0: not at all)
   int threads = 0;
   int passes = 0;
   int64_t buffer_bytes = 0;
@@ -44,15 +49,16 @@ int64_t beyond_llc_bytes();
 // Copies of a `bytes` working set (a layer's KV cache) that add up to beyond_llc_bytes().
 int64_t copies_beyond_llc(int64_t bytes);
 
-// Measures the ceiling now (about 5 × passes × buffer / bandwidth seconds, plus first touch).
-// Each pass reads the buffer once per stream count.
+// Measures the ceiling now (about 8 × passes × buffer / bandwidth seconds, plus first touch).
+// Each pass reads the buffer once per loop shape.
 ReadCeiling measure_read_ceiling(int threads, int passes = 4);
 
 // Measured once per thread count per process, then reused: what a benchmark compares with.
 const ReadCeiling& read_ceiling(int threads);
 
 // "read 32.9 GB/s (2 threads pinned, avx2, 3 streams per thread, best of 4 passes over
-// 1.0 GiB; worst 32.0; 1 stream 31.1)"
+// 1.0 GiB; worst 32.0; 1 stream 31.1)"; a prefetching loop adds "prefetching 512 B ahead"
+// after the stream count.
 std::string describe(const ReadCeiling& c);
 
 }  // namespace ctxpar::bench

@@ -42,13 +42,15 @@ int main(int argc, char** argv) {
     }
     const auto c = ctxpar::bench::measure_read_ceiling(t, passes);
     if (json) {
-      std::printf("%s\n",
-                  fmt::format(R"({{"threads": {}, "gb_per_s": {:.3f}, "worst_gb_per_s": {:.3f}, )"
-                              R"("one_stream_gb_per_s": {:.3f}, "streams": {}, "pinned": {}, )"
-                              R"("isa": "{}", "buffer_bytes": {}}})",
-                              c.threads, c.gb_per_s, c.worst_gb_per_s, c.one_stream_gb_per_s,
-                              c.streams, c.pinned ? "true" : "false", c.loop_isa, c.buffer_bytes)
-                      .c_str());
+      std::printf(
+          "%s\n",
+          fmt::format(R"({{"threads": {}, "gb_per_s": {:.3f}, "worst_gb_per_s": {:.3f}, )"
+                      R"("one_stream_gb_per_s": {:.3f}, "streams": {}, )"
+                      R"("prefetch_bytes": {}, "pinned": {}, "isa": "{}", )"
+                      R"("buffer_bytes": {}}})",
+                      c.threads, c.gb_per_s, c.worst_gb_per_s, c.one_stream_gb_per_s, c.streams,
+                      c.prefetch_bytes, c.pinned ? "true" : "false", c.loop_isa, c.buffer_bytes)
+              .c_str());
     } else {
       std::printf("%s\n", ctxpar::bench::describe(c).c_str());
     }

@@ -1,6 +1,6 @@
 // The read loops the ceiling times must read every byte once whatever the stream count: each
-// loop's sum over a random buffer equals a plain sum, for 1..kMaxReadStreams streams and sizes
-// whose parts do not divide evenly.
+// loop's sum over a random buffer equals a plain sum, for 1..kMaxReadStreams streams, with and
+// without software prefetch, and sizes whose parts do not divide evenly.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -24,7 +24,7 @@ struct AlignedBuffer {
 };
 
 TEST(ReadLoop, EveryLoopSumsEveryByteForEveryStreamCount) {
-  using Loop = uint64_t (*)(const char*, int64_t, int);
+  using Loop = uint64_t (*)(const char*, int64_t, int, int64_t);
   std::vector<Loop> loops = {read_sum_scalar};
   if (cpu_features().avx2_fma) loops.push_back(read_sum_avx2);
   if (cpu_features().avx512) loops.push_back(read_sum_avx512);
@@ -37,8 +37,11 @@ TEST(ReadLoop, EveryLoopSumsEveryByteForEveryStreamCount) {
     const auto* p = reinterpret_cast<const char*>(buf.data);
     for (size_t l = 0; l < loops.size(); ++l) {
       for (int streams = 1; streams <= kMaxReadStreams; ++streams) {
-        EXPECT_EQ(loops[l](p, bytes, streams), want)
-            << "loop " << l << ", " << bytes << " bytes, " << streams << " streams";
+        for (const int64_t prefetch : {int64_t{0}, int64_t{512}}) {
+          EXPECT_EQ(loops[l](p, bytes, streams, prefetch), want)
+              << "loop " << l << ", " << bytes << " bytes, " << streams << " streams, prefetch "
+              << prefetch;
+        }
       }
     }
   }
@@ -49,9 +52,9 @@ TEST(ReadLoop, AStreamCountOutOfRangeIsAnError) {
   std::memset(buf.data, 0, 4096);
   const auto* p = reinterpret_cast<const char*>(buf.data);
   for (const int streams : {0, -1, kMaxReadStreams + 1}) {
-    EXPECT_THROW(read_sum_scalar(p, 4096, streams), Error) << streams;
+    EXPECT_THROW(read_sum_scalar(p, 4096, streams, 0), Error) << streams;
     if (cpu_features().avx2_fma) {
-      EXPECT_THROW(read_sum_avx2(p, 4096, streams), Error) << streams;
+      EXPECT_THROW(read_sum_avx2(p, 4096, streams, 0), Error) << streams;
     }
   }
 }
