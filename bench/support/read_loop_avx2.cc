@@ -7,14 +7,14 @@
 namespace ctxpar::bench::detail {
 namespace {
 
-template <int S, bool kPrefetch>
+template <int S>
 __m256i read_streams(const char* p, int64_t part, int64_t prefetch_bytes) {
   __m256i a[S][2];
   for (int s = 0; s < S; ++s) a[s][0] = a[s][1] = _mm256_setzero_si256();
   for (int64_t i = 0; i < part; i += 64) {
     for (int s = 0; s < S; ++s) {
       const char* q = p + s * part + i;
-      if constexpr (kPrefetch) {  // one line per 64 bytes read; past the buffer does not fault
+      if (prefetch_bytes > 0) {  // one line per 64 bytes read; past the buffer does not fault
         for (int64_t l = 0; l < 64; l += 64) _mm_prefetch(q + prefetch_bytes + l, _MM_HINT_T0);
       }
       a[s][0] = _mm256_add_epi64(a[s][0], _mm256_load_si256(reinterpret_cast<const __m256i*>(q)));
@@ -31,15 +31,12 @@ __m256i read_streams(const char* p, int64_t part, int64_t prefetch_bytes) {
 
 uint64_t read_sum_avx2(const char* p, int64_t bytes, int streams, int64_t prefetch_bytes) {
   const int64_t part = stream_part_bytes(bytes, streams);
-  __m256i s = read_streams<1, false>(p + streams * part, bytes - streams * part, 0);
-  // One instantiation per stream count and prefetch choice, so each keeps its accumulators in
-  // registers.
-  constexpr __m256i (*kLoops[2][kMaxReadStreams])(const char*, int64_t, int64_t) = {
-      {read_streams<1, false>, read_streams<2, false>, read_streams<3, false>,
-       read_streams<4, false>, read_streams<5, false>, read_streams<6, false>},
-      {read_streams<1, true>, read_streams<2, true>, read_streams<3, true>, read_streams<4, true>,
-       read_streams<5, true>, read_streams<6, true>}};
-  s = _mm256_add_epi64(s, kLoops[prefetch_bytes > 0][streams - 1](p, part, prefetch_bytes));
+  __m256i s = read_streams<1>(p + streams * part, bytes - streams * part, 0);
+  // One instantiation per stream count, so each keeps its accumulators in registers.
+  constexpr __m256i (*kLoops[kMaxReadStreams])(const char*, int64_t, int64_t) = {
+      read_streams<1>, read_streams<2>, read_streams<3>,
+      read_streams<4>, read_streams<5>, read_streams<6>};
+  s = _mm256_add_epi64(s, kLoops[streams - 1](p, part, prefetch_bytes));
   alignas(32) uint64_t lanes[4];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s);
   return lanes[0] + lanes[1] + lanes[2] + lanes[3];
