@@ -45,23 +45,38 @@ double job_unit(const std::vector<AttnGroup>& groups, int threads) {
   return total / static_cast<double>(kJobsPerThread * threads);
 }
 
-// The plan's groups, where a group of several KV heads whose keys are too few to cut into
-// the jobs its share of the work asks for is cut into groups of fewer heads first. A decode
-// token of a short sequence is one group of all KV heads: cut only along the keys it stayed
-// one job, and the other threads waited. Cuts between heads need no merge.
-std::vector<AttnGroup> split_by_heads(const std::vector<AttnGroup>& groups, int threads) {
+// The jobs a group's share of the work asks for (at least 1), and the most key chunks its
+// keys allow (chunks of fewer than kMinChunkKeys do not pay).
+struct GroupShare {
+  int64_t jobs;
+  int64_t max_key_chunks;
+};
+GroupShare group_share(const AttnGroup& g, double unit) {
+  const double share = unit > 0 ? static_cast<double>(g.rows) * g.num_keys / unit : 0;
+  return {std::max<int64_t>(1, static_cast<int64_t>(share + 0.5)),
+          std::max<int64_t>(1, g.num_keys / kMinChunkKeys)};
+}
+
+// Where a group of several KV heads asks for more jobs than its keys can be cut into, it is
+// cut into groups of fewer heads first (cuts between heads need no merge): a decode token of
+// a short sequence is one group of all KV heads, and cut only along the keys it stayed one job
+// while the other threads waited. Returns `groups` itself when no group is cut (the common
+// case, no copy), else `split` filled with the cut groups.
+const std::vector<AttnGroup>& split_by_heads(const std::vector<AttnGroup>& groups, int threads,
+                                             std::vector<AttnGroup>& split) {
   if (threads == 1) return groups;
   const double unit = job_unit(groups, threads);
-  std::vector<AttnGroup> out;
+  const auto parts_of = [&](const AttnGroup& g) {
+    const GroupShare s = group_share(g, unit);
+    if (g.kv_heads == 1 || s.jobs <= s.max_key_chunks) return 1;
+    return static_cast<int>(
+        std::min<int64_t>(g.kv_heads, (s.jobs + s.max_key_chunks - 1) / s.max_key_chunks));
+  };
+  if (std::all_of(groups.begin(), groups.end(),
+                  [&](const AttnGroup& g) { return parts_of(g) == 1; }))
+    return groups;
   for (const AttnGroup& g : groups) {
-    const int64_t want = unit > 0 ? static_cast<int64_t>(g.rows * g.num_keys / unit + 0.5) : 1;
-    const int64_t key_chunks = std::max<int64_t>(1, g.num_keys / kMinChunkKeys);
-    if (g.kv_heads == 1 || want <= key_chunks) {
-      out.push_back(g);
-      continue;
-    }
-    const int parts =
-        static_cast<int>(std::min<int64_t>(g.kv_heads, (want + key_chunks - 1) / key_chunks));
+    const int parts = parts_of(g);
     const int head_rows = g.rows / g.kv_heads;
     for (int p = 0; p < parts; ++p) {
       // Heads [h0, h1) of the group, as even as they go.
@@ -72,10 +87,10 @@ std::vector<AttnGroup> split_by_heads(const std::vector<AttnGroup>& groups, int 
       part.first_row = g.first_row + int64_t{h0} * head_rows;
       part.rows = (h1 - h0) * head_rows;
       part.kv_heads = h1 - h0;
-      out.push_back(part);
+      split.push_back(part);
     }
   }
-  return out;
+  return split;
 }
 
 // Chunk length (in keys, a multiple of the key tile) for each group.
@@ -85,12 +100,11 @@ std::vector<int64_t> chunk_lengths(const std::vector<AttnGroup>& groups, int thr
   for (size_t i = 0; i < groups.size(); ++i) {
     const AttnGroup& g = groups[i];
     int64_t chunks = 1;
-    if (threads > 1 && unit > 0) {
-      const double share = static_cast<double>(g.rows) * g.num_keys / unit;
-      chunks = std::clamp<int64_t>(static_cast<int64_t>(share + 0.5), 1,
-                                   std::max<int64_t>(1, g.num_keys / kMinChunkKeys));
+    if (threads > 1) {
+      const GroupShare s = group_share(g, unit);
+      chunks = std::min(s.jobs, s.max_key_chunks);
     }
-    const int64_t per = (g.num_keys + chunks - 1) / std::max<int64_t>(chunks, 1);
+    const int64_t per = (g.num_keys + chunks - 1) / chunks;
     len[i] = std::max<int64_t>(kKeyTile, (per + kKeyTile - 1) / kKeyTile * kKeyTile);
   }
   return len;
@@ -102,7 +116,8 @@ void run_attention_plan(const AttnPlan& plan, ThreadPool& pool, Isa isa) {
   const AttnJobFn fn = job_fn(isa);
   const MergeKernels& merge = merge_kernels(isa);
   const int threads = pool.num_threads();
-  const std::vector<AttnGroup> groups = split_by_heads(plan.groups, threads);
+  std::vector<AttnGroup> split;
+  const std::vector<AttnGroup>& groups = split_by_heads(plan.groups, threads, split);
   const std::vector<int64_t> len = chunk_lengths(groups, threads);
 
   std::vector<JobSpec> jobs;
