@@ -19,12 +19,16 @@ std::string row_label(int64_t row) {
   return row < 0 ? std::string() : fmt::format("row {}: ", row);
 }
 
-// Over the whole lanes of l[0, n): the largest value, and whether every value is below +inf
-// (NaN is not). kLanes independent maxima and flags, floats only, each value loaded once:
-// the form GCC turns into vector code. A check per logit that could throw kept the loop
-// scalar, 0.3% of a decode step for a vocabulary of 128K. Returns the values covered, a
-// multiple of kLanes.
-size_t lane_max_and_validity(const float* l, size_t n, float& max_value, bool& valid) {
+// The largest of l[0, n) (n >= 1) and whether every value is below +inf (NaN is not). Whole
+// runs of kLanes go to independent lane maxima and flags, floats only, each value loaded once:
+// the form GCC turns into vector code (a check per logit that could throw kept the loop
+// scalar, 0.3% of a decode step for a vocabulary of 128K). The tail past them updates plain
+// scalars: updating the lanes there made GCC keep the lane loop scalar too.
+struct MaxAndValidity {
+  float max;
+  bool valid;
+};
+MaxAndValidity max_and_validity(const float* l, size_t n) {
   constexpr size_t kLanes = 16;
   float best[kLanes], ok[kLanes];
   std::fill(best, best + kLanes, kNegInf);
@@ -37,31 +41,29 @@ size_t lane_max_and_validity(const float* l, size_t n, float& max_value, bool& v
       best[j] = std::max(best[j], x);
     }
   }
-  max_value = *std::max_element(best, best + kLanes);
-  valid = *std::min_element(ok, ok + kLanes) == 1.0f;
-  return v;
+  MaxAndValidity r{*std::max_element(best, best + kLanes),
+                   *std::min_element(ok, ok + kLanes) == 1.0f};
+  for (; v < n; ++v) {
+    r.valid = r.valid && l[v] < -kNegInf;
+    r.max = std::max(r.max, l[v]);
+  }
+  return r;
 }
 
 // The largest logit of a row, after checking every logit is finite or -inf and one is finite.
 float checked_max_logit(std::span<const float> logits, int64_t row) {
   CTXPAR_CHECK(!logits.empty(), "{}the row of logits is empty; a vocabulary has >= 1 token",
                row_label(row));
-  const auto below_inf = [](float x) { return x < -kNegInf; };
-  float max_logit = kNegInf;
-  bool all_valid = true;
-  for (size_t v = lane_max_and_validity(logits.data(), logits.size(), max_logit, all_valid);
-       v < logits.size(); ++v) {
-    all_valid = all_valid && below_inf(logits[v]);
-    max_logit = std::max(max_logit, logits[v]);
-  }
-  if (!all_valid) {
-    const auto bad = std::find_if_not(logits.begin(), logits.end(), below_inf);
+  const MaxAndValidity m = max_and_validity(logits.data(), logits.size());
+  if (!m.valid) {
+    const auto bad =
+        std::find_if_not(logits.begin(), logits.end(), [](float x) { return x < -kNegInf; });
     CTXPAR_FAIL("{}the logit of token {} is {}; logits must be finite or -inf (masked)",
                 row_label(row), bad - logits.begin(), *bad);
   }
-  CTXPAR_CHECK(max_logit > kNegInf, "{}all {} logits are -inf; at least one token must be allowed",
+  CTXPAR_CHECK(m.max > kNegInf, "{}all {} logits are -inf; at least one token must be allowed",
                row_label(row), logits.size());
-  return max_logit;
+  return m.max;
 }
 
 // The lowest id among the tokens whose logit is the row's maximum.
