@@ -17,14 +17,14 @@ using simd::Vec16;
 // (AVX-512, AMX), every linear of the bench/compare model in turn, against a 2-stream
 // prefetching read loop in the same process (a throwaway driver, best of 5 passes): this kernel
 // 0.97-0.99 with 1 and 2 threads; the template's 8 streams of one line, prefetching into L2,
-// 0.83-0.89; two streams of one line 0.87-0.91, four or more streams into L1 0.67-0.75 (16 lines
-// in flight fill the L1's miss buffers). Plain stores of the sums cost 5-7%: a store to an
-// output line that left the caches while 100+ KiB of weights streamed by (one per 16 rows)
-// holds up the loads after it, and prefetching that line for writing did not help.
+// 0.83-0.89; two streams of one line 0.87-0.91, four or more streams into L1 0.67-0.75 (more
+// lines ahead than the L1 has miss buffers). Plain stores of the sums cost 5-7%, once per output
+// line (storing into a line that stays in L1 costs nothing; neither prefetchw nor prefetcht0 of
+// the next output line helped), so the sums bypass the caches.
 constexpr int kOneTokenStreams = 2;
-constexpr int64_t kLineValues = 32;                  // bf16 values per 64-byte line (a pair step)
-constexpr int64_t kStepValues = 4 * kLineValues;     // per stream per step
-constexpr int64_t kOneTokenAheadValues = 512 / 2;    // 512 bytes
+constexpr int64_t kLineValues = 32;                // bf16 values per 64-byte line (a pair step)
+constexpr int64_t kStepValues = 4 * kLineValues;   // per stream per step
+constexpr int64_t kOneTokenAheadValues = 512 / 2;  // 512 bytes
 
 // sums[s] = Σ_i x[i]·w[s·stride·ldw + i] for S rows spaced `stride` rows apart; x in pair lane
 // order over full 32-value steps, natural order after (gemv_prepare_x).
@@ -40,8 +40,8 @@ inline void one_token_rows(const float* x, int64_t k, const uint16_t* w, int64_t
   for (; i + kStepValues <= k; i += kStepValues) {
     // In a row's last 512 bytes, the head of the next row, which this stream reads next (x86
     // prefetches past the weight do not fault).
-    const int64_t ahead = i + kOneTokenAheadValues < k ? kOneTokenAheadValues
-                                                       : ldw - k + kOneTokenAheadValues;
+    const int64_t ahead =
+        i + kOneTokenAheadValues < k ? kOneTokenAheadValues : ldw - k + kOneTokenAheadValues;
     for (int s = 0; s < S; ++s) {
       const uint16_t* row = w + s * stride * ldw + i;
       for (int u = 0; u < kLines; ++u) {
