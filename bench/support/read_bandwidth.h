@@ -9,7 +9,7 @@
 // 512 bytes ahead. The buffer asks for transparent huge pages (MADV_HUGEPAGE), like the
 // tensors the kernels read (core/tensor.h). The result is the best pass of the best loop.
 //
-// Why each of those matters (each was seen to halve the figure on the 2-core VMs):
+// Why each of those matters (each was seen to lower the figure on the 2-core VMs, most by half):
 // - a scalar or SSE2 loop with one accumulator is bound by the add chain, not by DRAM;
 // - with THP in "madvise" mode a plain std::vector gets 4 KiB pages: ~15% less on 1 thread,
 //   and the figure then depends on how fragmented memory is at the time;
@@ -31,7 +31,7 @@ namespace ctxpar::bench {
 
 struct ReadCeiling {
   double gb_per_s = 0;             // best pass, 1e9 bytes per second over all threads
-  double worst_gb_per_s = 0;       // slowest pass of that stream count: how much the machine moved
+  double worst_gb_per_s = 0;       // slowest pass of that loop: how much the machine moved
   double one_stream_gb_per_s = 0;  // best pass with one stream per thread
   int streams = 0;                 // streams per thread of the best pass
   int64_t prefetch_bytes = 0;      // how far ahead those streams prefetched (0: not at all)
