@@ -2,10 +2,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ctxpar/core/thread_pool.h"
@@ -50,14 +52,35 @@ TEST(ThreadPool, LoopsAfterIdleGapsAndWithLongTasksAllComplete) {
   }
 }
 
-TEST(ThreadPool, ParallelForCoversTheRangeWithoutOverlap) {
-  ThreadPool pool(3);
-  for (int64_t n : {0, 1, 7, 100, 1001}) {
-    std::vector<std::atomic<int>> hits(n);
-    pool.parallel_for(n, 8, [&](int64_t b, int64_t e, int) {
-      for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
-    });
-    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1);
+// Every index once; every range at least the grain but the one that ends the loop; and with
+// room for it, the loop's last quarter in small ranges, so that no thread waits long at its end.
+TEST(ThreadPool, ParallelForCoversTheRangeWithoutOverlapAndEndsInSmallRanges) {
+  std::mt19937 rng(std::random_device{}());
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    for (int round = 0; round < 60; ++round) {
+      const int64_t n = round < 4 ? round : static_cast<int64_t>(rng() % 5000);
+      const int64_t grain = 1 + static_cast<int64_t>(rng() % 70);
+      std::vector<std::atomic<int>> hits(n);
+      std::mutex mu;
+      std::vector<std::pair<int64_t, int64_t>> ranges;
+      pool.parallel_for(n, grain, [&](int64_t b, int64_t e, int thread) {
+        ASSERT_LT(thread, threads);
+        ASSERT_LT(b, e);
+        for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+        const std::lock_guard<std::mutex> lock(mu);
+        ranges.emplace_back(b, e);
+      });
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << n << " " << grain;
+      for (const auto& [b, e] : ranges) {
+        if (e != n) {
+          EXPECT_GE(e - b, grain) << "[" << b << ", " << e << ") of " << n;
+        }
+        if (threads > 1 && n >= 16 * threads * grain && b >= n - n / 4) {
+          EXPECT_LE(e - b, n / (4 * threads) + grain) << "[" << b << ", " << e << ") of " << n;
+        }
+      }
+    }
   }
 }
 

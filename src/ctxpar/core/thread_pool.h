@@ -29,7 +29,10 @@ class ThreadPool {
   // Not reentrant: fn must not call run() on the same pool.
   void run(int64_t num_tasks, const std::function<void(int64_t task, int thread)>& fn);
 
-  // Splits [0, n) into contiguous ranges of at least min_grain and calls fn(begin, end, thread).
+  // Splits [0, n) into contiguous ranges of at least min_grain (the last may be shorter) and
+  // calls fn(begin, end, thread) once per range: with several threads and room for it, one
+  // large range per thread, then the last quarter of [0, n) in small ranges that go to
+  // whichever thread is free.
   void parallel_for(int64_t n, int64_t min_grain,
                     const std::function<void(int64_t begin, int64_t end, int thread)>& fn);
 
