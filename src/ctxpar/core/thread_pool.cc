@@ -128,13 +128,14 @@ void ThreadPool::parallel_for(int64_t n, int64_t min_grain,
   if (n <= 0) return;
   const int64_t grain = std::max<int64_t>(1, min_grain);
   const int64_t threads = num_threads_;
-  // One large range per thread over the first three quarters, then the last quarter in four
+  // One large range per thread over the first three quarters, then the last quarter in eight
   // small ranges per thread, handed out as threads finish: a loop's end waits for at most one
-  // small range (1/32 of the loop with 2 threads), where eight equal ranges waited up to 1/8.
-  // perf of a 2-thread decode step at short context: the pool's waits 4.1% -> 2.7% of samples.
+  // small range (1/64 of the loop with 2 threads), where eight equal ranges waited up to 1/8.
+  // perf of a 2-thread decode step at short context, the pool's waits in % of samples: 4.2
+  // with equal ranges, 2.3 with four small ranges per thread, 1.8 with eight.
   const int64_t head = n * 3 / 4 / threads / grain * grain;
   const int64_t tail = n - head * threads;
-  const int64_t small = std::max(grain, (tail + 4 * threads - 1) / (4 * threads));
+  const int64_t small = std::max(grain, (tail + 8 * threads - 1) / (8 * threads));
   if (head == 0 || num_threads_ == 1) {
     const int64_t chunks = std::clamp<int64_t>(n / grain, 1, threads * 4);
     const int64_t per = (n + chunks - 1) / chunks;
