@@ -8,9 +8,9 @@
 // convert with one shift or mask per vector (simd.h "pair lane order"), or, where AVX-512 BF16 dot
 // products are fast, feed vdpbf16ps as loaded (that kernel takes one row at a time for a single
 // token: one sequential stream); x is prepared once per call in the layout the kernel reads.
-// One token over bf16 weights on AVX-512 (batch-1 decode) takes a kernel of its own: two streams
-// of four lines per step prefetched into L1, sums stored past the caches
-// (linear_gemv_avx512.cc). Callers split output rows over the rank's pool.
+// One token over bf16 weights on AVX-512 or AVX2 (batch-1 decode) takes a kernel of its own: two
+// streams of four lines per step prefetched into L1, sums stored past the caches
+// (gemv_bf16_one_token, linear_gemv_impl.h). Callers split output rows over the rank's pool.
 //
 // Per-ISA variants (linear_gemv_{scalar,avx2,avx512}.cc) instantiate one template
 // (linear_gemv_impl.h), the dot-product one is linear_gemv_avx512bf16.cc, the tile-unit one

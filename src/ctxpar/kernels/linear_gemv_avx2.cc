@@ -5,7 +5,11 @@
 namespace ctxpar::kernels::detail {
 
 void gemv_bf16_avx2(const GemvArgs& a) {
-  gemv_rows<simd::Vec8, uint16_t>(a);
+  if (a.tokens == 1) {
+    gemv_bf16_one_token<simd::Vec8>(a);
+  } else {
+    gemv_rows<simd::Vec8, uint16_t>(a);
+  }
 }
 
 void gemv_f32_avx2(const GemvArgs& a) {
