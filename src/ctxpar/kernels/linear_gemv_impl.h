@@ -191,7 +191,9 @@ void gemv_rows(const GemvArgs& a) {
 // four or more streams into L1 0.67-0.75 (more lines ahead than the L1 has miss buffers). Plain
 // stores of the sums cost 5-7%, once per output line (storing into a line that stays in L1
 // costs nothing; neither prefetchw nor prefetcht0 of the next output line helped), so the sums
-// bypass the caches.
+// bypass the caches. Held to AVX2 on that VM (CTXPAR_ISA=avx2, kernels_linear_bench
+// DecodeLinears tokens:1): 0.95-0.99 / 0.94-0.96 (1 / 2 threads) where gemv_rows' 4 streams
+// read 0.79-0.84 / 0.83-0.94.
 constexpr int kOneTokenStreams = 2;
 constexpr int64_t kLineValues = 32;                // bf16 values per 64-byte line
 constexpr int64_t kStepValues = 4 * kLineValues;   // per stream per step
