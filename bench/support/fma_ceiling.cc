@@ -36,8 +36,10 @@ struct Loop {
   const char* isa;
 };
 
+// The widest loop the CPU runs, whatever CTXPAR_ISA allows the kernels (the ceiling is the
+// machine's, as read_bandwidth.cc's is).
 Loop fma_loop() {
-  switch (active_isa()) {
+  switch (cpu_isa()) {
     case Isa::kAmx:
     case Isa::kAvx512:
       return {detail::fma_loop_avx512, 16, "avx512"};

@@ -93,14 +93,16 @@ constexpr LoopShape kLoopShapes[] = {{1, 0}, {2, 0},   {3, 0},   {4, 0},
 // The widest loop the CPU runs, whatever CTXPAR_ISA allows the kernels: the ceiling is the
 // machine's, and a kernel held to AVX2 on an AVX-512 CPU read 1.01-1.05 of the AVX2 loop.
 ReadFn read_fn(std::string& name) {
-  const CpuFeatures& f = cpu_features();
-  if (f.avx512) {
-    name = "avx512";
-    return detail::read_sum_avx512;
-  }
-  if (f.avx2_fma) {
-    name = "avx2";
-    return detail::read_sum_avx2;
+  switch (cpu_isa()) {
+    case Isa::kAmx:
+    case Isa::kAvx512:
+      name = "avx512";
+      return detail::read_sum_avx512;
+    case Isa::kAvx2:
+      name = "avx2";
+      return detail::read_sum_avx2;
+    case Isa::kScalar:
+      break;
   }
   name = "scalar";
   return detail::read_sum_scalar;

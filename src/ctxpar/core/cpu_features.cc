@@ -49,12 +49,16 @@ const CpuFeatures& cpu_features() {
   return f;
 }
 
+Isa cpu_isa() {
+  const CpuFeatures& f = cpu_features();
+  return f.amx_bf16 ? Isa::kAmx
+         : f.avx512 ? Isa::kAvx512
+                    : (f.avx2_fma ? Isa::kAvx2 : Isa::kScalar);
+}
+
 Isa active_isa() {
   static const Isa isa = [] {
-    const CpuFeatures& f = cpu_features();
-    Isa best = f.amx_bf16 ? Isa::kAmx
-               : f.avx512 ? Isa::kAvx512
-                          : (f.avx2_fma ? Isa::kAvx2 : Isa::kScalar);
+    Isa best = cpu_isa();
     if (const char* env = std::getenv("CTXPAR_ISA"); env != nullptr && *env != '\0') {
       const std::string v(env);
       Isa asked;

@@ -20,6 +20,9 @@ struct CpuFeatures {
 };
 
 const CpuFeatures& cpu_features();
+// Highest ISA the CPU supports, CTXPAR_ISA aside: what the machine can do (the benchmarks'
+// ceilings), not what the kernels may use.
+Isa cpu_isa();
 // Highest ISA both supported by the CPU and allowed by CTXPAR_ISA.
 Isa active_isa();
 std::string_view isa_name(Isa isa);
