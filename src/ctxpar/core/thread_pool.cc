@@ -136,7 +136,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t min_grain,
   const int64_t head = n * 3 / 4 / threads / grain * grain;
   const int64_t tail = n - head * threads;
   const int64_t small = std::max(grain, (tail + 8 * threads - 1) / (8 * threads));
-  if (head == 0 || num_threads_ == 1) {
+  if (head == 0 || threads == 1) {
     const int64_t chunks = std::clamp<int64_t>(n / grain, 1, threads * 4);
     const int64_t per = (n + chunks - 1) / chunks;
     run((n + per - 1) / per, [&](int64_t c, int thread) {
