@@ -59,7 +59,12 @@ void configure_tiles() {
 
 // Rows per KV head from which the tile unit pays: GQA decode's 4 rows per head read the cache
 // at 0.31 of the read ceiling this way and at 0.72 with the AVX-512 dot products
-// (kernels_attention_bench GqaDecode); MLA decode's 16 (8 at TP 2) gain 4x.
+// (kernels_attention_bench GqaDecode, against the ceiling before its prefetching loops; 0.58-0.62
+// against today's); MLA decode's 16 (8 at TP 2) gain 4x. A variant for 1-4 rows (their three
+// q terms as the 12 columns of one B tile, the weights' hi and lo parts as the 8 rows of one A
+// tile) computed 1.6-1.8x faster than the dot products from L2 (31-35 against 19-20 GB/s at
+// d 128) yet read DRAM at the same 0.56-0.63, and slowed GqaFewHeads64K (2 rows) by 10-20%:
+// the layout and the core's overlap of reads with arithmetic hold that rate (GqaPagedRead).
 constexpr int kAmxMinRows = 8;
 
 bool amx_fits(const AttnJob& job) {
