@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "ctxpar/core/cpu_features.h"
+#include "ctxpar/core/error.h"
 #include "ctxpar/core/half.h"
 #include "ctxpar/core/tensor.h"
 #include "ctxpar/core/thread_pool.h"
@@ -318,6 +319,8 @@ void BM_GqaPagedRead(benchmark::State& state) {
   const PagedDecode& p = c.p;
   const int64_t span = p.k_cache.stride(0) * 2;  // one block's rows of every head, bytes
   const int64_t blocks = kKeys / kBlock;
+  CTXPAR_CHECK(blocks % (threads * kTileBlocks) == 0, "{} blocks do not split into {}-block tiles",
+               blocks, threads * kTileBlocks);
   const double layer_bytes = static_cast<double>(gqa_layer_bytes(c.keys, d));
   const double ceiling = bench::read_ceiling(threads).gb_per_s;
   ThreadPool pool(threads);
@@ -331,7 +334,8 @@ void BM_GqaPagedRead(benchmark::State& state) {
               const int64_t b0 = blocks * t / threads, b1 = blocks * (t + 1) / threads;
               const auto* k = static_cast<const char*>(p.k_cache.raw());
               const auto* v = static_cast<const char*>(p.v_cache.raw());
-              const char* spans[2][2 * kTileBlocks] = {};
+              // A tile's K spans, then its V spans; past the share's end, its last block.
+              const char* spans[2][2 * kTileBlocks];
               const auto tile = [&](int64_t tb, const char** out) {
                 for (int64_t x = 0; x < kTileBlocks; ++x) {
                   const int64_t id = ids[std::min(tb + x, b1 - 1)];
@@ -344,16 +348,7 @@ void BM_GqaPagedRead(benchmark::State& state) {
               int cur = 0;
               for (int64_t tb = b0; tb < b1; tb += kTileBlocks) {
                 tile(tb + kTileBlocks, spans[cur ^ 1]);
-                const int n = static_cast<int>(std::min(kTileBlocks, b1 - tb));
-                const char* sel[2 * kTileBlocks];
-                const char* nxt[2 * kTileBlocks];
-                for (int x = 0; x < n; ++x) {  // the tile's K spans, then its V spans
-                  sel[x] = spans[cur][x];
-                  sel[n + x] = spans[cur][kTileBlocks + x];
-                  nxt[x] = spans[cur ^ 1][x];
-                  nxt[n + x] = spans[cur ^ 1][kTileBlocks + x];
-                }
-                acc += read_spans(sel, nxt, 2 * n, span);
+                acc += read_spans(spans[cur], spans[cur ^ 1], 2 * kTileBlocks, span);
                 cur ^= 1;
               }
               sums[static_cast<size_t>(t)] = acc;
