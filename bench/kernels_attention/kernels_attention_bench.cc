@@ -314,11 +314,12 @@ uint64_t read_spans(const char* const* spans, const char* const* next, int n, in
 
 void BM_GqaPagedRead(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
-  constexpr int64_t d = 128, kBlock = 16, kTileBlocks = 4;
+  constexpr int64_t d = 128, kTileBlocks = 4;
   const DecodeCase& c = gqa_case(d, false, true);
   const PagedDecode& p = c.p;
-  const int64_t span = p.k_cache.stride(0) * 2;  // one block's rows of every head, bytes
-  const int64_t blocks = kKeys / kBlock;
+  // Bytes of one block's rows of every head; blocks of the request (each layer's table).
+  const int64_t span = p.k_cache.stride(0) * static_cast<int64_t>(p.k_cache.element_size());
+  const int64_t blocks = p.block_tables.front().size(1);
   CTXPAR_CHECK(blocks % (threads * kTileBlocks) == 0, "{} blocks do not split into {}-block tiles",
                blocks, threads * kTileBlocks);
   const double layer_bytes = static_cast<double>(gqa_layer_bytes(c.keys, d));
