@@ -20,13 +20,16 @@
 // tile unit's f32 accumulation, so the scores (and the lse the merges need) are as exact as
 // f32 FMAs; the weights keep 16 bits (~2⁻¹⁷ relative in o). Two terms of q instead fail the
 // attention tests' lse tolerance.
-// Where it stands (kernels_attention_bench MlaDecode, 16 heads, AMX Xeon VM, fractions of the
-// read ceiling): from L2 0.81-0.9, the rate of the arithmetic alone; from DRAM 0.63-0.65
-// on 1 and 2 threads. The prefetches alone (loads of the cache taken out) read at 0.98, and
-// with only the K or only the V loads left in at 0.60-0.64, as with both: some interaction of
-// demand reads with the requests in flight, not the arithmetic, holds the rate (not resolved
-// without hardware counters). attention_decode_bench Mla64K: 6.9-7.1 ms without DCP, 3.55-3.67
-// with N = 2.
+// Where it stands (kernels_attention_bench, 16 heads, AMX Xeon VM, fractions of the read
+// ceiling of the same run): MlaDecode from DRAM 0.52-0.55 on 1 and 2 threads, from L2
+// (resident:1) only 0.69-0.73: the work alone runs slower than DRAM delivers; the layout
+// read with no arithmetic (MlaPagedRead) 0.66-0.73. Per 64-key tile from L2, the rate with one
+// part left out (throwaway switches; 13.8 GB/s with all): the score products 16.9, softmax and
+// the weights' tiles 17.2, the V interleave 16.4, the P·V products with O's tile traffic 16.6,
+// all four 42. The parts add up: the tile unit's products do not overlap the vector work, and
+// interleaving the whole tile's V between the score products' k-steps (a 64 KiB buffer) left
+// every rate as it was. attention_decode_bench Mla64K: 7.3-7.5 ms without DCP, 3.8-4.3 with
+// N = 2.
 #include <immintrin.h>
 
 #include <bit>
