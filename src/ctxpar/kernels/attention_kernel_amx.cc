@@ -23,11 +23,14 @@
 // Where it stands (kernels_attention_bench, 16 heads, AMX Xeon VM, fractions of the read
 // ceiling of the same run): MlaDecode from DRAM 0.52-0.55 on 1 and 2 threads, from L2
 // (resident:1) only 0.69-0.73: the work alone runs slower than DRAM delivers; the layout
-// read with no arithmetic (MlaPagedRead) 0.66-0.73. Per 64-key tile from L2, the rate with one
-// part left out (throwaway switches; 13.8 GB/s with all): the score products 16.9, softmax and
-// the weights' tiles 17.2, the V interleave 16.4, the P·V products with O's tile traffic 16.6,
-// all four 42. The parts add up: the tile unit's products do not overlap the vector work, and
-// interleaving the whole tile's V between the score products' k-steps (a 64 KiB buffer) left
+// read with no arithmetic (MlaPagedRead) 0.66-0.73. Per 64-key tile from L2, timed by phase
+// (throwaway rdtsc marks): the score products with their tile stores 38%, softmax and the
+// weights' tiles 13%, P·V 44%, 3.4x its 128 products at 16 cycles each (per 32 columns O's two
+// tiles are loaded, take eight products and are stored, chunk after chunk, with every tile
+// register in use); from DRAM the score phase, whose K tile loads wait on memory, 55% and
+// P·V 34%. Leaving out one part (throwaway switches) gained 15-20% each and the gains add up;
+// interleaving V between the score products' k-steps, with word unpacks (34 cycles per
+// 32 keys × 32 columns against the permutes' 60), or one chunk ahead of its products left
 // every rate as it was. attention_decode_bench Mla64K: 7.3-7.5 ms without DCP, 3.8-4.3 with
 // N = 2.
 #include <immintrin.h>
