@@ -288,17 +288,11 @@ BENCHMARK(BM_GqaDecode)
     ->Args({1, 1, 64, 1})
     ->Unit(benchmark::kMillisecond);
 
-// The caches of BM_GqaDecode (shuffled table, d 128) read with no arithmetic: what the paged
-// layout lets a reader take from DRAM, beside what the kernel takes. Each thread reads its
-// share of the request's blocks as the kernel does: per 64-key tile, the K and V spans of its
-// four blocks (eight 32 KiB spans) in turn, 256 bytes at a time, requesting the next tile's
-// bytes at the same offsets (the kernel's TilePrefetch). On the AMX Xeon VM this reads
-// 0.72-0.79 of the ceiling, whose two long streams read 1.0; without the requests 0.64-0.70,
-// with requests 1 KiB ahead in the same span 0.73-0.77. A plain loop with FMA work per 256
-// bytes that alone runs at 1.1x the DRAM rate read this layout at 0.69 (throwaway test), the
-// kernel at 0.58-0.62: one core here overlaps its arithmetic with its reads only in part.
+// The paged reads: the decode caches read with no arithmetic, the way the kernels walk them.
 using Chunk = uint64_t __attribute__((vector_size(64)));
 
+// Reads n spans of span_bytes, 256 bytes of each in turn, while requesting the bytes at the
+// same offsets of `next`; returns a sum of what it read.
 uint64_t read_spans(const char* const* spans, const char* const* next, int n, int64_t span_bytes) {
   Chunk acc{};
   for (int64_t off = 0; off < span_bytes; off += 256) {
@@ -385,6 +379,15 @@ void run_paged_read(benchmark::State& state, int threads, const PagedLayout& lay
 // Keys per tile of the decode kernels (kKeyTile, attention_kernel.h).
 constexpr int64_t kTileKeys = 64;
 
+// The caches of BM_GqaDecode (shuffled table, d 128) read with no arithmetic: what the paged
+// layout lets a reader take from DRAM, beside what the kernel takes. Each thread reads its
+// share of the request's blocks as the kernel does (run_paged_read): per 64-key tile, the K and V
+// spans of its four blocks (eight 32 KiB spans) in turn, 256 bytes at a time, requesting the next
+// tile's bytes at the same offsets (the kernel's TilePrefetch). On the AMX Xeon VM this reads
+// 0.72-0.79 of the ceiling, whose two long streams read 1.0; without the requests 0.64-0.70,
+// with requests 1 KiB ahead in the same span 0.73-0.77. A plain loop with FMA work per 256
+// bytes that alone runs at 1.1x the DRAM rate read this layout at 0.69 (throwaway test), the
+// kernel at 0.58-0.62: one core here overlaps its arithmetic with its reads only in part.
 void BM_GqaPagedRead(benchmark::State& state) {
   constexpr int64_t d = 128;
   const DecodeCase& c = gqa_case(d, false, true);
