@@ -44,6 +44,7 @@
 #include "ctxpar/core/tensor.h"
 #include "ctxpar/core/thread_pool.h"
 #include "ctxpar/kernels/attention.h"
+#include "ctxpar/kernels/attention_kernel.h"  // kKeyTile
 #include "read_bandwidth.h"
 #include "read_ceiling_benchmark.h"  // the ceiling as its own rows
 #include "timing.h"
@@ -322,6 +323,11 @@ struct PagedLayout {
 void run_paged_read(benchmark::State& state, int threads, const PagedLayout& layout,
                     const std::vector<Tensor>& tables, double layer_bytes) {
   constexpr int kMaxSpans = 16;
+  CTXPAR_CHECK(!layout.bases.empty() && layout.block_bytes > 0 && layout.tile_blocks >= 1 &&
+                   layout.lanes >= 1,
+               "paged layout of {} bases, {}-byte blocks, {} blocks per tile, {} lanes: each "
+               "must be at least 1",
+               layout.bases.size(), layout.block_bytes, layout.tile_blocks, layout.lanes);
   const int spans_per_tile =
       static_cast<int>(layout.bases.size() * layout.tile_blocks * layout.lanes);
   CTXPAR_CHECK(spans_per_tile <= kMaxSpans, "{} spans per tile; at most {}", spans_per_tile,
@@ -376,9 +382,6 @@ void run_paged_read(benchmark::State& state, int threads, const PagedLayout& lay
                  " KiB per tile, the next tile requested, baseline-ISA loop");
 }
 
-// Keys per tile of the decode kernels (kKeyTile, attention_kernel.h).
-constexpr int64_t kTileKeys = 64;
-
 // The caches of BM_GqaDecode (shuffled table, d 128) read with no arithmetic: what the paged
 // layout lets a reader take from DRAM, beside what the kernel takes. Each thread reads its
 // share of the request's blocks as the kernel does (run_paged_read): per 64-key tile, the K and V
@@ -396,7 +399,7 @@ void BM_GqaPagedRead(benchmark::State& state) {
   const PagedLayout layout{
       {static_cast<const char*>(p.k_cache.raw()), static_cast<const char*>(p.v_cache.raw())},
       p.k_cache.stride(0) * static_cast<int64_t>(p.k_cache.element_size()),
-      kTileKeys / p.k_cache.size(1),
+      detail::kKeyTile / p.k_cache.size(1),
       1};
   run_paged_read(state, static_cast<int>(state.range(0)), layout, p.block_tables,
                  static_cast<double>(gqa_layer_bytes(c.keys, d)));
@@ -411,11 +414,15 @@ BENCHMARK(BM_GqaPagedRead)->ArgNames({"threads"})->Arg(1)->Arg(2)->Unit(benchmar
 // as for GQA.
 constexpr int64_t kMlaBlock = 64, kMlaLora = 512, kMlaWidth = 576;
 constexpr int64_t kMlaResidentKeys = 1024;
+// Bytes of one layer's latent cache (bf16) for `keys` keys.
+constexpr int64_t mla_layer_bytes(int64_t keys) {
+  return 2 * keys * kMlaWidth;
+}
 DecodeCase make_mla_case(int64_t keys, bool resident, int64_t heads) {
   std::mt19937 rng(11);
   DecodeCase c;
   c.keys = keys;
-  const int64_t layers = resident ? 1 : bench::copies_beyond_llc(2 * keys * kMlaWidth);
+  const int64_t layers = resident ? 1 : bench::copies_beyond_llc(mla_layer_bytes(keys));
   c.p.latent = random_bf16({keys / kMlaBlock * layers, kMlaBlock, kMlaWidth}, rng);
   fill_tables(c.p, keys, kMlaBlock, layers, rng);
   c.p.q = random_f32({1, heads, kMlaWidth}, rng);
@@ -443,7 +450,7 @@ void BM_MlaDecode(benchmark::State& state) {
   const int64_t heads = state.range(2);
   DecodeCase& c = mla_case(resident, heads);
   PagedDecode& p = c.p;
-  const double layer_bytes = 2.0 * c.keys * kMlaWidth;
+  const double layer_bytes = static_cast<double>(mla_layer_bytes(c.keys));
   const double ceiling = bench::read_ceiling(threads).gb_per_s;
   const MatmulResult bf16_gemm = matmul_ceiling(dnnl::memory::data_type::bf16, threads);
   const MatmulResult f32_gemm = matmul_ceiling(dnnl::memory::data_type::f32, threads);
@@ -491,8 +498,8 @@ BENCHMARK(BM_MlaDecode)
 
 // The cache of BM_MlaDecode (16 heads) read with no arithmetic, as GqaPagedRead reads GQA's:
 // a tile is one 64-key block (72 KiB), cut into six 12 KiB lanes as TilePrefetch cuts it. On
-// the AMX Xeon VM this reads 0.66 of the ceiling with 1 thread, 0.69-0.73 with 2, where the
-// kernel reads 0.52-0.54: it takes 0.75-0.80 of what the layout gives, as GQA's does. Other
+// the AMX Xeon VM this reads 0.66-0.70 of the ceiling with 1 thread, 0.69-0.73 with 2, where
+// the kernel reads 0.52-0.55: it takes 0.75-0.80 of what the layout gives, as GQA's does. Other
 // cuts (a throwaway argument): one lane 0.55-0.58, two to twelve 0.61-0.77; requesting 0.5-2
 // KiB ahead in the same lane instead of the next tile 0.57 (one lane) to 0.72-0.76.
 void BM_MlaPagedRead(benchmark::State& state) {
@@ -500,10 +507,10 @@ void BM_MlaPagedRead(benchmark::State& state) {
   const PagedDecode& p = c.p;
   const PagedLayout layout{{static_cast<const char*>(p.latent.raw())},
                            p.latent.stride(0) * static_cast<int64_t>(p.latent.element_size()),
-                           kTileKeys / p.latent.size(1),
+                           detail::kKeyTile / p.latent.size(1),
                            6};
   run_paged_read(state, static_cast<int>(state.range(0)), layout, p.block_tables,
-                 2.0 * static_cast<double>(c.keys) * kMlaWidth);
+                 static_cast<double>(mla_layer_bytes(c.keys)));
 }
 BENCHMARK(BM_MlaPagedRead)->ArgNames({"threads"})->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 
