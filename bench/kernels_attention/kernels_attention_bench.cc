@@ -11,7 +11,8 @@
 // 512)) and the fraction of the GEMM rate.
 //
 // GqaPagedRead and MlaPagedRead read the same caches with no arithmetic: the fraction each
-// paged layout allows a reader.
+// paged layout allows a reader that requests the next tile as the kernels do (ahead:0), or
+// 512 bytes ahead in each span (ahead:512).
 //
 // Prefill attention (causal, 2048 tokens, 32 q / 8 KV heads, d 64 and 128; k/v f32, or bf16 as
 // a bf16 cache's prefill passes them) is compute bound: GFLOP/s against the f32 GEMM rate.
@@ -292,13 +293,19 @@ BENCHMARK(BM_GqaDecode)
 // The paged reads: the decode caches read with no arithmetic, the way the kernels walk them.
 using Chunk = uint64_t __attribute__((vector_size(64)));
 
-// Reads n spans of span_bytes, 256 bytes of each in turn, while requesting the bytes at the
-// same offsets of `next`; returns a sum of what it read.
-uint64_t read_spans(const char* const* spans, const char* const* next, int n, int64_t span_bytes) {
+// Reads n spans of span_bytes, 256 bytes of each in turn, and returns a sum of what it read.
+// Meanwhile it requests, with ahead 0, the bytes at the same offsets of `next` (the kernels'
+// TilePrefetch), else the bytes `ahead` further on in the same span, then in next[x].
+uint64_t read_spans(const char* const* spans, const char* const* next, int n, int64_t span_bytes,
+                    int64_t ahead) {
   Chunk acc{};
   for (int64_t off = 0; off < span_bytes; off += 256) {
     for (int x = 0; x < n; ++x) {
-      for (int64_t line = 0; line < 256; line += 64) __builtin_prefetch(next[x] + off + line);
+      const int64_t to = off + ahead;
+      const char* req = ahead == 0        ? next[x] + off
+                        : to < span_bytes ? spans[x] + to
+                                          : next[x] + to - span_bytes;
+      for (int64_t line = 0; line < 256; line += 64) __builtin_prefetch(req + line);
       const auto* c = reinterpret_cast<const Chunk*>(spans[x] + off);
       acc += c[0] + c[1] + c[2] + c[3];
     }
@@ -319,9 +326,10 @@ struct PagedLayout {
 
 // Reads the request's blocks (one layer's table per call, layers in turn) with no arithmetic:
 // each thread its share of the blocks, tile by tile, the tile's spans in turn 256 bytes at a
-// time while the next tile's bytes at the same offsets are requested (TilePrefetch).
+// time while it requests what read_spans does with `ahead` (0: the next tile's bytes at the
+// same offsets, as TilePrefetch).
 void run_paged_read(benchmark::State& state, int threads, const PagedLayout& layout,
-                    const std::vector<Tensor>& tables, double layer_bytes) {
+                    const std::vector<Tensor>& tables, double layer_bytes, int64_t ahead) {
   constexpr int kMaxSpans = 16;
   CTXPAR_CHECK(!layout.bases.empty() && layout.block_bytes > 0 && layout.tile_blocks >= 1 &&
                    layout.lanes >= 1,
@@ -336,6 +344,8 @@ void run_paged_read(benchmark::State& state, int threads, const PagedLayout& lay
                "a {}-byte block does not cut into {} lanes of whole 256-byte chunks",
                layout.block_bytes, layout.lanes);
   const int64_t lane_bytes = layout.block_bytes / layout.lanes;
+  CTXPAR_CHECK(ahead >= 0 && ahead % 256 == 0 && ahead < lane_bytes,
+               "requests {} bytes ahead; expected a multiple of 256 in [0, {})", ahead, lane_bytes);
   const int64_t blocks = tables.front().size(1);
   CTXPAR_CHECK(blocks % (threads * layout.tile_blocks) == 0,
                "{} blocks do not split into {}-block tiles", blocks, threads * layout.tile_blocks);
@@ -367,7 +377,7 @@ void run_paged_read(benchmark::State& state, int threads, const PagedLayout& lay
               int cur = 0;
               for (int64_t tb = b0; tb < b1; tb += layout.tile_blocks) {
                 tile(tb + layout.tile_blocks, spans[cur ^ 1]);
-                acc += read_spans(spans[cur], spans[cur ^ 1], spans_per_tile, lane_bytes);
+                acc += read_spans(spans[cur], spans[cur ^ 1], spans_per_tile, lane_bytes, ahead);
                 cur ^= 1;
               }
               sums[static_cast<size_t>(t)] = acc;
@@ -379,18 +389,25 @@ void run_paged_read(benchmark::State& state, int threads, const PagedLayout& lay
   state.counters["read_GB/s"] = ceiling;
   state.counters["frac_of_read_bw"] = r.wall / ceiling;
   state.SetLabel(std::to_string(spans_per_tile) + " spans of " + std::to_string(lane_bytes / 1024) +
-                 " KiB per tile, the next tile requested, baseline-ISA loop");
+                 " KiB per tile, " +
+                 (ahead == 0 ? std::string("the next tile")
+                             : std::to_string(ahead) + " B ahead in each span") +
+                 " requested, baseline-ISA loop");
 }
 
 // The caches of BM_GqaDecode (shuffled table, d 128) read with no arithmetic: what the paged
 // layout lets a reader take from DRAM, beside what the kernel takes. Each thread reads its
 // share of the request's blocks as the kernel does (run_paged_read): per 64-key tile, the K and V
-// spans of its four blocks (eight 32 KiB spans) in turn, 256 bytes at a time, requesting the next
-// tile's bytes at the same offsets (the kernel's TilePrefetch). On the AMX Xeon VM this reads
-// 0.72-0.79 of the ceiling, whose two long streams read 1.0; without the requests 0.64-0.70,
-// with requests 1 KiB ahead in the same span 0.73-0.77. A plain loop with FMA work per 256
-// bytes that alone runs at 1.1x the DRAM rate read this layout at 0.69 (throwaway test), the
-// kernel at 0.58-0.62: one core here overlaps its arithmetic with its reads only in part.
+// spans of its four blocks (eight 32 KiB spans) in turn, 256 bytes at a time, requesting (ahead:0)
+// the next tile's bytes at the same offsets, as the kernel's TilePrefetch does, or (ahead:512)
+// the bytes 512 B further on in each span. On the AMX Xeon VM, five runs, 1 and 2 threads:
+// ahead:0 0.74-0.81 of the ceiling (whose two long streams read 1.0), ahead:512 0.82-0.91;
+// 2 KiB ahead 0.85-0.88, 64 KiB 0.80, no requests 0.67 (throwaway variants). So this layout
+// lets a reader take more than 0.8; the kernel (0.58-0.62) reads a tile's rows column-wise and
+// needs the whole tile there first, which requests close ahead do not give it (TilePrefetch).
+// A plain loop with FMA work per 256 bytes that alone runs at 1.1x the DRAM rate read this
+// layout at 0.69 (throwaway test): one core here overlaps its arithmetic with its reads only in
+// part.
 void BM_GqaPagedRead(benchmark::State& state) {
   constexpr int64_t d = 128;
   const DecodeCase& c = gqa_case(d, false, true);
@@ -402,9 +419,12 @@ void BM_GqaPagedRead(benchmark::State& state) {
       detail::kKeyTile / p.k_cache.size(1),
       1};
   run_paged_read(state, static_cast<int>(state.range(0)), layout, p.block_tables,
-                 static_cast<double>(gqa_layer_bytes(c.keys, d)));
+                 static_cast<double>(gqa_layer_bytes(c.keys, d)), state.range(1));
 }
-BENCHMARK(BM_GqaPagedRead)->ArgNames({"threads"})->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_GqaPagedRead)
+    ->ArgNames({"threads", "ahead"})
+    ->ArgsProduct({{1, 2}, {0, 512}})
+    ->Unit(benchmark::kMillisecond);
 
 // MLA: 16 heads (8 with heads:8, a 16-head model at TP 2), rows of 576 (512 latent + 64
 // rope), values = the 512 latent dims, B = 64.
@@ -498,10 +518,10 @@ BENCHMARK(BM_MlaDecode)
 
 // The cache of BM_MlaDecode (16 heads) read with no arithmetic, as GqaPagedRead reads GQA's:
 // a tile is one 64-key block (72 KiB), cut into six 12 KiB lanes as TilePrefetch cuts it. On
-// the AMX Xeon VM this reads 0.66-0.70 of the ceiling with 1 thread, 0.69-0.73 with 2, where
-// the kernel reads 0.52-0.55: it takes 0.75-0.80 of what the layout gives, as GQA's does. Other
-// cuts (a throwaway argument): one lane 0.55-0.58, two to twelve 0.61-0.77; requesting 0.5-2
-// KiB ahead in the same lane instead of the next tile 0.57 (one lane) to 0.72-0.76.
+// the AMX Xeon VM ahead:0 reads 0.66-0.79 of the ceiling (1 and 2 threads, five runs), where
+// the kernel reads 0.52-0.55: it takes 0.75-0.80 of what the layout gives, as GQA's does;
+// ahead:512 0.69-0.80, less of a gain than GQA's. Other cuts (a throwaway argument): one lane
+// 0.55-0.58, two to twelve 0.61-0.77; one lane requesting 0.5-2 KiB ahead 0.57.
 void BM_MlaPagedRead(benchmark::State& state) {
   const DecodeCase& c = mla_case(false, 16);
   const PagedDecode& p = c.p;
@@ -510,9 +530,12 @@ void BM_MlaPagedRead(benchmark::State& state) {
                            detail::kKeyTile / p.latent.size(1),
                            6};
   run_paged_read(state, static_cast<int>(state.range(0)), layout, p.block_tables,
-                 static_cast<double>(mla_layer_bytes(c.keys)));
+                 static_cast<double>(mla_layer_bytes(c.keys)), state.range(1));
 }
-BENCHMARK(BM_MlaPagedRead)->ArgNames({"threads"})->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MlaPagedRead)
+    ->ArgNames({"threads", "ahead"})
+    ->ArgsProduct({{1, 2}, {0, 512}})
+    ->Unit(benchmark::kMillisecond);
 
 // ---------------------------------------------------------------------------------------
 // Prefill attention.
