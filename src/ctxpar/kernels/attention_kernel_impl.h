@@ -125,7 +125,12 @@ inline void load_pair(const uint16_t* p, V& a, V& b) {
 //   of 12 KiB: 0.48-0.51 -> 0.63-0.65; more streams lose again (GQA in sixteen 0.66-0.68
 //   against 0.69-0.71, MLA in eighteen 0.46);
 // - the bookkeeping per request batch is a pointer bump: a walk over (key, head, K/V) rows
-//   cost 16% of the L2-resident compute rate (18.4 -> 15.5 GB/s without issuing a prefetch).
+//   cost 16% of the L2-resident compute rate (18.4 -> 15.5 GB/s without issuing a prefetch);
+// - requests a fixed distance ahead of the reads in their own order (this tile's K, its V,
+//   then the next tile's, one stream, with P·V taken key run by key run so V is read in
+//   order too) read GQA decode at 0.39-0.42 at every distance from 8 to 256 KiB (throwaway
+//   test), though the layout read that way with no arithmetic gives 0.82-0.91
+//   (GqaPagedRead ahead:512, eight spans at once); untried: several such streams at once.
 template <class T>
 class TilePrefetch {
  public:
