@@ -33,7 +33,8 @@ namespace ctxpar::kernels {
 
 // Paged KV cache of one layer. A token's local key index li maps to row
 // (block_table[req][li / B], li % B).
-// k_cache: [num_blocks, B, Hkv, dk], v_cache: [num_blocks, B, Hkv, dv]; both f32 or both bf16.
+// k_cache: [num_blocks, B, Hkv, dk], v_cache: [num_blocks, B, Hkv, dv]; both f32, both bf16 or
+// both float8_e4m3fn (per-tensor scale 1, as vLLM's --kv-cache-dtype fp8 without scales).
 // Last dims contiguous, other strides arbitrary, so MLA can pass views of one latent cache
 // (k = cache[..., 0:dk], v = cache[..., 0:kv_lora], Hkv = 1); when v is such a prefix of the
 // k rows the kernel reads each row once.

@@ -21,11 +21,21 @@ void check_last_dim_contiguous(const Tensor& t, const char* name) {
 }
 
 KvDType kv_dtype(const Tensor& k, const Tensor& v, const char* k_name, const char* v_name) {
-  CTXPAR_CHECK(k.dtype() == v.dtype(), "{} is {} but {} is {}; both must be float32 or bfloat16",
-               k_name, k.describe(), v_name, v.describe());
-  CTXPAR_CHECK(k.dtype() == DType::kF32 || k.dtype() == DType::kBF16,
-               "{} is {}; the KV dtype must be float32 or bfloat16", k_name, k.describe());
-  return k.dtype() == DType::kBF16 ? KvDType::kBF16 : KvDType::kF32;
+  CTXPAR_CHECK(k.dtype() == v.dtype(),
+               "{} is {} but {} is {}; both must be float32, bfloat16 or float8_e4m3fn", k_name,
+               k.describe(), v_name, v.describe());
+  switch (k.dtype()) {
+    case DType::kF32:
+      return KvDType::kF32;
+    case DType::kBF16:
+      return KvDType::kBF16;
+    case DType::kF8E4M3:
+      return KvDType::kF8E4M3;
+    default:
+      break;
+  }
+  CTXPAR_FAIL("{} is {}; the KV dtype must be float32, bfloat16 or float8_e4m3fn", k_name,
+              k.describe());
 }
 
 void check_out(const Tensor& out, const Tensor& lse, int64_t tokens, int64_t heads, int64_t dv) {

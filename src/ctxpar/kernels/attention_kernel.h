@@ -19,7 +19,7 @@ inline constexpr int kMaxJobRows = 64;
 // Keys per softmax tile: the scores of a tile are computed, exponentiated, then applied to V.
 inline constexpr int kKeyTile = 64;
 
-enum class KvDType : uint8_t { kF32, kBF16 };
+enum class KvDType : uint8_t { kF32, kBF16, kF8E4M3 };  // kF8E4M3: e4m3 bits (core/fp8.h)
 
 // Where the K and V rows of a job's keys live. Key j has local index
 // li = indices ? indices[j] : j. Paged (block_table set): the row is

@@ -1,13 +1,16 @@
 // Internal: the attention job (attention_kernel.h) as a template over a simd vector type V
-// (simd.h) and the KV element type (float, or uint16_t holding bf16 bits). Included only by
+// (simd.h) and the KV element type (float, uint16_t holding bf16 bits, or uint8_t holding
+// e4m3 bits). Included only by
 // attention_kernel_{scalar,avx2,avx512}.cc (and a test that instantiates it over an emulated
 // wide vector); everything here has internal linkage, so copies compiled with different ISA
 // flags never mix at link time.
 //
 // Algorithm (flash-decoding style, one pass over the keys, f32 accumulation):
 //   q rows are scaled by scale·log2(e) (scores live in base 2; the lse is converted back to
-//   natural log at the end) and put in pair lane order when the cache is bf16, so a K row
-//   converts with one shift and one mask per vector;
+//   natural log at the end) and put in pair lane order when the cache is bf16 or e4m3, so a
+//   K row converts with one shift and one mask per vector (bf16) or two shifts, a mask and
+//   vcvtph2ps (e4m3, whose loads yield value · 2^-8: q is scaled by 2^8 and o by 2^8 at the
+//   end, both exact);
 //   for each tile of kKeyTile keys:
 //     S[rows, tile] = Q · Kᵀ   dot products in 2- (AVX2) or 4-row (AVX-512) × 4-key register
 //                               blocks; key blocks run outermost and the KV heads of the job
@@ -33,8 +36,10 @@
 #include <type_traits>
 #include <utility>
 
+#include "ctxpar/core/fp8.h"
 #include "ctxpar/core/half.h"
 #include "ctxpar/kernels/attention_kernel.h"
+#include "ctxpar/kernels/simd.h"
 
 namespace ctxpar::kernels::detail {
 namespace {
@@ -98,6 +103,9 @@ inline float load_one(const float* p) {
 inline float load_one(const uint16_t* p) {
   return bf16::to_f32(*p);
 }
+inline float load_one(const uint8_t* p) {  // · kFp8LoadFactor, as load_fp8_pair
+  return fp8_e4m3::to_f32(*p) * simd::kFp8LoadFactor;
+}
 
 // One pair step (2·kWidth values) as two vectors: natural order for f32, even/odd for bf16.
 template <class V>
@@ -108,6 +116,10 @@ inline void load_pair(const float* p, V& a, V& b) {
 template <class V>
 inline void load_pair(const uint16_t* p, V& a, V& b) {
   V::load_bf16_pair(p, a, b);
+}
+template <class V>
+inline void load_pair(const uint8_t* p, V& a, V& b) {
+  V::load_fp8_pair(p, a, b);
 }
 
 // Requests the cache lines of the next tile's K and V rows while this tile is computed, as
@@ -394,20 +406,20 @@ inline void pv_block(const float* w, int64_t ws, const RowT* const* v, int n, in
   }
 }
 
-// A bf16 row as f32 in pair lane order (what load_pair<uint16_t> would produce).
-template <class V, class Pf>
-inline void convert_row(const uint16_t* src, int64_t d, float* dst, Pf* pf) {
-  consumed(pf, d * static_cast<int64_t>(sizeof(uint16_t)));
+// A bf16 or e4m3 row as f32 in pair lane order (what load_pair and load_one produce).
+template <class V, class RowT, class Pf>
+inline void convert_row(const RowT* src, int64_t d, float* dst, Pf* pf) {
+  consumed(pf, d * static_cast<int64_t>(sizeof(RowT)));
   constexpr int kW = V::kWidth;
   constexpr int kP = 2 * kW;
   const int64_t steps = d / kP;
   for (int64_t p = 0; p < steps; ++p) {
     V a, b;
-    V::load_bf16_pair(src + p * kP, a, b);
+    load_pair(src + p * kP, a, b);
     a.store(dst + p * kP);
     b.store(dst + p * kP + kW);
   }
-  for (int64_t i = steps * kP; i < d; ++i) dst[i] = bf16::to_f32(src[i]);
+  for (int64_t i = steps * kP; i < d; ++i) dst[i] = load_one(src + i);
 }
 
 template <class V>
@@ -623,7 +635,9 @@ template <class V, class KvT>
 void run_job(const AttnJob& job, float* scratch) {
   constexpr int kW = V::kWidth;
   constexpr int kP = 2 * kW;
-  constexpr bool kBf16 = std::is_same_v<KvT, uint16_t>;
+  // bf16 and e4m3 rows load in pair lane order; e4m3 loads yield value · kFp8LoadFactor.
+  constexpr bool kPairOrder = !std::is_same_v<KvT, float>;
+  constexpr float kLoadFactor = std::is_same_v<KvT, uint8_t> ? simd::kFp8LoadFactor : 1.0f;
   const AttnScratchLayout lay = attn_scratch_layout(job.dk, job.dv);
   const int rows = job.rows;
   const int heads = job.kv_heads;
@@ -639,21 +653,22 @@ void run_job(const AttnJob& job, float* scratch) {
   float* v_tile = scratch + lay.v_tile;
   float* k_t = scratch + lay.k_t;
 
-  const float q_scale = job.scale * kLog2e;
+  const float q_scale = job.scale * kLog2e / kLoadFactor;
   for (int r = 0; r < rows; ++r) {
     const float* src = job.q[r];
     float* dst = q + r * qs;
     for (int64_t i = 0; i < dk; ++i) {
-      dst[kBf16 ? pair_lane_index(i, dk, kW) : i] = src[i] * q_scale;
+      dst[kPairOrder ? pair_lane_index(i, dk, kW) : i] = src[i] * q_scale;
     }
     std::memset(o + r * os, 0, static_cast<size_t>(dv) * sizeof(float));
     m[r] = kNegInf;
     l[r] = 0.0f;
   }
 
-  // A bf16 tile used by several row blocks is converted once; when V rows are prefixes of
-  // the K rows (MLA) and the prefix ends on a pair step, the converted K tile serves as V.
-  const bool convert = kBf16 && head_rows > kDirectBf16Rows;
+  // A bf16 or e4m3 tile used by several row blocks is converted once; when V rows are
+  // prefixes of the K rows (MLA) and the prefix ends on a pair step, the converted K tile
+  // serves as V.
+  const bool convert = kPairOrder && head_rows > kDirectBf16Rows;
   // Vector ISAs only (one lane would make the transposed form a scalar loop), and only where
   // the transpose (~4 / head_rows of the score FMAs on AVX-512) costs less than the dot
   // products' reductions (~80 / dk): GQA prefill, not MLA decode's 16 rows over 576 dims.
@@ -694,7 +709,7 @@ void run_job(const AttnJob& job, float* scratch) {
       for (int hh = 0; hh < heads; ++hh) {
         const KvT* kh[kKeyTile];
         shift_rows(kr, n, hh * job.k_head_stride, kh);
-        if constexpr (kBf16) {
+        if constexpr (kPairOrder) {
           for (int j = 0; j < n; ++j) {
             convert_row<V>(kh[j], dk, k_tile + j * qs, pf);
             k_f32[j] = k_tile + j * qs;
@@ -710,7 +725,7 @@ void run_job(const AttnJob& job, float* scratch) {
       }
     } else if (!convert) {
       tile_scores<V>(q, qs, heads, head_rows, kr, job.k_head_stride, n, dk, s, pf);
-    } else if constexpr (kBf16) {
+    } else if constexpr (kPairOrder) {
       // Head by head: the head's K rows of the tile are converted once, then every row block
       // of the head reads f32.
       for (int hh = 0; hh < heads; ++hh) {
@@ -741,7 +756,7 @@ void run_job(const AttnJob& job, float* scratch) {
       shift_rows(vr, n, hh * job.v_head_stride, vh);
       if (!convert) {
         tile_values<V>(p, head_rows, vh, n, dv, o + r0 * os, os, pf);
-      } else if constexpr (kBf16) {
+      } else if constexpr (kPairOrder) {
         // The converted K tile still holds this head's rows when it is the only head.
         if (!(v_from_k_tile && heads == 1)) {
           for (int j = 0; j < n; ++j) {
@@ -760,10 +775,10 @@ void run_job(const AttnJob& job, float* scratch) {
   for (int r = 0; r < rows; ++r) {
     float* dst = job.out[r];
     if (l[r] > 0.0f) {
-      const float inv = 1.0f / l[r];
+      const float inv = 1.0f / kLoadFactor / l[r];
       const float* src = o + r * os;
       for (int64_t i = 0; i < dv; ++i) {
-        dst[i] = src[kBf16 ? pair_lane_index(i, dv, kW) : i] * inv;
+        dst[i] = src[kPairOrder ? pair_lane_index(i, dv, kW) : i] * inv;
       }
       *job.lse[r] = (m[r] + std::log2(l[r])) * kLn2;
     } else {
@@ -776,10 +791,16 @@ void run_job(const AttnJob& job, float* scratch) {
 // The kernel entry for one ISA: picks the KV element type.
 template <class V>
 void run_job_for_isa(const AttnJob& job, float* scratch) {
-  if (job.dtype == KvDType::kBF16) {
-    run_job<V, uint16_t>(job, scratch);
-  } else {
-    run_job<V, float>(job, scratch);
+  switch (job.dtype) {
+    case KvDType::kBF16:
+      run_job<V, uint16_t>(job, scratch);
+      return;
+    case KvDType::kF8E4M3:
+      run_job<V, uint8_t>(job, scratch);
+      return;
+    case KvDType::kF32:
+      run_job<V, float>(job, scratch);
+      return;
   }
 }
 

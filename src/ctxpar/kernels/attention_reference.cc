@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "ctxpar/core/fp8.h"
 #include "ctxpar/core/half.h"
 #include "ctxpar/kernels/attention.h"
 #include "ctxpar/kernels/attention_check.h"
@@ -22,7 +23,14 @@ struct KeyRef {
 };
 
 double element(const void* row, int64_t i, KvDType dtype) {
-  if (dtype == KvDType::kBF16) return bf16::to_f32(static_cast<const uint16_t*>(row)[i]);
+  switch (dtype) {
+    case KvDType::kBF16:
+      return bf16::to_f32(static_cast<const uint16_t*>(row)[i]);
+    case KvDType::kF8E4M3:
+      return fp8_e4m3::to_f32(static_cast<const uint8_t*>(row)[i]);
+    case KvDType::kF32:
+      break;
+  }
   return static_cast<const float*>(row)[i];
 }
 

@@ -16,6 +16,11 @@
 //       reads 2·kWidth bf16 values; element 2i goes to even[i], 2i+1 to odd[i]. This is the
 //       cheap bf16→f32 conversion (one shift, one mask), at the price of de-interleaving the
 //       elements: kernels keep the other operand in the same "pair lane order" (see below).
+//   V::load_fp8_pair(const uint8_t* p, V& even, V& odd)
+//       reads 2·kWidth e4m3 values (core/fp8.h) in the same pair lane order, each as its value
+//       times kFp8LoadFactor: the SIMD widening (a byte shifted into an f16, then vcvtph2ps)
+//       yields value · 2^-8, and every V yields the same so kernels fold one factor. e4m3's
+//       NaN encoding reads as ±480 · 2^-8 in the SIMD variants (only NaN inputs store it).
 //   a + b, a - b, a * b, a / b, mul_add(a, b, c) = a·b + c (fused where the ISA has FMA)
 //   max(a, b), reduce_add(a), reduce_max(a)
 //   reduce_add4(a, b, c, d, float* out)   out[0..3] = horizontal sums of a, b, c, d
@@ -38,6 +43,9 @@
 #include <cstdint>
 
 namespace ctxpar::kernels::simd {
+
+// What V::load_fp8_pair yields per e4m3 value: value · kFp8LoadFactor.
+inline constexpr float kFp8LoadFactor = 0x1.0p-8f;
 
 // Taylor coefficients of 2^f = e^(f·ln2) on f in [-0.5, 0.5]: c_k = ln2^k / k!. Degree 7
 // bounds the truncation error by (0.5·ln2)^8 / 8! ≈ 5e-9, below float rounding.

@@ -34,6 +34,15 @@ struct Vec8 {
     even.v = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
     odd.v = _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(-65536)));
   }
+  // In each 16-bit lane the odd byte (the high one) shifted right by one, arithmetically, and
+  // masked to sign + 7 bits (0xBF80) is an f16 worth its e4m3 value · 2^-8, subnormals
+  // included; the even byte takes a shift left by 8 first. vcvtph2ps widens both exactly.
+  static void load_fp8_pair(const uint8_t* p, Vec8& even, Vec8& odd) {
+    const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i mask = _mm_set1_epi16(static_cast<int16_t>(0xBF80));
+    even.v = _mm256_cvtph_ps(_mm_and_si128(_mm_srai_epi16(_mm_slli_epi16(w, 8), 1), mask));
+    odd.v = _mm256_cvtph_ps(_mm_and_si128(_mm_srai_epi16(w, 1), mask));
+  }
 
   friend Vec8 operator+(Vec8 a, Vec8 b) { return {_mm256_add_ps(a.v, b.v)}; }
   friend Vec8 operator-(Vec8 a, Vec8 b) { return {_mm256_sub_ps(a.v, b.v)}; }

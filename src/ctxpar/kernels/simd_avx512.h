@@ -40,6 +40,13 @@ struct Vec16 {
     even.v = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
     odd.v = _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(-65536)));
   }
+  // Vec8::load_fp8_pair's widening over 32 e4m3 values.
+  static void load_fp8_pair(const uint8_t* p, Vec16& even, Vec16& odd) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i mask = _mm256_set1_epi16(static_cast<int16_t>(0xBF80));
+    even.v = _mm512_cvtph_ps(_mm256_and_si256(_mm256_srai_epi16(_mm256_slli_epi16(w, 8), 1), mask));
+    odd.v = _mm512_cvtph_ps(_mm256_and_si256(_mm256_srai_epi16(w, 1), mask));
+  }
 
   friend Vec16 operator+(Vec16 a, Vec16 b) { return {_mm512_add_ps(a.v, b.v)}; }
   friend Vec16 operator-(Vec16 a, Vec16 b) { return {_mm512_sub_ps(a.v, b.v)}; }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "ctxpar/core/fp8.h"
 #include "ctxpar/core/half.h"
 #include "ctxpar/kernels/simd.h"
 
@@ -22,6 +23,10 @@ struct Vec1 {
   static void load_bf16_pair(const uint16_t* p, Vec1& even, Vec1& odd) {
     even.v = bf16::to_f32(p[0]);
     odd.v = bf16::to_f32(p[1]);
+  }
+  static void load_fp8_pair(const uint8_t* p, Vec1& even, Vec1& odd) {
+    even.v = fp8_e4m3::to_f32(p[0]) * kFp8LoadFactor;
+    odd.v = fp8_e4m3::to_f32(p[1]) * kFp8LoadFactor;
   }
 
   friend Vec1 operator+(Vec1 a, Vec1 b) { return {a.v + b.v}; }

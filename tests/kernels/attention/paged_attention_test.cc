@@ -112,7 +112,7 @@ TEST_F(PagedAttentionTest, MatchesReferenceAcrossHeadDimsBlockSizesAndGroups) {
   for (int64_t d : {64, 128, 192}) {
     for (int64_t block : {1, 16, 64, 128}) {
       for (int64_t group : {1, 4, 8}) {
-        for (DType dtype : {DType::kF32, DType::kBF16}) {
+        for (DType dtype : {DType::kF32, DType::kBF16, DType::kF8E4M3}) {
           SCOPED_TRACE("d " + std::to_string(d) + ", B " + std::to_string(block) + ", group " +
                        std::to_string(group) + ", " + std::string(dtype_name(dtype)));
           // Key counts at the block edges, empty and one, and a random one.
@@ -132,7 +132,7 @@ TEST_F(PagedAttentionTest, MatchesReferenceAcrossHeadDimsBlockSizesAndGroups) {
 TEST_F(PagedAttentionTest, LongSequencesSplitAcrossThreads) {
   // A few thousand keys; one decode token per request, so with three threads the key range
   // of each KV head is split into chunks that are merged back.
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF8E4M3}) {
     for (int64_t block : {16, 128}) {
       SCOPED_TRACE(std::string(dtype_name(dtype)) + ", B " + std::to_string(block));
       const PagedSetup s =
@@ -152,7 +152,8 @@ TEST_F(PagedAttentionTest, ShortDecodeSplitsBetweenKvHeads) {
   for (int64_t hkv : {2, 3, 5, 8}) {
     for (int64_t keys :
          {int64_t{1}, uniform_int(2, 255), uniform_int(256, 700), uniform_int(1000, 2000)}) {
-      const DType dtype = coin() ? DType::kBF16 : DType::kF32;
+      const DType dtype =
+          std::vector<DType>{DType::kF32, DType::kBF16, DType::kF8E4M3}[uniform_int(0, 2)];
       const int64_t d = coin() ? 64 : 128, group = coin() ? 1 : 4;
       SCOPED_TRACE("hkv " + std::to_string(hkv) + ", keys " + std::to_string(keys) + ", " +
                    std::string(dtype_name(dtype)) + ", d " + std::to_string(d) + ", group " +

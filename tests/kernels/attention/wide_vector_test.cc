@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attention_test_util.h"
+#include "ctxpar/core/fp8.h"
 #include "ctxpar/core/half.h"
 #include "ctxpar/kernels/attention_kernel_impl.h"
 #include "ctxpar/kernels/merge_kernel_impl.h"
@@ -42,6 +43,12 @@ struct WideVec {
     for (int i = 0; i < W; ++i) {
       even.v[i] = bf16::to_f32(p[2 * i]);
       odd.v[i] = bf16::to_f32(p[2 * i + 1]);
+    }
+  }
+  static void load_fp8_pair(const uint8_t* p, WideVec& even, WideVec& odd) {
+    for (int i = 0; i < W; ++i) {
+      even.v[i] = fp8_e4m3::to_f32(p[2 * i]) * simd::kFp8LoadFactor;
+      odd.v[i] = fp8_e4m3::to_f32(p[2 * i + 1]) * simd::kFp8LoadFactor;
     }
   }
   template <class F>
@@ -89,6 +96,7 @@ struct WideVec {
 struct RandomJob {
   std::vector<float> k_f32, v_f32, q, out, lse;
   std::vector<uint16_t> k_bf16, v_bf16;
+  std::vector<uint8_t> k_fp8, v_fp8;
   std::vector<int32_t> table;
   std::vector<const float*> q_rows;
   std::vector<float*> out_rows, lse_rows;
@@ -116,17 +124,23 @@ class WideVectorTest : public SeededTest {
     };
     fill(x.k_f32, slots * heads * width);
     if (!v_in_k) fill(x.v_f32, slots * heads * dv);
-    const bool bf = dtype == detail::KvDType::kBF16;
-    const size_t esize = bf ? 2 : 4;
-    if (bf) {
+    const char* kbase = reinterpret_cast<const char*>(x.k_f32.data());
+    const char* vbase = reinterpret_cast<const char*>(x.v_f32.data());
+    size_t esize = 4;
+    if (dtype == detail::KvDType::kBF16) {
       for (float f : x.k_f32) x.k_bf16.push_back(bf16::from_f32(f));
       for (float f : x.v_f32) x.v_bf16.push_back(bf16::from_f32(f));
+      kbase = reinterpret_cast<const char*>(x.k_bf16.data());
+      vbase = reinterpret_cast<const char*>(x.v_bf16.data());
+      esize = 2;
+    } else if (dtype == detail::KvDType::kF8E4M3) {
+      for (float f : x.k_f32) x.k_fp8.push_back(fp8_e4m3::from_f32(f));
+      for (float f : x.v_f32) x.v_fp8.push_back(fp8_e4m3::from_f32(f));
+      kbase = reinterpret_cast<const char*>(x.k_fp8.data());
+      vbase = reinterpret_cast<const char*>(x.v_fp8.data());
+      esize = 1;
     }
-    const char* kbase = bf ? reinterpret_cast<const char*>(x.k_bf16.data())
-                           : reinterpret_cast<const char*>(x.k_f32.data());
-    const char* vbase = v_in_k ? kbase
-                        : bf   ? reinterpret_cast<const char*>(x.v_bf16.data())
-                               : reinterpret_cast<const char*>(x.v_f32.data());
+    if (v_in_k) vbase = kbase;
     const int64_t v_width = v_in_k ? width : dv;
     detail::AttnJob& j = x.job;
     j.dtype = dtype;
@@ -204,12 +218,13 @@ TEST_F(WideVectorTest, AttentionJobOver8And16LanesMatchesTheScalarVariant) {
   // last 32-value pair step.
   const std::vector<std::pair<int64_t, int64_t>> dims{{64, 64},   {128, 128}, {192, 128},
                                                       {576, 512}, {80, 80},   {40, 24}};
-  for (int round = 0; round < 40; ++round) {
+  for (int round = 0; round < 60; ++round) {
     const auto [dk, dv] = dims[uniform_int(0, static_cast<int64_t>(dims.size()) - 1)];
-    const auto dtype = coin() ? detail::KvDType::kBF16 : detail::KvDType::kF32;
+    const auto dtype = std::vector<detail::KvDType>{detail::KvDType::kF32, detail::KvDType::kBF16,
+                                                    detail::KvDType::kF8E4M3}[uniform_int(0, 2)];
     const bool v_in_k = dv <= dk && uniform_int(0, 2) == 0;
     SCOPED_TRACE("round " + std::to_string(round) + ", dk " + std::to_string(dk) + ", dv " +
-                 std::to_string(dv) + (dtype == detail::KvDType::kBF16 ? ", bf16" : ", f32") +
+                 std::to_string(dv) + ", KvDType " + std::to_string(static_cast<int>(dtype)) +
                  (v_in_k ? ", v in k rows" : ""));
     RandomJob x;
     make(x, dtype, dk, dv, v_in_k);
