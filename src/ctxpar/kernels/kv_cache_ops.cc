@@ -3,18 +3,23 @@
 #include <cstring>
 
 #include "ctxpar/core/error.h"
+#include "ctxpar/core/fp8.h"
 
 namespace ctxpar::kernels {
 namespace {
+
+void check_cache_dtype(const Tensor& cache, const char* what) {
+  CTXPAR_CHECK(cache.dtype() == DType::kF32 || cache.dtype() == DType::kBF16 ||
+                   cache.dtype() == DType::kF8E4M3,
+               "{} {} is not float32, bfloat16 or float8_e4m3fn", what, cache.describe());
+}
 
 // Elements per slot row, checking that the row dims (all after the first two) are contiguous
 // within the row so one row is a single run of memory.
 int64_t cache_row_elems(const Tensor& cache) {
   CTXPAR_CHECK(cache.ndim() >= 3, "KV cache {} must be [num_blocks, block_size, row...]",
                cache.describe());
-  CTXPAR_CHECK(cache.dtype() == DType::kF32 || cache.dtype() == DType::kBF16,
-               "KV cache dtype {} is not supported; use float32 or bfloat16",
-               dtype_name(cache.dtype()));
+  check_cache_dtype(cache, "KV cache");
   int64_t elems = 1;
   for (int d = cache.ndim() - 1; d >= 2; --d) {
     CTXPAR_CHECK(cache.shape()[d] == 1 || cache.stride(d) == elems,
@@ -52,9 +57,17 @@ int64_t rows_stride(const Tensor& rows, int64_t row_elems) {
 Tensor at_cache_dtype(const Tensor& rows, const Tensor& cache) {
   CTXPAR_CHECK(rows.dtype() == DType::kF32, "at_cache_dtype: rows must be float32, got {}",
                rows.describe());
-  CTXPAR_CHECK(cache.dtype() == DType::kF32 || cache.dtype() == DType::kBF16,
-               "at_cache_dtype: cache {} must be float32 or bfloat16", cache.describe());
-  return cache.dtype() == DType::kBF16 ? rows.to(DType::kBF16) : rows;
+  check_cache_dtype(cache, "at_cache_dtype: cache");
+  if (cache.dtype() == DType::kF32) return rows;
+  if (cache.dtype() == DType::kBF16) return rows.to(DType::kBF16);
+  // e4m3 values as bf16, which holds every one exactly.
+  const Tensor src = rows.contiguous();
+  Tensor out = Tensor::empty(src.shape(), DType::kBF16);
+  const float* in = src.data<float>();
+  bf16* o = out.data<bf16>();
+  for (int64_t i = 0; i < src.numel(); ++i)
+    o[i] = bf16(fp8_e4m3::to_f32(fp8_e4m3::from_f32(in[i])));
+  return out;
 }
 
 void write_cache_rows(const Tensor& rows, const Tensor& slots, Tensor& cache) {
@@ -78,9 +91,12 @@ void write_cache_rows(const Tensor& rows, const Tensor& slots, Tensor& cache) {
     const float* in = src + t * src_stride;
     if (cache.dtype() == DType::kF32) {
       std::memcpy(cache.data<float>() + offset, in, static_cast<size_t>(row) * sizeof(float));
-    } else {
+    } else if (cache.dtype() == DType::kBF16) {
       bf16* out = cache.data<bf16>() + offset;
       for (int64_t i = 0; i < row; ++i) out[i] = bf16(in[i]);
+    } else {
+      uint8_t* out = static_cast<uint8_t*>(cache.raw()) + offset;
+      for (int64_t i = 0; i < row; ++i) out[i] = fp8_e4m3::from_f32(in[i]);
     }
   }
 }
@@ -109,9 +125,12 @@ void read_cache_rows(const Tensor& cache, std::span<const int32_t> block_table, 
     float* o = dst + i * dst_stride;
     if (cache.dtype() == DType::kF32) {
       std::memcpy(o, cache.data<float>() + offset, static_cast<size_t>(row) * sizeof(float));
-    } else {
+    } else if (cache.dtype() == DType::kBF16) {
       const bf16* in = cache.data<bf16>() + offset;
       for (int64_t j = 0; j < row; ++j) o[j] = to_float(in[j]);
+    } else {
+      const uint8_t* in = static_cast<const uint8_t*>(cache.raw()) + offset;
+      for (int64_t j = 0; j < row; ++j) o[j] = fp8_e4m3::to_f32(in[j]);
     }
   }
 }
