@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -236,6 +237,97 @@ TEST(Bf16Weights, EveryBuiltinRunsWithDcpCloseToF32) {
       close += errors.back() <= 5e-2;
     }
     EXPECT_GE(close, 3) << "relative errors " << testing::PrintToString(errors);
+  }
+}
+
+}  // namespace
+}  // namespace ctxpar::engine
+
+namespace ctxpar::engine {
+namespace {
+
+// --kv-cache-dtype fp8 (e4m3, scale 1) on the GQA built-ins, f32 weights: every rank reads the
+// same e4m3 values, so greedy tokens are identical across T and N, through chunked prefill
+// (a later chunk reads the earlier chunks' e4m3 keys from the cache while its own tokens'
+// keys are rounded the same way); the first logits stay near the f32 cache's. MLA models
+// refuse it with the rule.
+TEST(Fp8KvCache, GqaModelsGiveTheSameTokensForEveryParallelShape) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  std::mt19937 rng(seed);
+  const auto requests = random_requests(rng);
+  RunOptions record;
+  record.record_logits = true;
+  for (const char* model : {"builtin:tiny-llama", "builtin:tiny-qwen2"}) {
+    SCOPED_TRACE(model);
+    EngineConfig c = base_config(model);
+    const GenerationResult f32 = generate(c, requests, record);
+    c.kv_cache_dtype = "fp8";
+    const GenerationResult fp8 = generate(c, requests, record);
+    EXPECT_EQ(fp8.stats.kv_bytes_per_rank / fp8.stats.blocks_per_rank * 4,
+              f32.stats.kv_bytes_per_rank / f32.stats.blocks_per_rank)
+        << "an e4m3 block is a quarter of an f32 block";
+    std::vector<double> errors;
+    for (size_t q = 0; q < requests.size(); ++q) {
+      const auto& a = fp8.outputs[q].logits.at(0);
+      const auto& b = f32.outputs[q].logits.at(0);
+      ASSERT_EQ(a.size(), b.size());
+      double num = 0, den = 0;
+      for (size_t v = 0; v < a.size(); ++v) {
+        ASSERT_TRUE(std::isfinite(a[v])) << "prompt " << q << " token " << v;
+        num += (double(a[v]) - b[v]) * (double(a[v]) - b[v]);
+        den += double(b[v]) * b[v];
+      }
+      errors.push_back(std::sqrt(num / den));
+    }
+    const double worst = *std::max_element(errors.begin(), errors.end());
+    EXPECT_GT(worst, 0.0) << "the e4m3 cache must round something";
+    EXPECT_LE(worst, 0.1) << "relative errors " << testing::PrintToString(errors);
+    const model::ModelConfig config = model::resolve_model_config(model);
+    int ran = 0;
+    for (const Shape& s : std::vector<Shape>{{4, 2, 1, 16, "ag_rs"},
+                                             {8, 4, 2, 4, "a2a"},
+                                             {4, 4, 4, 8, "ag_rs"},
+                                             {6, 3, 1, 2, "a2a"}}) {
+      try {
+        model::validate_for_parallel(config, s.tp, s.dcp);
+      } catch (const Error&) {
+        continue;  // this model's KV heads do not allow the shape
+      }
+      ++ran;
+      SCOPED_TRACE(
+          fmt::format("T={} N={} I={} B={} {}", s.tp, s.dcp, s.interleave, s.block, s.plan));
+      c.tensor_parallel_size = s.tp;
+      c.decode_context_parallel_size = s.dcp;
+      c.cp_kv_cache_interleave_size = s.interleave;
+      c.block_size = s.block;
+      c.dcp_comm_backend = s.plan;
+      const GenerationResult got = generate(c, requests);
+      for (size_t i = 0; i < requests.size(); ++i) {
+        EXPECT_EQ(got.outputs[i].output_token_ids, fp8.outputs[i].output_token_ids)
+            << "request " << i;
+      }
+    }
+    EXPECT_GE(ran, 2) << "too few shapes apply to " << model;
+  }
+  EngineConfig mla = base_config("builtin:tiny-deepseek-v2");
+  mla.kv_cache_dtype = "fp8";
+  try {
+    generate(mla, {requests[0]});
+    ADD_FAILURE() << "an MLA model took --kv-cache-dtype fp8";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--kv-cache-dtype fp8"), std::string::npos) << e.what();
+  }
+  EngineConfig e5m2 = base_config("builtin:tiny-llama");
+  e5m2.kv_cache_dtype = "fp8_e5m2";
+  try {
+    generate(e5m2, {requests[0]});
+    ADD_FAILURE() << "--kv-cache-dtype fp8_e5m2 was taken";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'fp8_e5m2' is not supported; use auto, float32, "
+                                         "bfloat16, fp8 or fp8_e4m3"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -22,11 +22,16 @@ DType weight_dtype_of(const std::string& dtype, const model::ModelConfig& m) {
   CTXPAR_INPUT_FAIL("--dtype '{}' is not supported; use auto, float32 or bfloat16", dtype);
 }
 
+// fp8 is e4m3 with a per-tensor scale of 1, as vLLM's --kv-cache-dtype fp8 on a checkpoint
+// without k/v scales.
 DType kv_dtype_of(const std::string& dtype, DType weights) {
   if (dtype == "auto") return weights;
   if (dtype == "float32" || dtype == "float") return DType::kF32;
   if (dtype == "bfloat16") return DType::kBF16;
-  CTXPAR_INPUT_FAIL("--kv-cache-dtype '{}' is not supported; use auto, float32 or bfloat16", dtype);
+  if (dtype == "fp8" || dtype == "fp8_e4m3") return DType::kF8E4M3;
+  CTXPAR_INPUT_FAIL(
+      "--kv-cache-dtype '{}' is not supported; use auto, float32, bfloat16, fp8 or fp8_e4m3",
+      dtype);
 }
 
 model::OProjQuant o_proj_quant_of(const std::string& name) {

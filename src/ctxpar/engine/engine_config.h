@@ -29,7 +29,7 @@ struct EngineConfig {
   int64_t max_num_batched_tokens = 2048;
   int64_t kv_cache_memory = int64_t{512} << 20;  // bytes per rank
   std::string dtype = "auto";                    // auto | float32 | bfloat16
-  std::string kv_cache_dtype = "auto";           // auto (= weight dtype) | float32 | bfloat16
+  std::string kv_cache_dtype = "auto";  // auto (= weight dtype) | float32 | bfloat16 | fp8 (e4m3)
   int64_t max_context_chunk = 8192;
   int threads_per_rank = 0;                  // 0: the machine's cores shared by the ranks
   std::string additional_config = "{}";      // JSON object (vLLM's --additional-config)
