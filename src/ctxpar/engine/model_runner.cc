@@ -2,6 +2,7 @@
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/core/fault_injection.h"
+#include "ctxpar/core/fp8.h"
 #include "ctxpar/core/half.h"
 #include "ctxpar/core/thread_pool.h"
 #include "ctxpar/model/sfa_mode.h"
@@ -14,11 +15,15 @@ namespace {
 // per rank on the 2-core VM of issue 16).
 void fill_uniform(Tensor& cache, uint64_t seed, ThreadPool& pool) {
   const DType dtype = cache.dtype();
-  CTXPAR_CHECK(dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16,
+  CTXPAR_CHECK(dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16 ||
+                   dtype == DType::kF8E4M3,
                "--dummy-context fills float KV caches only; this model has a {} cache {}",
                dtype_name(dtype), cache.describe());
   float* f32 = dtype == DType::kF32 ? static_cast<float*>(cache.raw()) : nullptr;
-  uint16_t* half = dtype == DType::kF32 ? nullptr : static_cast<uint16_t*>(cache.raw());
+  uint16_t* half = dtype == DType::kBF16 || dtype == DType::kF16
+                       ? static_cast<uint16_t*>(cache.raw())
+                       : nullptr;
+  uint8_t* fp8 = dtype == DType::kF8E4M3 ? static_cast<uint8_t*>(cache.raw()) : nullptr;
   pool.parallel_for(cache.numel(), int64_t{1} << 16, [&](int64_t begin, int64_t end, int) {
     uint64_t x = (seed ^ (static_cast<uint64_t>(begin) * 0x9e3779b97f4a7c15ull)) | 1;
     for (int64_t i = begin; i < end; ++i) {
@@ -28,6 +33,8 @@ void fill_uniform(Tensor& cache, uint64_t seed, ThreadPool& pool) {
       const float v = static_cast<float>(x >> 40) * (2.0f / 16777216.0f) - 1.0f;
       if (f32 != nullptr) {
         f32[i] = v;
+      } else if (fp8 != nullptr) {
+        fp8[i] = fp8_e4m3::from_f32(v);
       } else {
         half[i] = dtype == DType::kBF16 ? bf16::from_f32(v) : f16::from_f32(v);
       }
