@@ -6,9 +6,13 @@
 // shuffled block table, or consecutive blocks with shuffled:0; calls walk enough layers'
 // caches to exceed the LLC) is memory bound:
 // reported as GB/s of KV read and the fraction of the read bandwidth (resident:1, the same on
-// a cache resident in L2 and L3: the kernel's arithmetic rate). MLA decode (1 token, 16
-// heads, 576/512, 32768 keys, bf16 cache) is compute bound: reported as GFLOP/s (2·H·keys·(576 +
-// 512)) and the fraction of the GEMM rate.
+// a cache resident in L2 and L3: the kernel's arithmetic rate), and as keys per second, which
+// compares kv:16 (bf16) with kv:8 (e4m3, --kv-cache-dtype fp8). On the AMX Xeon VM, d 128:
+// e4m3 3.77-3.78 Mkeys/s against bf16's 2.98-3.00 with 1 thread, 7.24 against 5.67-5.80 with
+// 2 (1.25x); from L2 4.6-4.75 against 4.96-5.16: its wider conversion (two shifts, a mask and
+// vcvtph2ps per 32 values against bf16's shift and mask) makes it compute bound.
+// MLA decode (1 token, 16 heads, 576/512, 32768 keys, bf16 cache) is compute bound: reported as
+// GFLOP/s (2·H·keys·(576 + 512)) and the fraction of the GEMM rate.
 //
 // GqaPagedRead and MlaPagedRead read the same caches with no arithmetic: the fraction each
 // paged layout allows a reader that requests the next tile as the kernels do (ahead:0), or
@@ -41,6 +45,7 @@
 
 #include "ctxpar/core/cpu_features.h"
 #include "ctxpar/core/error.h"
+#include "ctxpar/core/fp8.h"
 #include "ctxpar/core/half.h"
 #include "ctxpar/core/tensor.h"
 #include "ctxpar/core/thread_pool.h"
@@ -157,20 +162,29 @@ struct PagedDecode {
   std::vector<Tensor> block_tables;  // one [1, blocks] per layer
 };
 
-// Uniform values in [-2, 2) from a xorshift generator: caches of a GiB and more fill in a
-// second (the values only have to be ordinary finite numbers).
-Tensor random_bf16(const Shape& shape, std::mt19937& rng) {
-  Tensor t = Tensor::empty(shape, DType::kBF16);
+// Uniform values in [-2, 2) from a xorshift generator, rounded to bf16 or e4m3: caches of a
+// GiB and more fill in a second (the values only have to be ordinary finite numbers).
+Tensor random_cache(const Shape& shape, DType dtype, std::mt19937& rng) {
+  Tensor t = Tensor::empty(shape, dtype);
   uint64_t x = rng() | 1;
-  auto* p = static_cast<uint16_t*>(t.raw());
+  auto* p16 = static_cast<uint16_t*>(t.raw());
+  auto* p8 = static_cast<uint8_t*>(t.raw());
   const int64_t n = t.numel();
   for (int64_t i = 0; i < n; ++i) {
     x ^= x << 13;
     x ^= x >> 7;
     x ^= x << 17;
-    p[i] = bf16::from_f32(static_cast<float>(x >> 40) * (4.0f / 16777216.0f) - 2.0f);
+    const float v = static_cast<float>(x >> 40) * (4.0f / 16777216.0f) - 2.0f;
+    if (dtype == DType::kF8E4M3) {
+      p8[i] = fp8_e4m3::from_f32(v);
+    } else {
+      p16[i] = bf16::from_f32(v);
+    }
   }
   return t;
+}
+Tensor random_bf16(const Shape& shape, std::mt19937& rng) {
+  return random_cache(shape, DType::kBF16, rng);
 }
 
 Tensor random_f32(const Shape& shape, std::mt19937& rng) {
@@ -208,25 +222,26 @@ constexpr int64_t kKeys = 32768;
 // over only 256 keys would count its setup: 17 GB/s where the 32768-key pass runs at 21.
 constexpr int64_t kResidentBytes = int64_t{1} << 20;
 constexpr int64_t kGqaKvHeads = 8;
-// Bytes of one layer's K and V (bf16) for `keys` keys of head dim d.
-constexpr int64_t gqa_layer_bytes(int64_t keys, int64_t d) {
-  return 2 * keys * kGqaKvHeads * d * 2;
+// Bytes of one layer's K and V for `keys` keys of head dim d, elem_bytes each (bf16: 2).
+constexpr int64_t gqa_layer_bytes(int64_t keys, int64_t d, int64_t elem_bytes = 2) {
+  return 2 * keys * kGqaKvHeads * d * elem_bytes;
 }
 // A decode bench's caches (from DRAM or cache-resident) and the keys of its one request.
 struct DecodeCase {
   PagedDecode p;
   int64_t keys;
 };
-DecodeCase make_gqa_case(int64_t keys, bool resident, int64_t d, bool shuffled) {
+DecodeCase make_gqa_case(int64_t keys, bool resident, int64_t d, bool shuffled, DType dtype) {
   constexpr int64_t kBlock = 16, kHkv = kGqaKvHeads, kHq = 32;
   std::mt19937 rng(7);
   DecodeCase c;
   c.keys = keys;
-  const int64_t layers = resident ? 1 : bench::copies_beyond_llc(gqa_layer_bytes(keys, d));
+  const auto elem = static_cast<int64_t>(dtype_size(dtype));
+  const int64_t layers = resident ? 1 : bench::copies_beyond_llc(gqa_layer_bytes(keys, d, elem));
   const int64_t blocks =
-      resident ? kResidentBytes / gqa_layer_bytes(kBlock, d) : keys / kBlock * layers;
-  c.p.k_cache = random_bf16({blocks, kBlock, kHkv, d}, rng);
-  c.p.v_cache = random_bf16({blocks, kBlock, kHkv, d}, rng);
+      resident ? kResidentBytes / gqa_layer_bytes(kBlock, d, elem) : keys / kBlock * layers;
+  c.p.k_cache = random_cache({blocks, kBlock, kHkv, d}, dtype, rng);
+  c.p.v_cache = random_cache({blocks, kBlock, kHkv, d}, dtype, rng);
   fill_tables(c.p, keys, kBlock, layers, rng, shuffled);
   if (resident) {  // the table's ids, a shuffle of all keys' blocks, folded onto the few
     Tensor& table = c.p.block_tables.front();
@@ -238,13 +253,13 @@ DecodeCase make_gqa_case(int64_t keys, bool resident, int64_t d, bool shuffled) 
   return c;
 }
 
-// Built once per (d, resident, shuffled), shared by the GQA benchmarks.
-const DecodeCase& gqa_case(int64_t d, bool resident, bool shuffled) {
-  static std::map<std::tuple<int64_t, bool, bool>, DecodeCase> cases;
-  const auto key = std::make_tuple(d, resident, shuffled);
+// Built once per (d, resident, shuffled, dtype), shared by the GQA benchmarks.
+const DecodeCase& gqa_case(int64_t d, bool resident, bool shuffled, DType dtype = DType::kBF16) {
+  static std::map<std::tuple<int64_t, bool, bool, DType>, DecodeCase> cases;
+  const auto key = std::make_tuple(d, resident, shuffled, dtype);
   auto it = cases.find(key);
   if (it == cases.end()) {
-    it = cases.emplace(key, make_gqa_case(kKeys, resident, d, shuffled)).first;
+    it = cases.emplace(key, make_gqa_case(kKeys, resident, d, shuffled, dtype)).first;
   }
   return it->second;
 }
@@ -254,9 +269,11 @@ void BM_GqaDecode(benchmark::State& state) {
   const bool resident = state.range(1) != 0;
   const int64_t d = state.range(2);
   const bool shuffled = state.range(3) != 0;
-  const DecodeCase& c = gqa_case(d, resident, shuffled);
+  const DType dtype = state.range(4) == 8 ? DType::kF8E4M3 : DType::kBF16;
+  const DecodeCase& c = gqa_case(d, resident, shuffled, dtype);
   const PagedDecode& p = c.p;
-  const double layer_bytes = static_cast<double>(gqa_layer_bytes(c.keys, d));
+  const double layer_bytes =
+      static_cast<double>(gqa_layer_bytes(c.keys, d, static_cast<int64_t>(dtype_size(dtype))));
   const double ceiling = bench::read_ceiling(threads).gb_per_s;
   ThreadPool pool(threads);
   const PagedKvView kv{p.k_cache, p.v_cache};
@@ -270,24 +287,30 @@ void BM_GqaDecode(benchmark::State& state) {
           }));
   }
   state.counters["KV_GB/s"] = r.wall;
+  // Keys (all 8 KV heads) per second: what compares the two cache dtypes.
+  state.counters["Mkeys/s"] = r.wall * 1e3 * static_cast<double>(c.keys) / layer_bytes;
   state.counters["read_GB/s"] = ceiling;
   state.counters["frac_of_read_bw"] = r.wall / ceiling;
   if (threads == 1) {
     state.counters["KV_GB/s_cpu"] = r.cpu;
     state.counters["frac_cpu"] = r.cpu / ceiling;
   }
-  state.SetLabel(std::string("isa ") + std::string(isa_name(active_isa())));
+  state.SetLabel(std::string(dtype_name(dtype)) + " isa " + std::string(isa_name(active_isa())));
 }
+// kv 16: a bf16 cache; kv 8: e4m3 (--kv-cache-dtype fp8), half the bytes per key.
 BENCHMARK(BM_GqaDecode)
-    ->ArgNames({"threads", "resident", "d", "shuffled"})
-    ->Args({1, 0, 128, 1})
-    ->Args({2, 0, 128, 1})
-    ->Args({1, 0, 128, 0})
-    ->Args({2, 0, 128, 0})
-    ->Args({1, 1, 128, 1})
-    ->Args({1, 0, 64, 1})
-    ->Args({2, 0, 64, 1})
-    ->Args({1, 1, 64, 1})
+    ->ArgNames({"threads", "resident", "d", "shuffled", "kv"})
+    ->Args({1, 0, 128, 1, 16})
+    ->Args({2, 0, 128, 1, 16})
+    ->Args({1, 0, 128, 0, 16})
+    ->Args({2, 0, 128, 0, 16})
+    ->Args({1, 1, 128, 1, 16})
+    ->Args({1, 0, 64, 1, 16})
+    ->Args({2, 0, 64, 1, 16})
+    ->Args({1, 1, 64, 1, 16})
+    ->Args({1, 0, 128, 1, 8})
+    ->Args({2, 0, 128, 1, 8})
+    ->Args({1, 1, 128, 1, 8})
     ->Unit(benchmark::kMillisecond);
 
 // The paged reads: the decode caches read with no arithmetic, the way the kernels walk them.
