@@ -39,6 +39,21 @@ TEST(ModelsCommand, PlanCountsTheReplicatedIndexKeysOfGlm5) {
   EXPECT_EQ(nlohmann::json::parse(r52.out)["plans"][1]["indexer_layers"], 21);
 }
 
+TEST(ModelsCommand, PlanHalvesTheBytesOfAnFp8CacheAndRefusesItForMla) {
+  const auto bytes = [](const char* dtype) {
+    const CommandResult r = run_command(CTXPAR_BINARY, {"plan", "--model", "builtin:tiny-llama",
+                                                        "--kv-cache-dtype", dtype, "--json"});
+    EXPECT_EQ(r.exit_status, 0) << r.err;
+    return nlohmann::json::parse(r.out)["plans"][0]["kv_bytes_per_token_per_rank"].get<int64_t>();
+  };
+  EXPECT_EQ(2 * bytes("fp8"), bytes("bfloat16"));
+  const CommandResult mla = run_command(
+      CTXPAR_BINARY, {"plan", "--model", "builtin:tiny-deepseek-v2", "--kv-cache-dtype", "fp8"});
+  EXPECT_EQ(mla.exit_status, 2) << mla.err;
+  EXPECT_NE(mla.err.find("--kv-cache-dtype fp8 is supported for GQA models"), std::string::npos)
+      << mla.err;
+}
+
 TEST(ModelsCommand, ConfigOnlyBuiltinsAndBadQuantizationAreRefused) {
   CommandResult r = run_command(
       CTXPAR_BINARY, {"generate", "--model", "builtin:config/kimi-k2", "--prompt-token-ids", "1"});
