@@ -39,19 +39,22 @@ TEST(ModelsCommand, PlanCountsTheReplicatedIndexKeysOfGlm5) {
   EXPECT_EQ(nlohmann::json::parse(r52.out)["plans"][1]["indexer_layers"], 21);
 }
 
-TEST(ModelsCommand, PlanHalvesTheBytesOfAnFp8CacheAndRefusesItForMla) {
-  const auto bytes = [](const char* dtype) {
-    const CommandResult r = run_command(CTXPAR_BINARY, {"plan", "--model", "builtin:tiny-llama",
-                                                        "--kv-cache-dtype", dtype, "--json"});
+TEST(ModelsCommand, PlanHalvesTheBytesOfAnFp8CacheAndRefusesItForSparseModels) {
+  const auto bytes = [](const char* model, const char* dtype) {
+    const CommandResult r =
+        run_command(CTXPAR_BINARY, {"plan", "--model", model, "--kv-cache-dtype", dtype, "--json"});
     EXPECT_EQ(r.exit_status, 0) << r.err;
     return nlohmann::json::parse(r.out)["plans"][0]["kv_bytes_per_token_per_rank"].get<int64_t>();
   };
-  EXPECT_EQ(2 * bytes("fp8"), bytes("bfloat16"));
-  const CommandResult mla = run_command(
-      CTXPAR_BINARY, {"plan", "--model", "builtin:tiny-deepseek-v2", "--kv-cache-dtype", "fp8"});
-  EXPECT_EQ(mla.exit_status, 2) << mla.err;
-  EXPECT_NE(mla.err.find("--kv-cache-dtype fp8 is supported for GQA models"), std::string::npos)
-      << mla.err;
+  for (const char* model : {"builtin:tiny-llama", "builtin:tiny-deepseek-v2"}) {
+    EXPECT_EQ(2 * bytes(model, "fp8"), bytes(model, "bfloat16")) << model;
+  }
+  const CommandResult sparse = run_command(
+      CTXPAR_BINARY, {"plan", "--model", "builtin:tiny-deepseek-v32", "--kv-cache-dtype", "fp8"});
+  EXPECT_EQ(sparse.exit_status, 2) << sparse.err;
+  EXPECT_NE(sparse.err.find("--kv-cache-dtype fp8 is supported for GQA and MLA models"),
+            std::string::npos)
+      << sparse.err;
 }
 
 TEST(ModelsCommand, ConfigOnlyBuiltinsAndBadQuantizationAreRefused) {

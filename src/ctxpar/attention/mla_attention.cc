@@ -141,15 +141,20 @@ void MlaAttention::forward_prefill(const AttentionMetadata& md, const Tensor& q,
   const int64_t nope = dims_.qk_nope_head_dim, v = dims_.v_head_dim, qk = dims_.qk_head_dim();
   const Tensor query_start = prefill_query_start(c);
 
-  // New part: causal over this step's tokens in the expanded form, k and v at the latent
-  // cache's dtype (a bf16 cache's prefill runs the bf16 kernels; expand writes k converted).
-  Tensor k = Tensor::empty({n, h, qk}, latent_cache_.dtype());
+  // New part: causal over this step's tokens in the expanded form, k and v in bf16 when the
+  // latent cache is bf16 or e4m3 (the prefill then runs the bf16 kernels; expand writes k
+  // converted). They are projections of the latent, not cached values, so an e4m3 cache does
+  // not round them to e4m3.
+  const DType expanded = latent_cache_.dtype() == DType::kF32 ? DType::kF32 : DType::kBF16;
+  const auto values = [&](const Tensor& kv_part) {
+    return expanded == DType::kF32 ? kv_part.slice(2, nope, nope + v)
+                                   : kv_part.slice(2, nope, nope + v).to(DType::kBF16);
+  };
+  Tensor k = Tensor::empty({n, h, qk}, expanded);
   Tensor kv = Tensor::empty({n, h, nope + v}, DType::kF32);
   expand(kv_c, k_pe, k, kv);
   Tensor lse = Tensor::empty({n, h}, DType::kF32);
-  kernels::causal_attention(q, k,
-                            kernels::at_cache_dtype(kv.slice(2, nope, nope + v), latent_cache_),
-                            query_start, dims_.scale, out, lse, pool_);
+  kernels::causal_attention(q, k, values(kv), query_start, dims_.scale, out, lse, pool_);
 
   // Context part, in windows of local indices so the gathered rows stay bounded.
   int64_t with_context = 0, longest = 0;
@@ -168,14 +173,13 @@ void MlaAttention::forward_prefill(const AttentionMetadata& md, const Tensor& q,
     ContextChunk chunk = load_context(md, first, window);
     const int64_t rows = chunk.rows.size(0);
     if (rows == 0) continue;
-    Tensor ck = Tensor::empty({rows, h, qk}, latent_cache_.dtype());
+    Tensor ck = Tensor::empty({rows, h, qk}, expanded);
     Tensor ckv = Tensor::empty({rows, h, nope + v}, DType::kF32);
     expand(chunk.rows.slice(1, 0, lora), chunk.rows.slice(1, lora, dims_.latent_dim()), ck, ckv);
     Tensor key_start = Tensor::empty({static_cast<int64_t>(chunk.key_start.size())}, DType::kI32);
     std::copy(chunk.key_start.begin(), chunk.key_start.end(), key_start.data<int32_t>());
-    kernels::varlen_attention(q, ck,
-                              kernels::at_cache_dtype(ckv.slice(2, nope, nope + v), latent_cache_),
-                              query_start, key_start, dims_.scale, chunk_out, chunk_lse, pool_);
+    kernels::varlen_attention(q, ck, values(ckv), query_start, key_start, dims_.scale, chunk_out,
+                              chunk_lse, pool_);
     kernels::merge_attn_states(out, lse, chunk_out, chunk_lse);
   }
 }

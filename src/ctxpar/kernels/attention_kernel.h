@@ -60,7 +60,7 @@ struct AttnJob {
 // Per-thread scratch of a job, in floats (the same layout for every ISA).
 struct AttnScratchLayout {
   int64_t dk_stride, dv_stride;  // row strides of the q / k-tile and o / v-tile regions
-  int64_t q, o, s, m, l, k_tile, v_tile, k_t, total;
+  int64_t q, o, s, m, l, k_tile, v_tile, k_t, wide, total;
 };
 constexpr AttnScratchLayout attn_scratch_layout(int64_t dk, int64_t dv) {
   AttnScratchLayout x{};
@@ -74,7 +74,8 @@ constexpr AttnScratchLayout attn_scratch_layout(int64_t dk, int64_t dv) {
   x.k_tile = x.l + kMaxJobRows;                  // [kKeyTile, dk] f32 copy of bf16 keys
   x.v_tile = x.k_tile + kKeyTile * x.dk_stride;  // [kKeyTile, dv]
   x.k_t = x.v_tile + kKeyTile * x.dv_stride;     // [dk, kKeyTile] a K tile transposed
-  x.total = x.k_t + kKeyTile * x.dk_stride;
+  x.wide = x.k_t + kKeyTile * x.dk_stride;       // [kKeyTile, dk + dv] bf16: AMX's e4m3 rows
+  x.total = x.wide + kKeyTile * (x.dk_stride + x.dv_stride) / 2;
   return x;
 }
 
@@ -82,8 +83,8 @@ using AttnJobFn = void (*)(const AttnJob& job, float* scratch);
 void run_attention_job_scalar(const AttnJob& job, float* scratch);
 void run_attention_job_avx2(const AttnJob& job, float* scratch);
 void run_attention_job_avx512(const AttnJob& job, float* scratch);
-// bf16 caches with up to 16 rows per KV head and head dims multiples of 32 on the AMX tiles
-// (attention_kernel_amx.cc); other jobs as run_attention_job_avx512.
+// bf16 and e4m3 caches with 8 to 64 rows per KV head and head dims multiples of 32 on the AMX
+// tiles (attention_kernel_amx.cc); other jobs as run_attention_job_avx512.
 void run_attention_job_amx(const AttnJob& job, float* scratch);
 
 }  // namespace ctxpar::kernels::detail

@@ -1,6 +1,8 @@
-// AMX variant of the attention job (attention_kernel.h) for a bf16 cache: 8 to 16 query rows
-// of a KV head (MLA decode's 16 heads, 8 at TP 2) times the keys on the AMX tile unit, exact
-// to f32 rounding through multi-term bf16 splits. Other jobs run the AVX-512 variant.
+// AMX variant of the attention job (attention_kernel.h) for a bf16 or e4m3 cache: 8 to 64
+// query rows of a KV head (MLA decode's 16 heads, 8 at TP 2; prefill) times the keys on the AMX
+// tile unit, exact to f32 rounding through multi-term bf16 splits. An e4m3 tile's rows are
+// first widened in scratch to bf16 holding each value · 2^-8 (exactly); q carries the 2^8 and
+// the final normalization divides it out of o. Other jobs run the AVX-512 variant.
 //
 // Per KV head, one pass over the keys in tiles of 64 (the AVX-512 variant's online softmax,
 // with the 16 rows as the 16 lanes of a vector):
@@ -37,6 +39,7 @@
 
 #include <bit>
 
+#include "ctxpar/core/error.h"
 #include "ctxpar/kernels/amx_tile_config.h"
 #include "ctxpar/kernels/attention_kernel_impl.h"
 #include "ctxpar/kernels/simd_avx512.h"
@@ -75,7 +78,7 @@ constexpr int kAmxMinRows = 8;
 
 bool amx_fits(const AttnJob& job) {
   const int head_rows = job.rows / job.kv_heads;
-  return job.dtype == KvDType::kBF16 && head_rows >= kAmxMinRows && head_rows <= kMaxJobRows &&
+  return job.dtype != KvDType::kF32 && head_rows >= kAmxMinRows && head_rows <= kMaxJobRows &&
          job.dk % kDimStep == 0 && job.dv % kDimStep == 0 && (!job.v_in_k_row || job.dv <= job.dk);
 }
 
@@ -84,6 +87,24 @@ inline __m512 bf16_to_f32(__m256i b) {
 }
 inline __m256i f32_to_bf16(__m512 x) {
   return std::bit_cast<__m256i>(_mm512_cvtneps_pbh(x));
+}
+
+// What widen_fp8 yields per e4m3 value (simd.h's load_fp8_pair factor): q is scaled by its
+// inverse and o by it, both exactly.
+constexpr float kFp8Factor = simd::kFp8LoadFactor;
+
+// n e4m3 values (n % 32 == 0) as bf16 · 2^-8, in order: each byte sign-extended to 16 bits,
+// shifted and masked into an f16 (see simd_avx2.h load_fp8_pair), widened to f32 and rounded
+// to bf16, which holds every e4m3 value · 2^-8 exactly.
+void widen_fp8(const uint8_t* src, int64_t n, uint16_t* dst) {
+  const __m512i mask = _mm512_set1_epi16(static_cast<int16_t>(0xBF80));
+  for (int64_t i = 0; i < n; i += 32) {
+    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    const __m512i h = _mm512_and_si512(_mm512_slli_epi16(_mm512_cvtepi8_epi16(bytes), 7), mask);
+    const __m512 lo = _mm512_cvtph_ps(_mm512_castsi512_si256(h));
+    const __m512 hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
+    _mm512_storeu_si512(dst + i, std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
+  }
 }
 
 // Up to 16 rows of a head: the lanes of one pass over a score tile.
@@ -100,13 +121,15 @@ constexpr int kMaxGroups = kMaxJobRows / kTileRows;
 // Scratch of one head's pass, carved from the job's scratch (attn_scratch_layout() is larger).
 struct AmxScratch {
   RowGroup groups[kMaxGroups];
-  uint16_t* kst;  // [64 keys, dk]                               K rows copied (key_group)
-  float* st;      // [64 keys, 16 rows]                           one group's scores → weights
-  uint16_t* p;    // [groups][2 halves][hi, lo][16 rows, 32 keys]  the weights as A tiles
-  uint16_t* vv;   // [2 chunks][2 halves][2 tiles][16 pairs][16 columns][2]  32 columns of V
+  uint16_t* kst;   // [64 keys, dk]                               K rows copied (key_group)
+  uint16_t* wide;  // [64 keys, dk + dv]                           an e4m3 tile's rows as bf16
+  float* st;       // [64 keys, 16 rows]                           one group's scores → weights
+  uint16_t* p;     // [groups][2 halves][hi, lo][16 rows, 32 keys]  the weights as A tiles
+  uint16_t* vv;    // [2 chunks][2 halves][2 tiles][16 pairs][16 columns][2]  32 columns of V
 };
 
 AmxScratch carve(float* scratch, int64_t dk, int64_t dv) {
+  char* const end = reinterpret_cast<char*>(scratch + attn_scratch_layout(dk, dv).total);
   char* at = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t{63});
   const auto take = [&](int64_t bytes) {
     char* p = at;
@@ -122,9 +145,12 @@ AmxScratch carve(float* scratch, int64_t dk, int64_t dv) {
     g.alpha = reinterpret_cast<float*>(take(64));
   }
   s.kst = reinterpret_cast<uint16_t*>(take(kAmxKeys * dk * 2));
+  s.wide = reinterpret_cast<uint16_t*>(take(kAmxKeys * (dk + dv) * 2));
   s.st = reinterpret_cast<float*>(take(kAmxKeys * kTileRows * 4));
   s.p = reinterpret_cast<uint16_t*>(take(kMaxGroups * 4 * 1024));
   s.vv = reinterpret_cast<uint16_t*>(take(2 * 4 * 1024));
+  CTXPAR_CHECK(at <= end, "AMX attention scratch for dk {} dv {} needs {} bytes more", dk, dv,
+               at - end);
   return s;
 }
 
@@ -282,11 +308,15 @@ void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& 
   const int64_t dk = job.dk, dv = job.dv;
   const int64_t k_steps = dk / kDimStep;
   const int num_groups = (rows + kTileRows - 1) / kTileRows;
+  // An e4m3 tile's rows are widened into sc.wide first and read as bf16 · kFp8Factor.
+  const bool fp8 = job.dtype == KvDType::kF8E4M3;
+  const float factor = fp8 ? kFp8Factor : 1.0f;
+  const int64_t elem = fp8 ? 1 : 2;
   for (int gi = 0; gi < num_groups; ++gi) {
     RowGroup& g = sc.groups[gi];
     g.r0 = r0 + gi * kTileRows;
     g.rows = std::min(kTileRows, rows - gi * kTileRows);
-    prepare_q(job.q + g.r0, g.rows, dk, job.scale * kLog2e, g.qv);
+    prepare_q(job.q + g.r0, g.rows, dk, job.scale * kLog2e / factor, g.qv);
     std::memset(g.o, 0, static_cast<size_t>(kTileRows * dv) * sizeof(float));
     for (int r = 0; r < kTileRows; ++r) {
       g.m[r] = kNegInf;
@@ -314,15 +344,27 @@ void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& 
     const int n = static_cast<int>(std::min<int64_t>(kAmxKeys, job.key_end - t0));
     const int n_next = static_cast<int>(std::clamp<int64_t>(job.key_end - t0 - n, 0, kAmxKeys));
     if (n_next > 0) resolve(t0 + n, n_next, cur ^ 1);
+    if (fp8) {
+      for (int j = 0; j < n; ++j) {
+        uint16_t* k_wide = sc.wide + j * dk;
+        widen_fp8(reinterpret_cast<const uint8_t*>(k_rows[cur][j]), dk, k_wide);
+        k_rows[cur][j] = k_wide;
+        if (!job.v_in_k_row) {
+          uint16_t* v_wide = sc.wide + kAmxKeys * dk + j * dv;
+          widen_fp8(reinterpret_cast<const uint8_t*>(v_rows[cur][j]), dv, v_wide);
+          v_rows[cur][j] = v_wide;
+        }
+      }
+    }
     const int key_groups = (n + 15) / 16;
     const int halves = (n + kPvKeys - 1) / kPvKeys;
     // The next tile's rows, spread over this tile's tile-unit work in proportion to its
     // instructions (a score k-step 3 per key group, a P·V step 4), by the first row group.
     const int64_t tdps = k_steps * 3 * key_groups + halves * (dv / 32) * 4;
-    const int64_t next_bytes = n_next * (dk + (job.v_in_k_row ? 0 : dv)) * 2;
+    const int64_t next_bytes = n_next * (dk + (job.v_in_k_row ? 0 : dv)) * elem;
     const int64_t bytes_per_tdp = (next_bytes + tdps - 1) / tdps;
-    TilePrefetch<uint16_t> prefetch(k_rows[cur ^ 1], v_rows[cur ^ 1], n_next, 1, 0, 0, dk * 2,
-                                    job.v_in_k_row ? 0 : dv * 2);
+    TilePrefetch<uint16_t> prefetch(k_rows[cur ^ 1], v_rows[cur ^ 1], n_next, 1, 0, 0, dk * elem,
+                                    job.v_in_k_row ? 0 : dv * elem);
     const uint16_t* ka[4];
     int64_t a_stride[4] = {};
     for (int kg = 0; kg < key_groups; ++kg) {
@@ -429,7 +471,7 @@ void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& 
     for (int r = 0; r < g.rows; ++r) {
       float* dst = job.out[g.r0 + r];
       if (g.l[r] > 0.0f) {
-        const float inv = 1.0f / g.l[r];
+        const float inv = 1.0f / (factor * g.l[r]);
         const float* src = g.o + r * dv;
         for (int64_t i = 0; i < dv; ++i) dst[i] = src[i] * inv;
         *job.lse[g.r0 + r] = (g.m[r] + std::log2(g.l[r])) * kLn2;

@@ -57,9 +57,10 @@ void validate_model_options(const ModelConfig& c, int tp, int dcp, const ModelOp
 }
 
 void validate_kv_cache_dtype(const ModelConfig& c, DType kv_cache_dtype) {
-  CTXPAR_CHECK_INPUT(kv_cache_dtype != DType::kF8E4M3 || !c.is_mla(),
-                     "{}: --kv-cache-dtype fp8 is supported for GQA models (Llama, Qwen); this {} "
-                     "model's MLA cache takes float32 or bfloat16",
+  CTXPAR_CHECK_INPUT(kv_cache_dtype != DType::kF8E4M3 || !c.is_sparse(),
+                     "{}: --kv-cache-dtype fp8 is supported for GQA and MLA models (Llama, Qwen, "
+                     "DeepSeek-V2/V3); this sparse {} model's indexer cache takes float32 or "
+                     "bfloat16",
                      c.source, arch_name(c.arch));
 }
 

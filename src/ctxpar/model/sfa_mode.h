@@ -41,8 +41,8 @@ inline bool splits_tokens(SfaMode mode) {
 // sparse model, N not dividing T. A non-sparse model with DSA-CP off gets kNative.
 SfaMode resolve_sfa_mode(const ModelConfig& config, int tp, int dcp, bool enable_dsa_cp);
 
-// The KV cache dtype against the model: e4m3 (--kv-cache-dtype fp8) needs GQA attention, as
-// the MLA latent and indexer caches have no e4m3 path. Throws with the rule.
+// The KV cache dtype against the model: e4m3 (--kv-cache-dtype fp8) is refused for sparse
+// models, whose indexer kernels read f32 or bf16 keys. Throws with the rule.
 void validate_kv_cache_dtype(const ModelConfig& config, DType kv_cache_dtype);
 
 // Start-up check of every parallel and numeric option against the model and (T, N), before

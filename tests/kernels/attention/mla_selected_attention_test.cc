@@ -56,7 +56,7 @@ TEST_F(MlaAndSelectedTest, MlaMatchesReference) {
   // into several jobs that each read the rows).
   for (int64_t heads : {16, 8, 1, 5, 80}) {
     for (int64_t block : {1, 16, 64}) {
-      for (DType dtype : {DType::kF32, DType::kBF16}) {
+      for (DType dtype : {DType::kF32, DType::kBF16, DType::kF8E4M3}) {
         SCOPED_TRACE("heads " + std::to_string(heads) + ", B " + std::to_string(block) + ", " +
                      std::string(dtype_name(dtype)));
         std::vector<int64_t> lens{0, 1, block - 1, block + 1, uniform_int(2, 3 * block + 50)};
@@ -90,7 +90,7 @@ TEST_F(MlaAndSelectedTest, MlaMatchesReference) {
 }
 
 TEST_F(MlaAndSelectedTest, MlaSelectedWithHolesMatchesReference) {
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF8E4M3}) {
     for (int64_t block : {1, 64}) {
       SCOPED_TRACE(std::string(dtype_name(dtype)) + ", B " + std::to_string(block));
       const PagedSetup s = make_block_tables(
@@ -120,7 +120,7 @@ TEST_F(MlaAndSelectedTest, MlaSelectedWithHolesMatchesReference) {
 
 TEST_F(MlaAndSelectedTest, GqaSelectedWithHolesAndAllMinusOne) {
   for (int64_t group : {1, 4, 8}) {
-    for (DType dtype : {DType::kF32, DType::kBF16}) {
+    for (DType dtype : {DType::kF32, DType::kBF16, DType::kF8E4M3}) {
       SCOPED_TRACE("group " + std::to_string(group) + ", " + std::string(dtype_name(dtype)));
       const int64_t block = 16, d = 128, hkv = 2;
       const PagedSetup s = make_block_tables(rng_, block, {uniform_int(300, 1200), 15, 17, 1, 0});
