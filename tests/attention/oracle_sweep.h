@@ -35,29 +35,35 @@ inline std::vector<std::pair<int, int>> interleave_block_pairs() {
   return {{1, 1}, {1, 16}, {2, 16}, {16, 16}, {1, 64}, {2, 64}, {64, 64}};
 }
 
-// Runs `s` under every (I, B, plan) for (tp, dcp) in f32 and a subset in bf16, comparing every
-// step with the T = N = 1 runs at 1e-5 (f32) and 1e-2 (bf16), and checks the KV bytes per
-// rank against the same T without DCP.
+// Runs `s` under every (I, B, plan) for (tp, dcp) in f32 and a subset in bf16 and in e4m3
+// (--kv-cache-dtype fp8), comparing every step with the T = N = 1 runs at 1e-5 (f32) and 1e-2
+// (bf16, e4m3), and checks the KV bytes per rank against the same T without DCP.
 inline void sweep_against_single_rank(const Scenario& s, const TpDcp& p, std::mt19937& rng) {
   RunConfig base;
   base.threads_per_rank = 2;  // exercises the split-K paths of the kernels
   const RunResult ref_f32 = run_layer(s, base);
   base.cache_dtype = DType::kBF16;
   const RunResult ref_bf16 = run_layer(s, base);
+  base.cache_dtype = DType::kF8E4M3;
+  const RunResult ref_fp8 = run_layer(s, base);
 
   const std::vector<Tensor> exact = reference_outputs(s);
   for (size_t i = 0; i < exact.size(); ++i) {
     ASSERT_LE(relative_error(ref_f32.outputs[i], exact[i]), 1e-5) << "T=N=1 f32 step " << i;
     ASSERT_LE(relative_error(ref_bf16.outputs[i], exact[i]), 1e-2) << "T=N=1 bf16 step " << i;
+    // e4m3 keeps 3 mantissa bits: ~2^-5 relative per cached value.
+    ASSERT_LE(relative_error(ref_fp8.outputs[i], exact[i]), 1e-1) << "T=N=1 e4m3 step " << i;
   }
 
   for (const auto& [interleave, block] : interleave_block_pairs()) {
     for (auto plan :
          {attention::DcpCommPlan::kAllGatherReduceScatter, attention::DcpCommPlan::kAllToAll}) {
       if (p.dcp == 1 && plan == attention::DcpCommPlan::kAllToAll) continue;  // no merge at N=1
-      for (DType dtype : {DType::kF32, DType::kBF16}) {
-        // bf16 on a third of the (I, B, plan) points keeps the sweep inside its time budget.
+      for (DType dtype : {DType::kF32, DType::kBF16, DType::kF8E4M3}) {
+        // bf16 on a third of the (I, B, plan) points and e4m3 on a sixth keep the sweep inside
+        // its time budget.
         if (dtype == DType::kBF16 && rng() % 3 != 0) continue;
+        if (dtype == DType::kF8E4M3 && rng() % 6 != 0) continue;
         RunConfig cfg;
         cfg.tp = p.tp;
         cfg.dcp = p.dcp;
@@ -70,7 +76,9 @@ inline void sweep_against_single_rank(const Scenario& s, const TpDcp& p, std::mt
                                  attention::dcp_comm_plan_name(plan), dtype_name(dtype),
                                  cfg.max_context_chunk));
         const RunResult got = run_layer(s, cfg);
-        const RunResult& want = dtype == DType::kF32 ? ref_f32 : ref_bf16;
+        const RunResult& want = dtype == DType::kF32    ? ref_f32
+                                : dtype == DType::kBF16 ? ref_bf16
+                                                        : ref_fp8;
         const double tol = dtype == DType::kF32 ? 1e-5 : 1e-2;
         ASSERT_EQ(got.outputs.size(), want.outputs.size());
         for (size_t i = 0; i < got.outputs.size(); ++i) {
