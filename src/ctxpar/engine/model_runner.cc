@@ -20,9 +20,8 @@ void fill_uniform(Tensor& cache, uint64_t seed, ThreadPool& pool) {
                "--dummy-context fills float KV caches only; this model has a {} cache {}",
                dtype_name(dtype), cache.describe());
   float* f32 = dtype == DType::kF32 ? static_cast<float*>(cache.raw()) : nullptr;
-  uint16_t* half = dtype == DType::kBF16 || dtype == DType::kF16
-                       ? static_cast<uint16_t*>(cache.raw())
-                       : nullptr;
+  uint16_t* half =
+      dtype == DType::kBF16 || dtype == DType::kF16 ? static_cast<uint16_t*>(cache.raw()) : nullptr;
   uint8_t* fp8 = dtype == DType::kF8E4M3 ? static_cast<uint8_t*>(cache.raw()) : nullptr;
   pool.parallel_for(cache.numel(), int64_t{1} << 16, [&](int64_t begin, int64_t end, int) {
     uint64_t x = (seed ^ (static_cast<uint64_t>(begin) * 0x9e3779b97f4a7c15ull)) | 1;
