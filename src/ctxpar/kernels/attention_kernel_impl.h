@@ -1,9 +1,8 @@
 // Internal: the attention job (attention_kernel.h) as a template over a simd vector type V
 // (simd.h) and the KV element type (float, uint16_t holding bf16 bits, or uint8_t holding
-// e4m3 bits). Included only by
-// attention_kernel_{scalar,avx2,avx512}.cc (and a test that instantiates it over an emulated
-// wide vector); everything here has internal linkage, so copies compiled with different ISA
-// flags never mix at link time.
+// e4m3 bits). Included only by attention_kernel_{scalar,avx2,avx512}.cc (and a test that
+// instantiates it over an emulated wide vector); everything here has internal linkage, so
+// copies compiled with different ISA flags never mix at link time.
 //
 // Algorithm (flash-decoding style, one pass over the keys, f32 accumulation):
 //   q rows are scaled by scale·log2(e) (scores live in base 2; the lse is converted back to
@@ -47,7 +46,7 @@ namespace {
 constexpr float kLog2e = 1.44269504088896341f;
 constexpr float kLn2 = 0.693147180559945309f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-// Rows above which a bf16 tile is converted to f32 once instead of once per row block.
+// Rows above which a bf16 (or e4m3) tile is converted to f32 once instead of once per row block.
 // Converting once writes the tile to L2 (64 keys × 576 dims × 4 B = 144 KiB for MLA) and
 // re-reads it per row block; at MLA decode's 16 rows the shift-and-mask per row block costs
 // less: 16 heads 576/512 went from 72 to 95 GFLOP/s on AVX-512, 43 to 55 on AVX2
@@ -107,7 +106,8 @@ inline float load_one(const uint8_t* p) {  // · kFp8LoadFactor, as load_fp8_pai
   return fp8_e4m3::to_f32(*p) * simd::kFp8LoadFactor;
 }
 
-// One pair step (2·kWidth values) as two vectors: natural order for f32, even/odd for bf16.
+// One pair step (2·kWidth values) as two vectors: natural order for f32, even/odd for bf16
+// and e4m3.
 template <class V>
 inline void load_pair(const float* p, V& a, V& b) {
   a = V::load(p);
