@@ -57,6 +57,10 @@ struct Shape {
   const char* plan;
 };
 
+// The built-ins without sparse attention: GQA (Llama, Qwen2) and MLA (DeepSeek-V2, V3).
+constexpr const char* kDenseBuiltins[] = {"builtin:tiny-llama", "builtin:tiny-qwen2",
+                                          "builtin:tiny-deepseek-v2", "builtin:tiny-deepseek-v3"};
+
 // Whether the model's heads allow the shape's (T, N).
 bool shape_applies(const model::ModelConfig& config, const Shape& s) {
   try {
@@ -236,8 +240,7 @@ TEST(Bf16Weights, EveryBuiltinRunsWithDcpCloseToF32) {
   }
   RunOptions record;
   record.record_logits = true;
-  for (const char* model : {"builtin:tiny-llama", "builtin:tiny-qwen2", "builtin:tiny-deepseek-v2",
-                            "builtin:tiny-deepseek-v3"}) {
+  for (const char* model : kDenseBuiltins) {
     SCOPED_TRACE(model);
     EngineConfig c = base_config(model);
     c.tensor_parallel_size = 4;
@@ -271,8 +274,7 @@ TEST(Fp8KvCache, GqaAndMlaModelsGiveTheSameTokensForEveryParallelShape) {
   const auto requests = random_requests(rng);
   RunOptions record;
   record.record_logits = true;
-  for (const char* model : {"builtin:tiny-llama", "builtin:tiny-qwen2", "builtin:tiny-deepseek-v2",
-                            "builtin:tiny-deepseek-v3"}) {
+  for (const char* model : kDenseBuiltins) {
     SCOPED_TRACE(model);
     EngineConfig c = base_config(model);
     const GenerationResult f32 = generate(c, requests, record);
