@@ -86,7 +86,7 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
       ->capture_default_str();
   cmd->add_option("--dtype", c.dtype, "auto, float32 or bfloat16 weights")->capture_default_str();
   cmd->add_option("--kv-cache-dtype", c.kv_cache_dtype,
-                  "auto, float32, bfloat16, or fp8 (e4m3, scale 1; GQA models)")
+                  "auto, float32, bfloat16, or fp8 (e4m3, scale 1; GQA and MLA models)")
       ->capture_default_str();
   cmd->add_option("--load-format", c.load_format, "auto, safetensors or dummy")
       ->capture_default_str();

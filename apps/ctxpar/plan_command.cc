@@ -66,13 +66,9 @@ void run(const PlanOptions& o) {
   const int64_t memory = engine::parse_memory_size(o.kv_cache_memory);
   const int64_t max_len = o.max_model_len > 0 ? o.max_model_len : config.max_position_embeddings;
   CTXPAR_CHECK_INPUT(max_len >= 1, "--max-model-len {} must be >= 1", max_len);
-  const bool fp8 = o.kv_cache_dtype == "fp8" || o.kv_cache_dtype == "fp8_e4m3";
-  CTXPAR_CHECK_INPUT(o.kv_cache_dtype == "float32" || o.kv_cache_dtype == "bfloat16" || fp8,
-                     "--kv-cache-dtype '{}' is not valid here; use float32, bfloat16 or fp8",
-                     o.kv_cache_dtype);
-  const DType dtype = fp8                             ? DType::kF8E4M3
-                      : o.kv_cache_dtype == "float32" ? DType::kF32
-                                                      : DType::kBF16;
+  // "auto" is the checkpoint's dtype, as the engine resolves it without --dtype.
+  const DType dtype = engine::parse_kv_cache_dtype(
+      o.kv_cache_dtype, config.dtype == DType::kBF16 ? DType::kBF16 : DType::kF32);
   model::validate_kv_cache_dtype(config, dtype);
   std::vector<Column> cols{plan_column(o, config, 1, memory, max_len, dtype)};
   if (o.dcp > 1) cols.push_back(plan_column(o, config, o.dcp, memory, max_len, dtype));
@@ -136,7 +132,8 @@ void add_plan_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-model-len", o->max_model_len, "0: max_position_embeddings")
       ->capture_default_str();
-  cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype, "bfloat16, float32 or fp8 (GQA models)")
+  cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype,
+                  "auto, bfloat16, float32 or fp8 (GQA and MLA models)")
       ->capture_default_str();
   cmd->add_option("--sfa-indexer-mode", o->sfa_indexer_mode,
                   "sparse models: replicated or sharded indexer keys")

@@ -55,6 +55,11 @@ TEST(ModelsCommand, PlanHalvesTheBytesOfAnFp8CacheAndRefusesItForSparseModels) {
   EXPECT_NE(sparse.err.find("--kv-cache-dtype fp8 is supported for GQA and MLA models"),
             std::string::npos)
       << sparse.err;
+  const CommandResult e5m2 = run_command(
+      CTXPAR_BINARY, {"plan", "--model", "builtin:tiny-llama", "--kv-cache-dtype", "fp8_e5m2"});
+  EXPECT_EQ(e5m2.exit_status, 2) << e5m2.err;
+  EXPECT_NE(e5m2.err.find("use auto, float32, bfloat16, fp8 or fp8_e4m3"), std::string::npos)
+      << e5m2.err;
 }
 
 TEST(ModelsCommand, ConfigOnlyBuiltinsAndBadQuantizationAreRefused) {

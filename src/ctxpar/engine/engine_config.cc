@@ -22,18 +22,6 @@ DType weight_dtype_of(const std::string& dtype, const model::ModelConfig& m) {
   CTXPAR_INPUT_FAIL("--dtype '{}' is not supported; use auto, float32 or bfloat16", dtype);
 }
 
-// fp8 is e4m3 with a per-tensor scale of 1, as vLLM's --kv-cache-dtype fp8 on a checkpoint
-// without k/v scales.
-DType kv_dtype_of(const std::string& dtype, DType weights) {
-  if (dtype == "auto") return weights;
-  if (dtype == "float32" || dtype == "float") return DType::kF32;
-  if (dtype == "bfloat16") return DType::kBF16;
-  if (dtype == "fp8" || dtype == "fp8_e4m3") return DType::kF8E4M3;
-  CTXPAR_INPUT_FAIL(
-      "--kv-cache-dtype '{}' is not supported; use auto, float32, bfloat16, fp8 or fp8_e4m3",
-      dtype);
-}
-
 model::OProjQuant o_proj_quant_of(const std::string& name) {
   if (name == "none") return model::OProjQuant::kNone;
   if (name == "bf16") return model::OProjQuant::kBf16;
@@ -57,6 +45,15 @@ bool flashcomm1_from_environment() {
     on = on || v == "1" || v == "true";
   }
   return on;
+}
+
+DType parse_kv_cache_dtype(const std::string& name, DType weights) {
+  if (name == "auto") return weights;
+  if (name == "float32" || name == "float") return DType::kF32;
+  if (name == "bfloat16") return DType::kBF16;
+  if (name == "fp8" || name == "fp8_e4m3") return DType::kF8E4M3;
+  CTXPAR_INPUT_FAIL(
+      "--kv-cache-dtype '{}' is not supported; use auto, float32, bfloat16, fp8 or fp8_e4m3", name);
 }
 
 int64_t parse_memory_size(const std::string& text) {
@@ -184,7 +181,7 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& c) {
     r.model.quantization.method = "fp8";
   r.options.quantize_fp8 = r.model.quantization.is_fp8() && !stored_fp8;
   r.options.weight_dtype = weight_dtype_of(c.dtype, r.model);
-  r.options.kv_cache_dtype = kv_dtype_of(c.kv_cache_dtype, r.options.weight_dtype);
+  r.options.kv_cache_dtype = parse_kv_cache_dtype(c.kv_cache_dtype, r.options.weight_dtype);
   r.options.block_size = c.block_size;
   r.options.interleave = c.cp_kv_cache_interleave_size;
   r.options.comm_plan = plan;

@@ -80,6 +80,11 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& config);
 // "512MiB", "8GiB", "1.5G", "1000000" → bytes. Throws for anything else.
 int64_t parse_memory_size(const std::string& text);
 
+// --kv-cache-dtype: "auto" (the weights' dtype), "float32", "bfloat16", or "fp8" / "fp8_e4m3"
+// (e4m3 with a per-tensor scale of 1, as vLLM's fp8 on a checkpoint without k/v scales).
+// Throws InputError naming the value and the valid ones.
+DType parse_kv_cache_dtype(const std::string& name, DType weights);
+
 AdditionalConfig parse_additional_config(const std::string& json_text);
 
 }  // namespace ctxpar::engine
