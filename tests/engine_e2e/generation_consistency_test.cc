@@ -262,12 +262,15 @@ TEST(Bf16Weights, EveryBuiltinRunsWithDcpCloseToF32) {
 namespace ctxpar::engine {
 namespace {
 
-// --kv-cache-dtype fp8 (e4m3, scale 1) on the GQA and MLA built-ins, f32 weights: every rank
-// reads the same e4m3 values, so greedy tokens are identical across T and N, through chunked
-// prefill (a later chunk reads the earlier chunks' e4m3 keys from the cache while its own
-// tokens' keys are rounded the same way); the first logits stay near the f32 cache's. Sparse
-// models refuse it with the rule.
-TEST(Fp8KvCache, GqaAndMlaModelsGiveTheSameTokensForEveryParallelShape) {
+// --kv-cache-dtype fp8 (e4m3, scale 1) on the GQA and MLA built-ins, f32 weights: the first
+// logits stay near the f32 cache's, and every (T, N, I, B, plan) agrees with T = N = 1 through
+// chunked prefill (a later chunk reads the earlier chunks' e4m3 keys from the cache while its
+// own tokens' keys are rounded the same way). Not exactly: another (T, N) sums the hidden
+// states in another order, and e4m3 rounds a value an f32 ulp from a midpoint either way, a
+// step of 1/16. Seen over 15 runs: first logits 1e-6 apart (median), 8.5e-4 at most; greedy
+// tokens identical but for a near tie in about one run in ten (tiny-deepseek-v3). A broken
+// sharded path moves every prompt by far more. Sparse models refuse fp8 with the rule.
+TEST(Fp8KvCache, GqaAndMlaModelsAgreeAcrossParallelShapes) {
   const auto seed = std::random_device{}();
   SCOPED_TRACE(fmt::format("seed {}", seed));
   std::mt19937 rng(seed);
@@ -306,11 +309,16 @@ TEST(Fp8KvCache, GqaAndMlaModelsGiveTheSameTokensForEveryParallelShape) {
       c.cp_kv_cache_interleave_size = s.interleave;
       c.block_size = s.block;
       c.dcp_comm_backend = s.plan;
-      const GenerationResult got = generate(c, requests);
+      const GenerationResult got = generate(c, requests, record);
+      const std::vector<double> shape_errors = first_logit_errors(got, fp8);
       for (size_t i = 0; i < requests.size(); ++i) {
-        EXPECT_EQ(got.outputs[i].output_token_ids, fp8.outputs[i].output_token_ids)
-            << "request " << i;
+        EXPECT_LE(shape_errors[i], 1e-2) << "request " << i;
       }
+      int same = 0;
+      for (size_t i = 0; i < requests.size(); ++i) {
+        same += got.outputs[i].output_token_ids == fp8.outputs[i].output_token_ids;
+      }
+      EXPECT_GE(same, 5) << "requests with the T = N = 1 tokens, of " << requests.size();
     }
     EXPECT_GE(ran, 2) << "too few shapes apply to " << model;
   }
