@@ -2,10 +2,10 @@
 // row stride ldw; scale S [ceil(n/128), ceil(k/128)] f32, row stride lds), one table per ISA
 // (linear_fp8_kernel_{scalar,avx2,avx512}.cc, all from linear_fp8_kernel_impl.h).
 //
-// The SIMD variants widen e4m3 to f32 with bit tricks: a sign-extended byte shifted left by 7
-// and masked (0xBF80) is an IEEE f16 whose value is the e4m3 value times 2^-8 (subnormals
-// included), which vcvtph2ps turns into f32. The missing 2^8 is folded into the activation
-// scale. (e4m3's NaN encoding S.1111.111 reads as ±480 this way; checkpoints never hold it.)
+// The SIMD variants widen e4m3 to f32 with bit tricks (simd::Vec8 / Vec16::load_fp8): a
+// sign-extended byte shifted left by 7 and masked (0xBF80) is an IEEE f16 whose value is the
+// e4m3 value times 2^-8 (subnormals included), which vcvtph2ps turns into f32. The missing 2^8
+// is folded into the activation scale. (e4m3's NaN encoding S.1111.111 reads as ±480 this way; checkpoints never hold it.)
 // The scalar variant reads a 256-entry table of exact values.
 #pragma once
 

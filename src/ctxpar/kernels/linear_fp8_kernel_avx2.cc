@@ -12,16 +12,11 @@ namespace ctxpar::kernels::detail {
 namespace {
 
 struct F16Load {
-  static constexpr float kFactor = 0x1.0p-8f;
+  static constexpr float kFactor = simd::kFp8LoadFactor;
   static constexpr int kChunk = 32;
   static constexpr int kPrefetch = 1024;
 
-  static simd::Vec8 load(const uint8_t* p) {
-    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-    const __m128i h = _mm_and_si128(_mm_slli_epi16(_mm_cvtepi8_epi16(bytes), 7),
-                                    _mm_set1_epi16(static_cast<int16_t>(0xBF80)));
-    return {_mm256_cvtph_ps(h)};
-  }
+  static simd::Vec8 load(const uint8_t* p) { return simd::Vec8::load_fp8(p); }
   // out: bytes 0, 2, .., 14 | 16, .., 30 | 1, 3, .., 15 | 17, .., 31.
   static void load_chunk(const uint8_t* p, simd::Vec8* out) {
     const __m256i mask = _mm256_set1_epi16(static_cast<int16_t>(0xBF80));

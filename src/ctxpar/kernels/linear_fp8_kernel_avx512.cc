@@ -13,19 +13,14 @@ namespace ctxpar::kernels::detail {
 namespace {
 
 struct F16Load {
-  static constexpr float kFactor = 0x1.0p-8f;
+  static constexpr float kFactor = simd::kFp8LoadFactor;
   static constexpr int kChunk = 64;
   // Measured best of 256 / 512 / 1024 / 1536 / 2048 on that Xeon (with the wrap to the next
   // row group, linear_fp8_kernel_impl.h): the hardware prefetcher alone leaves ~10% of the
   // bandwidth unused with 8 rows streaming at once.
   static constexpr int kPrefetch = 1024;
 
-  static simd::Vec16 load(const uint8_t* p) {
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m256i h = _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(bytes), 7),
-                                       _mm256_set1_epi16(static_cast<int16_t>(0xBF80)));
-    return {_mm512_cvtph_ps(h)};
-  }
+  static simd::Vec16 load(const uint8_t* p) { return simd::Vec16::load_fp8(p); }
   // out: bytes 0, 2, .., 30 | 32, .., 62 | 1, 3, .., 31 | 33, .., 63.
   static void load_chunk(const uint8_t* p, simd::Vec16* out) {
     const __m512i mask = _mm512_set1_epi16(static_cast<int16_t>(0xBF80));

@@ -34,6 +34,14 @@ struct Vec8 {
     even.v = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
     odd.v = _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(-65536)));
   }
+  // Eight e4m3 values in natural order, each · 2^-8: a byte sign-extended to 16 bits, shifted
+  // left by 7 and masked to sign + 7 bits (0xBF80) is an f16 worth its e4m3 value · 2^-8,
+  // subnormals included, which vcvtph2ps widens exactly. (e4m3's NaN encoding reads as ±480.)
+  static Vec8 load_fp8(const uint8_t* p) {
+    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    return {_mm256_cvtph_ps(_mm_and_si128(_mm_slli_epi16(_mm_cvtepi8_epi16(bytes), 7),
+                                          _mm_set1_epi16(static_cast<int16_t>(0xBF80))))};
+  }
   // In each 16-bit lane the odd byte (the high one) shifted right by one, arithmetically, and
   // masked to sign + 7 bits (0xBF80) is an f16 worth its e4m3 value · 2^-8, subnormals
   // included; the even byte takes a shift left by 8 first. vcvtph2ps widens both exactly.

@@ -40,6 +40,12 @@ struct Vec16 {
     even.v = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
     odd.v = _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(-65536)));
   }
+  // Sixteen e4m3 values in natural order, each · 2^-8 (Vec8::load_fp8's widening).
+  static Vec16 load_fp8(const uint8_t* p) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return {_mm512_cvtph_ps(_mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(bytes), 7),
+                                             _mm256_set1_epi16(static_cast<int16_t>(0xBF80))))};
+  }
   // Vec8::load_fp8_pair's widening over 32 e4m3 values.
   static void load_fp8_pair(const uint8_t* p, Vec16& even, Vec16& odd) {
     const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
