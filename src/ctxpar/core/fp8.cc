@@ -8,16 +8,18 @@
 namespace ctxpar {
 
 float fp8_e4m3::to_f32(uint8_t b) {
-  const int exponent = (b >> 3) & 0xF, mantissa = b & 0x7;
-  float magnitude;
+  // Bits, not std::ldexp (a library call): the KV cache paths widen every value they read.
+  const uint32_t exponent = (b >> 3) & 0xFu, mantissa = b & 0x7u;
+  const uint32_t sign = static_cast<uint32_t>(b & 0x80) << 24;
   if (exponent == 0xF && mantissa == 0x7) {
-    magnitude = std::numeric_limits<float>::quiet_NaN();
-  } else if (exponent == 0) {
-    magnitude = std::ldexp(static_cast<float>(mantissa), -9);  // m/8 · 2^-6
-  } else {
-    magnitude = std::ldexp(static_cast<float>(8 + mantissa), exponent - 10);  // (1 + m/8)·2^(e-7)
+    return f32_from_bits(sign | 0x7fc00000u);  // NaN
   }
-  return (b & 0x80) ? -magnitude : magnitude;
+  if (exponent == 0) {  // m/8 · 2^-6, exact in an f32
+    const float magnitude = static_cast<float>(mantissa) * 0x1.0p-9f;
+    return sign ? -magnitude : magnitude;
+  }
+  // (1 + m/8) · 2^(e-7): f32 exponent e - 7 + 127, the 3 mantissa bits on top.
+  return f32_from_bits(sign | ((exponent + 120) << 23) | (mantissa << 20));
 }
 
 uint8_t fp8_e4m3::from_f32(float f) {
