@@ -85,8 +85,9 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
                   "--kv-cache-memory-bytes)")
       ->capture_default_str();
   cmd->add_option("--dtype", c.dtype, "auto, float32 or bfloat16 weights")->capture_default_str();
-  cmd->add_option("--kv-cache-dtype", c.kv_cache_dtype,
-                  "auto, float32, bfloat16, or fp8 (e4m3, scale 1; GQA and MLA models)")
+  cmd->add_option(
+         "--kv-cache-dtype", c.kv_cache_dtype,
+         "auto, float32, bfloat16, or fp8 (e4m3, scale 1; a sparse model's index keys stay bf16)")
       ->capture_default_str();
   cmd->add_option("--load-format", c.load_format, "auto, safetensors or dummy")
       ->capture_default_str();

@@ -11,7 +11,6 @@
 #include "ctxpar/kv/kv_cache_spec.h"
 #include "ctxpar/model/kv_cache_plan.h"
 #include "ctxpar/model/parallel_validation.h"
-#include "ctxpar/model/sfa_mode.h"
 #include "output_format.h"
 
 namespace ctxpar::app {
@@ -69,7 +68,6 @@ void run(const PlanOptions& o) {
   // "auto" is the checkpoint's dtype, as the engine resolves it without --dtype.
   const DType dtype = engine::parse_kv_cache_dtype(
       o.kv_cache_dtype, config.dtype == DType::kBF16 ? DType::kBF16 : DType::kF32);
-  model::validate_kv_cache_dtype(config, dtype);
   std::vector<Column> cols{plan_column(o, config, 1, memory, max_len, dtype)};
   if (o.dcp > 1) cols.push_back(plan_column(o, config, o.dcp, memory, max_len, dtype));
   if (o.json) {
@@ -133,7 +131,7 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--max-model-len", o->max_model_len, "0: max_position_embeddings")
       ->capture_default_str();
   cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype,
-                  "auto, bfloat16, float32 or fp8 (GQA and MLA models)")
+                  "auto, bfloat16, float32 or fp8 (e4m3; a sparse model's index keys stay bf16)")
       ->capture_default_str();
   cmd->add_option("--sfa-indexer-mode", o->sfa_indexer_mode,
                   "sparse models: replicated or sharded indexer keys")

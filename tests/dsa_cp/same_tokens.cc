@@ -64,11 +64,9 @@ std::string token_mismatch(const Generation& got, const Generation& want) {
 std::string logits_mismatch(const Generation& got, const Generation& want, double tolerance) {
   if (std::string shape = shape_mismatch(got, want); !shape.empty()) return shape;
   if (got.tokens != want.tokens) return "got did not run with want's tokens forced";
-  std::vector<double> deviations;
   for (size_t i = 0; i < want.logits.size(); ++i) {
     for (size_t j = 0; j < want.logits[i].size(); ++j) {
       const std::vector<float>&a = got.logits[i][j], &b = want.logits[i][j];
-      deviations.push_back(row_deviation(a, b).relative);
       const int32_t top_a = argmax(a), top_b = argmax(b);
       if (test_support::logit_rank(b, top_a) >= kTopLogits ||
           test_support::logit_rank(a, top_b) >= kTopLogits) {
@@ -80,15 +78,26 @@ std::string logits_mismatch(const Generation& got, const Generation& want, doubl
       }
     }
   }
-  if (deviations.empty()) return "";
-  std::nth_element(deviations.begin(), deviations.begin() + deviations.size() / 2,
-                   deviations.end());
-  const double median = deviations[deviations.size() / 2];
+  const double median = median_row_deviation(got, want);
   if (median > tolerance) {
     return fmt::format("the median logits row is off by {:.3g} of max |logit| (bound {})", median,
                        tolerance);
   }
   return "";
+}
+
+double median_row_deviation(const Generation& got, const Generation& want) {
+  if (std::string shape = shape_mismatch(got, want); !shape.empty()) CTXPAR_FAIL("{}", shape);
+  std::vector<double> deviations;
+  for (size_t i = 0; i < want.logits.size(); ++i) {
+    for (size_t j = 0; j < want.logits[i].size(); ++j) {
+      deviations.push_back(row_deviation(got.logits[i][j], want.logits[i][j]).relative);
+    }
+  }
+  if (deviations.empty()) return 0;
+  std::nth_element(deviations.begin(), deviations.begin() + deviations.size() / 2,
+                   deviations.end());
+  return deviations[deviations.size() / 2];
 }
 
 }  // namespace ctxpar::sfa_test

@@ -23,6 +23,10 @@ std::string token_mismatch(const Generation& got, const Generation& want);
 // or exchange moves every row.
 std::string logits_mismatch(const Generation& got, const Generation& want, double tolerance);
 
+// The median over positions of max |got - want| / max |want| in a logits row (the rows of both
+// at the same positions: got ran with want's tokens forced). Throws if the shapes differ.
+double median_row_deviation(const Generation& got, const Generation& want);
+
 inline constexpr int kTopLogits = 5;
 
 // logits_mismatch's tolerance for an int8 or bf16 o_proj.

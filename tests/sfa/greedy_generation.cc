@@ -23,13 +23,15 @@ using model::ModelContext;
 using model::ModelOptions;
 
 std::string RunSpec::describe() const {
-  return fmt::format("T={} N={} B={} I={} {} {}{}{}{}{}", tp, dcp, block_size, interleave,
-                     attention::dcp_comm_plan_name(plan), attention::sfa_indexer_mode_name(mode),
-                     dsa_cp ? " dsa_cp" : "", sequence_parallel ? " flashcomm1" : "",
-                     o_proj_quant == model::OProjQuant::kInt8   ? " int8-o_proj"
-                     : o_proj_quant == model::OProjQuant::kBf16 ? " bf16-o_proj"
-                                                                : "",
-                     weight_dtype == DType::kBF16 ? " bf16" : "");
+  return fmt::format(
+      "T={} N={} B={} I={} {} {}{}{}{}{}{}", tp, dcp, block_size, interleave,
+      attention::dcp_comm_plan_name(plan), attention::sfa_indexer_mode_name(mode),
+      dsa_cp ? " dsa_cp" : "", sequence_parallel ? " flashcomm1" : "",
+      o_proj_quant == model::OProjQuant::kInt8   ? " int8-o_proj"
+      : o_proj_quant == model::OProjQuant::kBf16 ? " bf16-o_proj"
+                                                 : "",
+      weight_dtype == DType::kBF16 ? " bf16" : "",
+      kv_cache_dtype == DType::kF32 ? "" : fmt::format(" {}-kv", dtype_name(kv_cache_dtype)));
 }
 
 PromptSet make_prompts(std::mt19937& rng) {
@@ -73,6 +75,7 @@ Generation generate_on(Communicator& world, const model::ModelConfig& config, co
   options.sequence_parallel = spec.sequence_parallel;
   options.o_proj_quant = spec.o_proj_quant;
   options.weight_dtype = spec.weight_dtype;
+  options.kv_cache_dtype = spec.kv_cache_dtype;
   const DummyWeights weights(1234);
   bool finite = true;
   double spread = INFINITY;

@@ -28,6 +28,7 @@ struct RunSpec {
   bool sequence_parallel = false;
   model::OProjQuant o_proj_quant = model::OProjQuant::kNone;
   DType weight_dtype = DType::kF32;
+  DType kv_cache_dtype = DType::kF32;  // kF8E4M3: --kv-cache-dtype fp8 (index keys in bf16)
 
   std::string describe() const;
 };

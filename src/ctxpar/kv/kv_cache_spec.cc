@@ -48,7 +48,8 @@ KvCacheSpec mla_kv_cache_spec(int kv_lora_rank, int qk_rope_head_dim, DType dtyp
 KvCacheSpec indexer_kv_cache_spec(int index_head_dim, DType dtype) {
   CTXPAR_CHECK(index_head_dim >= 1, "index_head_dim {} is invalid; it must be >= 1",
                index_head_dim);
-  return {KvCacheKind::kIndexer, dtype, 1, 1, index_head_dim, false};
+  const DType stored = dtype == DType::kF8E4M3 ? DType::kBF16 : dtype;
+  return {KvCacheKind::kIndexer, stored, 1, 1, index_head_dim, false};
 }
 
 namespace {

@@ -57,7 +57,9 @@ KvCacheSpec gqa_kv_cache_spec(int num_kv_heads, int head_dim, int tp_size, DType
 // MLA layer: kv_lora_rank + qk_rope_head_dim elements per token, the same on every TP rank.
 KvCacheSpec mla_kv_cache_spec(int kv_lora_rank, int qk_rope_head_dim, DType dtype);
 
-// Lightning-indexer key cache: index_head_dim elements per token on every rank (not sharded).
+// Lightning-indexer key cache: index_head_dim elements per token on every rank (not sharded),
+// of the model's KV cache dtype, except that an e4m3 cache (--kv-cache-dtype fp8) keeps its
+// index keys in bf16: the indexer kernels read f32 or bf16 keys.
 KvCacheSpec indexer_kv_cache_spec(int index_head_dim, DType dtype);
 
 // How much KV one rank's budget holds for a model whose layers have the given caches (one

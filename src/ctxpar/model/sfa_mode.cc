@@ -53,15 +53,6 @@ void validate_model_options(const ModelConfig& c, int tp, int dcp, const ModelOp
                      "{}: --additional-config o_proj_quant (bf16, int8) sets how the MLA-family "
                      "(DeepSeek) o_proj is stored; this {} model's attention is not MLA",
                      c.source, arch_name(c.arch));
-  validate_kv_cache_dtype(c, o.kv_cache_dtype);
-}
-
-void validate_kv_cache_dtype(const ModelConfig& c, DType kv_cache_dtype) {
-  CTXPAR_CHECK_INPUT(kv_cache_dtype != DType::kF8E4M3 || !c.is_sparse(),
-                     "{}: --kv-cache-dtype fp8 is supported for GQA and MLA models (Llama, Qwen, "
-                     "DeepSeek-V2/V3); this sparse {} model's indexer cache takes float32 or "
-                     "bfloat16",
-                     c.source, arch_name(c.arch));
 }
 
 std::unique_ptr<attention::AttentionMetadataBuilder> make_metadata_builder(

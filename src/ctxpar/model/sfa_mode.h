@@ -41,14 +41,9 @@ inline bool splits_tokens(SfaMode mode) {
 // sparse model, N not dividing T. A non-sparse model with DSA-CP off gets kNative.
 SfaMode resolve_sfa_mode(const ModelConfig& config, int tp, int dcp, bool enable_dsa_cp);
 
-// The KV cache dtype against the model: e4m3 (--kv-cache-dtype fp8) is refused for sparse
-// models, whose indexer kernels read f32 or bf16 keys. Throws with the rule.
-void validate_kv_cache_dtype(const ModelConfig& config, DType kv_cache_dtype);
-
 // Start-up check of every parallel and numeric option against the model and (T, N), before
 // any weight is read: validate_for_parallel, the SFA mode, the o_proj format (bf16 or int8
-// needs an MLA-family model, whose o_proj is OutputProjection) and the KV cache dtype. Throws
-// with the rule.
+// needs an MLA-family model, whose o_proj is OutputProjection). Throws with the rule.
 void validate_model_options(const ModelConfig& config, int tp, int dcp,
                             const ModelOptions& options);
 
