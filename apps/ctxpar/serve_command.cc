@@ -33,6 +33,7 @@ struct ServeOptions {
   server::ServerOptions server;
   std::string max_body = "32MiB";
   std::string chat_template;  // --chat-template: a file or the template text
+  std::string reasoning_parser;
 };
 
 // generation_config.json's sampling defaults, as requests fall back on them.
@@ -130,6 +131,7 @@ void run(ServeOptions& o) {
   validate_on_every_rank([&] {
     config = finish_engine_config(o.engine);
     o.server.max_body_bytes = static_cast<size_t>(engine::parse_memory_size(o.max_body));
+    o.server.reasoning_parser = server::parse_reasoning_parser(o.reasoning_parser);
     const engine::ResolvedEngineConfig resolved = engine::resolve_engine_config(config);
     // Every rank reads the tokenizer files (small), so a bad one stops all ranks alike.
     tok = engine::load_tokenizer(config.model, config.tokenizer);
@@ -187,6 +189,9 @@ void add_serve_command(CLI::App& app) {
                   "require `Authorization: Bearer KEY` on /v1 routes");
   cmd->add_option("--chat-template", o->chat_template,
                   "the chat template: a file, or the template itself (default: the tokenizer's)");
+  cmd->add_option("--reasoning-parser", o->reasoning_parser,
+                  "deepseek_r1, qwen3 or deepseek_v3: chat messages get the text between <think> "
+                  "and </think> as `reasoning`");
   cmd->add_option("--max-request-body-bytes", o->max_body,
                   "larger request bodies get 413 (e.g. 32MiB)")
       ->capture_default_str();

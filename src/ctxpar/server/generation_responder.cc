@@ -9,7 +9,23 @@ using nlohmann::json;
 
 GenerationResponder::GenerationResponder(const GenerationPlan& plan, const SamplingRequest& request,
                                          const tokenizer::Tokenizer& tokenizer)
-    : plan_(plan), request_(request), tokenizer_(tokenizer), states_(plan.choices.size()) {}
+    : plan_(plan), request_(request), tokenizer_(tokenizer), states_(plan.choices.size()) {
+  if (plan.endpoint != Endpoint::kChat || plan.reasoning_parser == ReasoningParser::kNone) return;
+  std::vector<std::string> prompt_texts;
+  for (const auto& prompt : plan.prompts) prompt_texts.push_back(tokenizer.decode(prompt, false));
+  for (size_t i = 0; i < states_.size(); ++i) {
+    states_[i].reasoning = ReasoningSplit(plan.reasoning_parser, plan.thinking,
+                                          prompt_texts[plan.choices[i].prompt_index]);
+  }
+}
+
+namespace {
+
+json or_null(const std::optional<std::string>& text) {
+  return text ? json(*text) : json(nullptr);
+}
+
+}  // namespace
 
 json GenerationResponder::chunk_base() const {
   return {
@@ -53,7 +69,8 @@ std::string GenerationResponder::first_events() {
   return out;
 }
 
-json GenerationResponder::stream_choice(size_t i, const ChoiceDelta& d, int64_t text_offset) {
+json GenerationResponder::stream_choice(size_t i, const ChoiceDelta& d, int64_t text_offset,
+                                        const json& delta) {
   ChoiceState& s = states_[i];
   const ChoiceRequest& c = plan_.choices[i];
   std::string text = d.text;
@@ -66,7 +83,7 @@ json GenerationResponder::stream_choice(size_t i, const ChoiceDelta& d, int64_t 
   json choice;
   if (plan_.endpoint == Endpoint::kChat) {
     choice = {{"index", i},
-              {"delta", {{"content", text}}},
+              {"delta", delta},
               {"logprobs", logprobs},
               {"finish_reason", finish},
               {"token_ids", token_ids}};
@@ -107,8 +124,17 @@ std::string GenerationResponder::add(const std::vector<ChoiceDelta>& deltas, boo
     if (!streaming) continue;
     // vLLM skips a chunk with nothing in it before a choice's first token.
     if (d.text.empty() && d.token_ids.empty() && !d.finish_reason && !s.sent_first) continue;
+    json delta = {{"content", d.text}};
+    if (s.reasoning.enabled()) {
+      const ReasoningSplit::Delta part = s.reasoning.add(d.text, d.finish_reason.has_value());
+      // As vLLM: a delta that was only a tag sends nothing.
+      if (part.reasoning.empty() && part.content.empty() && !d.finish_reason) continue;
+      delta = json::object();
+      if (!part.reasoning.empty()) delta["reasoning"] = part.reasoning;
+      if (!part.content.empty() || part.reasoning.empty()) delta["content"] = part.content;
+    }
     json chunk = chunk_base();
-    chunk["choices"] = json::array({stream_choice(i, d, offset)});
+    chunk["choices"] = json::array({stream_choice(i, d, offset, delta)});
     if (request_.continuous_usage_stats) {
       chunk["usage"] =
           usage_json(static_cast<int64_t>(plan_.prompts[plan_.choices[i].prompt_index].size()),
@@ -140,8 +166,14 @@ json GenerationResponder::whole_response() const {
     const json logprobs = choice_logprobs(s.token_ids, s.logprobs, 0);
     const json token_ids = request_.return_token_ids ? json(s.token_ids) : json(nullptr);
     if (plan_.endpoint == Endpoint::kChat) {
+      json message = {{"role", "assistant"}, {"content", s.text}};
+      if (s.reasoning.enabled()) {
+        const ReasoningSplit::Part part = s.reasoning.whole(s.text);
+        message["content"] = or_null(part.content);
+        message["reasoning"] = or_null(part.reasoning);
+      }
       choices.push_back({{"index", i},
-                         {"message", {{"role", "assistant"}, {"content", s.text}}},
+                         {"message", message},
                          {"logprobs", logprobs},
                          {"finish_reason", s.finish_reason},
                          {"stop_reason", s.stop_reason},

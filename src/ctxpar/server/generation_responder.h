@@ -1,7 +1,8 @@
 // GenerationResponder: the JSON an OpenAI endpoint answers for one generation request, from
 // the choices' deltas (generation.h): the whole response, or its stream of SSE chunks (vLLM's
 // chunk shapes; chat streams open with a role chunk per choice; include_usage adds a final
-// usage chunk; an engine failure becomes an error event). Used by one HTTP worker at a time.
+// usage chunk; an engine failure becomes an error event; with a reasoning parser, chat text is
+// split into reasoning and content). Used by one HTTP worker at a time.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 
 #include "ctxpar/server/generation.h"
 #include "ctxpar/server/openai_protocol.h"
+#include "ctxpar/server/reasoning_parser.h"
 #include "ctxpar/tokenizer/tokenizer.h"
 
 namespace ctxpar::server {
@@ -29,6 +31,9 @@ struct GenerationPlan {
   std::vector<ChoiceRequest> choices;  // prompt-major: choice k of prompt p is p·n + k
   int32_t num_top_logprobs = -1;       // -1: no logprobs
   int64_t prompt_tokens = 0;
+  // Chat: --reasoning-parser, and chat_template_kwargs' thinking switch (reasoning_parser.h).
+  ReasoningParser reasoning_parser = ReasoningParser::kNone;
+  bool thinking = false;
 };
 
 class GenerationResponder {
@@ -55,9 +60,11 @@ class GenerationResponder {
     std::string finish_reason;
     nlohmann::json stop_reason;
     bool sent_first = false;  // streams: the choice's first chunk went out
+    ReasoningSplit reasoning{ReasoningParser::kNone, false, ""};
   };
   nlohmann::json chunk_base() const;
-  nlohmann::json stream_choice(size_t i, const ChoiceDelta& d, int64_t text_offset);
+  nlohmann::json stream_choice(size_t i, const ChoiceDelta& d, int64_t text_offset,
+                               const nlohmann::json& delta);
   nlohmann::json choice_logprobs(const std::vector<int32_t>& tokens,
                                  const std::vector<engine::SampledLogprobs>& logprobs,
                                  int64_t text_offset) const;

@@ -259,6 +259,14 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
   plan->created = unix_now();
   plan->model = options_.served_model_name;
   plan->num_top_logprobs = r.logprobs ? r.top_logprobs.value_or(0) : -1;
+  plan->reasoning_parser = options_.reasoning_parser;
+  // deepseek_v3's switch, as vLLM reads it: either key, true.
+  for (const char* key : {"thinking", "enable_thinking"}) {
+    if (r.chat_template_kwargs.is_object() && r.chat_template_kwargs.contains(key)) {
+      const json& v = r.chat_template_kwargs[key];
+      plan->thinking = plan->thinking || (v.is_boolean() && v.get<bool>());
+    }
+  }
   plan->prompts.push_back(chat_prompt_tokens(r));
   add_choices(*plan, r, options_, engine_.config().scheduler.max_model_len,
               "max_completion_tokens");

@@ -22,6 +22,7 @@
 #include "ctxpar/engine/online_engine.h"
 #include "ctxpar/server/metrics.h"
 #include "ctxpar/server/openai_protocol.h"
+#include "ctxpar/server/reasoning_parser.h"
 #include "ctxpar/tokenizer/tokenizer.h"
 
 namespace httplib {
@@ -44,6 +45,8 @@ struct ServerOptions {
   // The ids that end generation (the tokenizer's EOS and generation_config.json's); empty: the
   // engine's, from config.json.
   std::vector<int32_t> eos_token_ids;
+  // --reasoning-parser: chat messages split into reasoning and content.
+  ReasoningParser reasoning_parser = ReasoningParser::kNone;
   // While nothing arrives for this long, a stream sends an SSE comment (": ping"), which
   // clients skip; a write that fails then aborts a request of a client that left.
   std::chrono::milliseconds keepalive{2000};

@@ -1,0 +1,93 @@
+#include "ctxpar/server/reasoning_parser.h"
+
+#include <algorithm>
+
+#include "ctxpar/core/error.h"
+
+namespace ctxpar::server {
+namespace {
+
+constexpr std::string_view kStart = "<think>";
+constexpr std::string_view kEnd = "</think>";
+
+// The length of the longest tail of `text` that is a proper prefix of `tag`.
+size_t partial_tag_tail(std::string_view text, std::string_view tag) {
+  for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n) {
+    if (text.substr(text.size() - n) == tag.substr(0, n)) return n;
+  }
+  return 0;
+}
+
+// Text after the first <think> (all of it without one), as vLLM's partition.
+std::string_view after_start(std::string_view text) {
+  const size_t start = text.find(kStart);
+  return start == std::string_view::npos ? text : text.substr(start + kStart.size());
+}
+
+}  // namespace
+
+ReasoningParser parse_reasoning_parser(std::string_view name) {
+  if (name.empty()) return ReasoningParser::kNone;
+  if (name == "deepseek_r1") return ReasoningParser::kDeepSeekR1;
+  if (name == "qwen3") return ReasoningParser::kQwen3;
+  if (name == "deepseek_v3") return ReasoningParser::kDeepSeekV3;
+  CTXPAR_INPUT_FAIL(
+      "--reasoning-parser '{}' is not supported; use deepseek_r1, qwen3 or deepseek_v3", name);
+}
+
+ReasoningSplit::ReasoningSplit(ReasoningParser parser, bool thinking, std::string_view prompt_text)
+    : parser_(parser),
+      splits_(parser == ReasoningParser::kDeepSeekR1 || parser == ReasoningParser::kQwen3 ||
+              (parser == ReasoningParser::kDeepSeekV3 && thinking)) {
+  const size_t start = prompt_text.rfind(kStart), end = prompt_text.rfind(kEnd);
+  prompt_closed_ =
+      end != std::string_view::npos && (start == std::string_view::npos || end > start);
+}
+
+ReasoningSplit::Part ReasoningSplit::whole(std::string_view text) const {
+  if (!splits_ || prompt_closed_) return {std::nullopt, std::string(text)};
+  if (parser_ == ReasoningParser::kQwen3 && text.find(kEnd) == std::string_view::npos) {
+    return {std::nullopt, std::string(text)};
+  }
+  const std::string_view rest = after_start(text);
+  const size_t end = rest.find(kEnd);
+  if (end == std::string_view::npos) return {std::string(rest), std::nullopt};
+  const std::string_view content = rest.substr(end + kEnd.size());
+  return {std::string(rest.substr(0, end)),
+          content.empty() ? std::nullopt : std::optional<std::string>(content)};
+}
+
+ReasoningSplit::Delta ReasoningSplit::add(std::string_view text, bool finished) {
+  Delta d;
+  if (!splits_ || prompt_closed_ || ended_) {
+    d.content = held_ + std::string(text);
+    held_.clear();
+    return d;
+  }
+  std::string buf = held_ + std::string(text);
+  held_.clear();
+  if (!started_) {
+    const size_t start = buf.find(kStart);
+    if (start != std::string::npos) {
+      buf.erase(start, kStart.size());
+      started_ = true;
+    }
+  }
+  const size_t end = buf.find(kEnd);
+  if (end != std::string::npos) {
+    ended_ = true;
+    d.reasoning = buf.substr(0, end);
+    d.content = buf.substr(end + kEnd.size());
+    return d;
+  }
+  size_t keep = 0;
+  if (!finished) {
+    keep = partial_tag_tail(buf, kEnd);
+    if (!started_) keep = std::max(keep, partial_tag_tail(buf, kStart));
+  }
+  d.reasoning = buf.substr(0, buf.size() - keep);
+  held_ = buf.substr(buf.size() - keep);
+  return d;
+}
+
+}  // namespace ctxpar::server

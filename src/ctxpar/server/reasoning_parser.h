@@ -1,0 +1,64 @@
+// vLLM's --reasoning-parser for chat completions: a thinking model's output between <think> and
+// </think> goes to the message's `reasoning`, the rest to its `content` (vllm/reasoning:
+// deepseek_r1, qwen3, deepseek_v3; the field was `reasoning_content` before vLLM 0.11).
+//
+// The rules, as vLLM's parsers apply them to a whole output:
+//   deepseek_r1: everything up to </think> is reasoning (the template put <think> in the
+//                prompt), a <think> the model wrote and the text before it are dropped; without
+//                </think> all of it is reasoning and content is null;
+//   qwen3:       the same when the output has </think>, else all of it is content;
+//   deepseek_v3: deepseek_r1 when chat_template_kwargs has thinking (or enable_thinking)
+//                true, else no split.
+// Streamed, every parser sends reasoning until </think> and content after it (so does vLLM, for
+// qwen3 too), and all is content when the prompt's last tag is </think> (the template closed
+// the thinking, as Qwen3's does for enable_thinking false). The tags are matched in the text
+// (held back while a delta ends in a part of one), so they may span tokens.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ctxpar::server {
+
+enum class ReasoningParser { kNone, kDeepSeekR1, kQwen3, kDeepSeekV3 };
+
+// "" → kNone; "deepseek_r1", "qwen3", "deepseek_v3". Throws InputError naming the value and the
+// valid ones.
+ReasoningParser parse_reasoning_parser(std::string_view name);
+
+// One chat choice's split into reasoning and content.
+class ReasoningSplit {
+ public:
+  struct Part {
+    std::optional<std::string> reasoning;  // null: none
+    std::optional<std::string> content;    // null: none
+  };
+
+  // thinking: chat_template_kwargs.thinking or .enable_thinking (deepseek_v3's switch);
+  // prompt_text: the prompt as text, whose last tag decides whether the thinking was closed.
+  ReasoningSplit(ReasoningParser parser, bool thinking, std::string_view prompt_text);
+
+  // Whether the choice's message gets a `reasoning` field at all (a parser was chosen).
+  bool enabled() const { return parser_ != ReasoningParser::kNone; }
+
+  // The whole output's split (non-streaming responses).
+  Part whole(std::string_view text) const;
+
+  // The next streamed text; `finished` releases what is held back. Both parts empty: nothing
+  // to send for this delta.
+  struct Delta {
+    std::string reasoning, content;
+  };
+  Delta add(std::string_view text, bool finished);
+
+ private:
+  ReasoningParser parser_;
+  bool splits_;           // a parser that splits this request's output
+  bool prompt_closed_;    // the prompt ended the thinking: everything is content
+  bool ended_ = false;    // streaming: </think> seen
+  bool started_ = false;  // streaming: the first <think> was taken out
+  std::string held_;      // streaming: a tail that may begin a tag
+};
+
+}  // namespace ctxpar::server
