@@ -164,3 +164,18 @@ def generate(prompts, max_tokens, mpi_ranks=0, engine_args=ENGINE_ARGS):
     out = subprocess.run(args, capture_output=True, text=True, timeout=300, env=mpi_env())
     assert out.returncode == 0, out.stderr
     return [r["output_token_ids"] for r in json.loads(out.stdout)["requests"]]
+
+
+def openai_client(server):
+    """The official openai client against `server`, without retries (a retry would hide an
+    error the test should see)."""
+    import openai  # the server venv's; only the tests that talk through it need it
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0,
+                         timeout=120)
+
+
+def stop(server):
+    """Stops a server started with __enter__ and checks that it exited cleanly."""
+    rc = server.terminate()
+    server.__exit__(None, None, None)
+    assert rc == 0, f"ctxpar serve exited with {rc}"

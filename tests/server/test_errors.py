@@ -18,9 +18,7 @@ class Errors(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        rc = cls.server.terminate()
-        cls.server.__exit__(None, None, None)
-        assert rc == 0, f"ctxpar serve exited with {rc}"
+        fx.stop(cls.server)
 
     def post(self, body=None, path="/v1/completions", raw=None, headers=AUTH):
         return self.server.request("POST", path, body=body, raw=raw, headers=headers)

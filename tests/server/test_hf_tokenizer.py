@@ -9,7 +9,6 @@ import shutil
 import tempfile
 import unittest
 
-import openai
 
 import server_fixture as fx
 
@@ -38,15 +37,14 @@ class HfTokenizer(unittest.TestCase):
                 "--load-format", "dummy"]
         cls.server = fx.Server(["--served-model-name", "tiny"], model=cls.dir,
                                engine_args=args).__enter__()
-        cls.client = openai.OpenAI(base_url=cls.server.url + "/v1", api_key="unused",
-                                   max_retries=0, timeout=120)
+        cls.client = fx.openai_client(cls.server)
 
     @classmethod
     def tearDownClass(cls):
-        rc = cls.server.terminate()
-        cls.server.__exit__(None, None, None)
-        shutil.rmtree(cls.dir)
-        assert rc == 0, f"ctxpar serve exited with {rc}"
+        try:
+            fx.stop(cls.server)
+        finally:
+            shutil.rmtree(cls.dir)
 
     def test_text_prompts_are_the_tokenizers_ids(self):
         cases = [c for c in self.golden["encode"] if c.get("text")][:12]

@@ -19,9 +19,7 @@ class MetricsAndDisconnect(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        rc = cls.server.terminate()
-        cls.server.__exit__(None, None, None)
-        assert rc == 0, f"ctxpar serve exited with {rc}"
+        fx.stop(cls.server)
 
     def counters(self):
         m = self.server.metric

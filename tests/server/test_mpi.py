@@ -6,7 +6,6 @@ import concurrent.futures
 import os
 import unittest
 
-import openai
 
 import server_fixture as fx
 
@@ -34,8 +33,7 @@ class UnderMpirun(unittest.TestCase):
         max_tokens = rng.randint(2, 12)
         want = fx.generate(prompts, max_tokens)
         with fx.Server(mpi_ranks=4) as server:
-            client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused",
-                                   max_retries=0, timeout=120)
+            client = fx.openai_client(server)
 
             def one(prompt):
                 return client.completions.create(

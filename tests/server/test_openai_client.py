@@ -6,7 +6,6 @@ import concurrent.futures
 import math
 import unittest
 
-import openai
 
 import server_fixture as fx
 
@@ -15,14 +14,11 @@ class OpenAiClient(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.server = fx.Server().__enter__()
-        cls.client = openai.OpenAI(base_url=cls.server.url + "/v1", api_key="unused",
-                                   max_retries=0, timeout=120)
+        cls.client = fx.openai_client(cls.server)
 
     @classmethod
     def tearDownClass(cls):
-        rc = cls.server.terminate()
-        cls.server.__exit__(None, None, None)
-        assert rc == 0, f"ctxpar serve exited with {rc}"
+        fx.stop(cls.server)
 
     def complete(self, **kwargs):
         return self.client.completions.create(model=fx.MODEL, **kwargs).model_dump()

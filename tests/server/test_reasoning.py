@@ -7,7 +7,6 @@ tested in reasoning_parser_test.cc.)"""
 import subprocess
 import unittest
 
-import openai
 
 import server_fixture as fx
 
@@ -16,14 +15,11 @@ class Reasoning(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.server = fx.Server(extra_args=["--reasoning-parser", "deepseek_v3"]).__enter__()
-        cls.client = openai.OpenAI(base_url=cls.server.url + "/v1", api_key="unused",
-                                   max_retries=0, timeout=120)
+        cls.client = fx.openai_client(cls.server)
 
     @classmethod
     def tearDownClass(cls):
-        rc = cls.server.terminate()
-        cls.server.__exit__(None, None, None)
-        assert rc == 0, f"ctxpar serve exited with {rc}"
+        fx.stop(cls.server)
 
     def chat(self, question, thinking):
         return dict(model=fx.MODEL, messages=[{"role": "user", "content": question}],
