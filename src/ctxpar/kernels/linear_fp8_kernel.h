@@ -5,8 +5,8 @@
 // The SIMD variants widen e4m3 to f32 with bit tricks (simd::Vec8 / Vec16::load_fp8): a
 // sign-extended byte shifted left by 7 and masked (0xBF80) is an IEEE f16 whose value is the
 // e4m3 value times 2^-8 (subnormals included), which vcvtph2ps turns into f32. The missing 2^8
-// is folded into the activation scale. (e4m3's NaN encoding S.1111.111 reads as ±480 this way; checkpoints never hold it.)
-// The scalar variant reads a 256-entry table of exact values.
+// is folded into the activation scale. (e4m3's NaN encoding S.1111.111 reads as ±480 this way;
+// checkpoints never hold it.) The scalar variant reads a 256-entry table of exact values.
 #pragma once
 
 #include <cstdint>
