@@ -75,6 +75,9 @@ TEST(ReasoningParser, WholeOutputsSplitAsVllmsParsers) {
   // A prompt whose thinking was closed (Qwen3, enable_thinking false): all content.
   expect(whole(R::kDeepSeekR1, "answer", false, "<think>\n\n</think>\n\n"), null, "answer");
   expect(whole(R::kDeepSeekR1, "plan</think>answer", false, "<think>"), "plan", "answer");
+  // A </think> earlier in the conversation does not close this turn's thinking.
+  expect(whole(R::kQwen3, "plan</think>answer", false, "<think>a</think>b<|im_start|>assistant\n"),
+         "plan", "answer");
   expect(whole(R::kNone, "a</think>b"), null, "a</think>b");
 }
 

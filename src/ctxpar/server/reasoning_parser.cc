@@ -39,9 +39,11 @@ ReasoningSplit::ReasoningSplit(ReasoningParser parser, bool thinking, std::strin
     : parser_(parser),
       splits_(parser == ReasoningParser::kDeepSeekR1 || parser == ReasoningParser::kQwen3 ||
               (parser == ReasoningParser::kDeepSeekV3 && thinking)) {
-  const size_t start = prompt_text.rfind(kStart), end = prompt_text.rfind(kEnd);
-  prompt_closed_ =
-      end != std::string_view::npos && (start == std::string_view::npos || end > start);
+  // Only a </think> that ends the prompt counts: one in an earlier assistant turn is followed
+  // by that turn's content and the next turn's markers.
+  const size_t last = prompt_text.find_last_not_of(" \t\r\n");
+  prompt_closed_ = last != std::string_view::npos && last + 1 >= kEnd.size() &&
+                   prompt_text.substr(last + 1 - kEnd.size(), kEnd.size()) == kEnd;
 }
 
 ReasoningSplit::Part ReasoningSplit::whole(std::string_view text) const {

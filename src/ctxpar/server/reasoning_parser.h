@@ -10,9 +10,11 @@
 //   deepseek_v3: deepseek_r1 when chat_template_kwargs has thinking (or enable_thinking)
 //                true, else no split.
 // Streamed, every parser sends reasoning until </think> and content after it (so does vLLM, for
-// qwen3 too), and all is content when the prompt's last tag is </think> (the template closed
-// the thinking, as Qwen3's does for enable_thinking false). The tags are matched in the text
-// (held back while a delta ends in a part of one), so they may span tokens.
+// qwen3 too). All is content when the prompt ends in </think> (and whitespace): the template
+// closed the thinking, as Qwen3's does for enable_thinking false and DeepSeek-V3.1's without
+// thinking. vLLM's test is the prompt's last tag, which a </think> in an earlier assistant turn
+// also passes; ending the prompt is the narrower test. The tags are matched in the text (held
+// back while a delta ends in a part of one), so they may span tokens.
 #pragma once
 
 #include <optional>
@@ -36,7 +38,7 @@ class ReasoningSplit {
   };
 
   // thinking: chat_template_kwargs.thinking or .enable_thinking (deepseek_v3's switch);
-  // prompt_text: the prompt as text, whose last tag decides whether the thinking was closed.
+  // prompt_text: the prompt as text; ending in </think>, it closed the thinking.
   ReasoningSplit(ReasoningParser parser, bool thinking, std::string_view prompt_text);
 
   // Whether the choice's message gets a `reasoning` field at all (a parser was chosen).
@@ -55,7 +57,7 @@ class ReasoningSplit {
  private:
   ReasoningParser parser_;
   bool splits_;           // a parser that splits this request's output
-  bool prompt_closed_;    // the prompt ended the thinking: everything is content
+  bool prompt_closed_;    // the prompt ends in </think>: everything is content
   bool ended_ = false;    // streaming: </think> seen
   bool started_ = false;  // streaming: the first <think> was taken out
   std::string held_;      // streaming: a tail that may begin a tag
