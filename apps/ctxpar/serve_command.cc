@@ -34,6 +34,8 @@ struct ServeOptions {
   std::string max_body = "32MiB";
   std::string chat_template;  // --chat-template: a file or the template text
   std::string reasoning_parser;
+  bool enable_auto_tool_choice = false;
+  std::string tool_call_parser;
 };
 
 // generation_config.json's sampling defaults, as requests fall back on them.
@@ -132,6 +134,10 @@ void run(ServeOptions& o) {
     config = finish_engine_config(o.engine);
     o.server.max_body_bytes = static_cast<size_t>(engine::parse_memory_size(o.max_body));
     o.server.reasoning_parser = server::parse_reasoning_parser(o.reasoning_parser);
+    const server::ToolCallParser tools = server::parse_tool_call_parser(o.tool_call_parser);
+    CTXPAR_CHECK_INPUT(!o.enable_auto_tool_choice || tools != server::ToolCallParser::kNone,
+                       "--enable-auto-tool-choice needs --tool-call-parser (hermes)");
+    if (o.enable_auto_tool_choice) o.server.tool_call_parser = tools;
     const engine::ResolvedEngineConfig resolved = engine::resolve_engine_config(config);
     // Every rank reads the tokenizer files (small), so a bad one stops all ranks alike.
     tok = engine::load_tokenizer(config.model, config.tokenizer);
@@ -192,6 +198,10 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--reasoning-parser", o->reasoning_parser,
                   "deepseek_r1, qwen3 or deepseek_v3: chat messages get the text between <think> "
                   "and </think> as `reasoning`");
+  cmd->add_flag("--enable-auto-tool-choice", o->enable_auto_tool_choice,
+                "parse tool calls out of chat outputs (tool_choice auto) with --tool-call-parser");
+  cmd->add_option("--tool-call-parser", o->tool_call_parser,
+                  "hermes: calls as JSON between <tool_call> and </tool_call> (Qwen, Hermes)");
   cmd->add_option("--max-request-body-bytes", o->max_body,
                   "larger request bodies get 413 (e.g. 32MiB)")
       ->capture_default_str();

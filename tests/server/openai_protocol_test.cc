@@ -169,6 +169,21 @@ TEST(OpenAiProtocol, ChatRequests) {
   const json parts = {{"role", "user"},
                       {"content", json::array({{{"type", "text"}, {"text", "a"}},
                                                {{"type", "text"}, {"text", "b"}}})}};
+  // tool_choice: vLLM's default is "auto" with tools, "none" without; "required" and named
+  // tools need guided decoding, which ctxpar does not have.
+  const json tools = json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}});
+  EXPECT_EQ(parse_chat_request({{"messages", user}}, {}).tool_choice, "none");
+  EXPECT_EQ(parse_chat_request({{"messages", user}, {"tools", tools}}, {}).tool_choice, "auto");
+  EXPECT_EQ(
+      parse_chat_request({{"messages", user}, {"tools", tools}, {"tool_choice", "none"}}, {})
+          .tool_choice,
+      "none");
+  expect_400({{"messages", user}, {"tools", tools}, {"tool_choice", "required"}},
+             "tool_choice \"required\" is not supported by ctxpar", "tool_choice", true);
+  expect_400({{"messages", user},
+              {"tools", tools},
+              {"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}}},
+             "is not supported by ctxpar; use \"auto\" or \"none\"", "tool_choice", true);
   EXPECT_EQ(message_text(parts, 0), "a\nb");
   EXPECT_EQ(message_text({{"role", "assistant"}, {"content", nullptr}}, 0), "");
 }

@@ -25,6 +25,12 @@ json or_null(const std::optional<std::string>& text) {
   return text ? json(*text) : json(nullptr);
 }
 
+json tool_call_json(const ToolCall& call) {
+  return {{"id", call.id},
+          {"type", "function"},
+          {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+}
+
 }  // namespace
 
 json GenerationResponder::chunk_base() const {
@@ -69,6 +75,34 @@ std::string GenerationResponder::first_events() {
   return out;
 }
 
+std::optional<json> GenerationResponder::chat_delta(ChoiceState& s, const std::string& text,
+                                                    bool finished) {
+  std::string reasoning, content = text;
+  if (s.reasoning.enabled()) {
+    ReasoningSplit::Delta part = s.reasoning.add(text, finished);
+    reasoning = std::move(part.reasoning);
+    content = std::move(part.content);
+  }
+  json calls = json::array();
+  if (plan_.parse_tool_calls) {
+    const int sent = s.tools.calls_sent();
+    ToolCallStream::Delta part = s.tools.add(content, finished);
+    content = std::move(part.content);
+    for (size_t k = 0; k < part.calls.size(); ++k) {
+      json call = tool_call_json(part.calls[k]);
+      call["index"] = sent + static_cast<int>(k);
+      calls.push_back(std::move(call));
+    }
+  }
+  if (!s.reasoning.enabled() && !plan_.parse_tool_calls) return json{{"content", content}};
+  if (reasoning.empty() && content.empty() && calls.empty()) return std::nullopt;
+  json delta = json::object();
+  if (!reasoning.empty()) delta["reasoning"] = reasoning;
+  if (!content.empty() || (reasoning.empty() && calls.empty())) delta["content"] = content;
+  if (!calls.empty()) delta["tool_calls"] = calls;
+  return delta;
+}
+
 json GenerationResponder::stream_choice(size_t i, const ChoiceDelta& d, int64_t text_offset,
                                         const json& delta) {
   ChoiceState& s = states_[i];
@@ -78,7 +112,8 @@ json GenerationResponder::stream_choice(size_t i, const ChoiceDelta& d, int64_t 
     text = plan_.echo[c.prompt_index] + text;
   }
   const json logprobs = choice_logprobs(d.token_ids, d.logprobs, text_offset);
-  const json finish = d.finish_reason ? json(*d.finish_reason) : json(nullptr);
+  json finish = d.finish_reason ? json(*d.finish_reason) : json(nullptr);
+  if (d.finish_reason && s.tools.calls_sent() > 0) finish = "tool_calls";
   const json token_ids = request_.return_token_ids ? json(d.token_ids) : json(nullptr);
   json choice;
   if (plan_.endpoint == Endpoint::kChat) {
@@ -125,13 +160,11 @@ std::string GenerationResponder::add(const std::vector<ChoiceDelta>& deltas, boo
     // vLLM skips a chunk with nothing in it before a choice's first token.
     if (d.text.empty() && d.token_ids.empty() && !d.finish_reason && !s.sent_first) continue;
     json delta = {{"content", d.text}};
-    if (s.reasoning.enabled()) {
-      const ReasoningSplit::Delta part = s.reasoning.add(d.text, d.finish_reason.has_value());
-      // As vLLM: a delta that was only a tag sends nothing.
-      if (part.reasoning.empty() && part.content.empty() && !d.finish_reason) continue;
-      delta = json::object();
-      if (!part.reasoning.empty()) delta["reasoning"] = part.reasoning;
-      if (!part.content.empty() || part.reasoning.empty()) delta["content"] = part.content;
+    if (plan_.endpoint == Endpoint::kChat) {
+      const std::optional<json> split = chat_delta(s, d.text, d.finish_reason.has_value());
+      // As vLLM: a delta that was only a tag, or part of a tool call, sends nothing.
+      if (!split && !d.finish_reason) continue;
+      delta = split ? *split : json{{"content", ""}};
     }
     json chunk = chunk_base();
     chunk["choices"] = json::array({stream_choice(i, d, offset, delta)});
@@ -167,15 +200,28 @@ json GenerationResponder::whole_response() const {
     const json token_ids = request_.return_token_ids ? json(s.token_ids) : json(nullptr);
     if (plan_.endpoint == Endpoint::kChat) {
       json message = {{"role", "assistant"}, {"content", s.text}};
+      std::optional<std::string> content = s.text;
       if (s.reasoning.enabled()) {
         const ReasoningSplit::Part part = s.reasoning.whole(s.text);
-        message["content"] = or_null(part.content);
+        content = part.content;
         message["reasoning"] = or_null(part.reasoning);
       }
+      std::string finish_reason = s.finish_reason;
+      if (plan_.parse_tool_calls && content) {
+        ToolCallSplit split = split_tool_calls(*content);
+        content = std::move(split.content);
+        if (!split.calls.empty()) {
+          json calls = json::array();
+          for (const ToolCall& call : split.calls) calls.push_back(tool_call_json(call));
+          message["tool_calls"] = calls;
+          finish_reason = "tool_calls";
+        }
+      }
+      message["content"] = or_null(content);
       choices.push_back({{"index", i},
                          {"message", message},
                          {"logprobs", logprobs},
-                         {"finish_reason", s.finish_reason},
+                         {"finish_reason", finish_reason},
                          {"stop_reason", s.stop_reason},
                          {"token_ids", token_ids}});
     } else {

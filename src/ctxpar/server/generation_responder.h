@@ -1,8 +1,8 @@
 // GenerationResponder: the JSON an OpenAI endpoint answers for one generation request, from
 // the choices' deltas (generation.h): the whole response, or its stream of SSE chunks (vLLM's
 // chunk shapes; chat streams open with a role chunk per choice; include_usage adds a final
-// usage chunk; an engine failure becomes an error event; with a reasoning parser, chat text is
-// split into reasoning and content). Used by one HTTP worker at a time.
+// usage chunk; an engine failure becomes an error event; with a reasoning or tool call parser,
+// chat text is split into reasoning, content and tool calls). Used by one HTTP worker at a time.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,7 @@
 #include "ctxpar/server/generation.h"
 #include "ctxpar/server/openai_protocol.h"
 #include "ctxpar/server/reasoning_parser.h"
+#include "ctxpar/server/tool_call_parser.h"
 #include "ctxpar/tokenizer/tokenizer.h"
 
 namespace ctxpar::server {
@@ -34,6 +35,8 @@ struct GenerationPlan {
   // Chat: --reasoning-parser, and chat_template_kwargs' thinking switch (reasoning_parser.h).
   ReasoningParser reasoning_parser = ReasoningParser::kNone;
   bool thinking = false;
+  // Chat: tool calls parsed out of the content (tool_call_parser.h; tool_choice "auto").
+  bool parse_tool_calls = false;
 };
 
 class GenerationResponder {
@@ -61,7 +64,11 @@ class GenerationResponder {
     nlohmann::json stop_reason;
     bool sent_first = false;  // streams: the choice's first chunk went out
     ReasoningSplit reasoning{ReasoningParser::kNone, false, ""};
+    ToolCallStream tools;
   };
+  // A chat chunk's delta for the next text: content, or reasoning / content / tool_calls when
+  // a parser splits it; nullopt when the split leaves nothing to send.
+  std::optional<nlohmann::json> chat_delta(ChoiceState& s, const std::string& text, bool finished);
   nlohmann::json chunk_base() const;
   nlohmann::json stream_choice(size_t i, const ChoiceDelta& d, int64_t text_offset,
                                const nlohmann::json& delta);

@@ -21,14 +21,6 @@ namespace {
 using nlohmann::json;
 using Clock = engine::Clock;
 
-std::string random_hex(size_t n) {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  std::string out;
-  while (out.size() < n) out += fmt::format("{:016x}", rng());
-  out.resize(n);
-  return out;
-}
-
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -267,11 +259,15 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
       plan->thinking = plan->thinking || (v.is_boolean() && v.get<bool>());
     }
   }
+  plan->parse_tool_calls = options_.tool_call_parser != ToolCallParser::kNone &&
+                           r.tool_choice == "auto" && r.tools.is_array() && !r.tools.empty();
   plan->prompts.push_back(chat_prompt_tokens(r));
   add_choices(*plan, r, options_, engine_.config().scheduler.max_model_len,
               "max_completion_tokens");
+  // As vLLM's hermes parser: its tags may be special tokens in some vocabularies.
+  const bool skip_special = r.skip_special_tokens && !plan->parse_tool_calls;
   run_generation(engine_, metrics_, tokenizer_, options_, state_.open_streams, std::move(plan), r,
-                 r.skip_special_tokens, arrival, res);
+                 skip_special, arrival, res);
 }
 
 void OpenAiServer::Handlers::tokenize(const httplib::Request& req, httplib::Response& res) {

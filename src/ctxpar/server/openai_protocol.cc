@@ -342,7 +342,17 @@ ChatRequest parse_chat_request(const json& body, const GenerationDefaults& defau
     f.wrong_type("chat_template_kwargs", "a valid object");
   }
   f.unsupported("chat_template");
-  f.unsupported("tool_choice", "none");
+  const json& choice = f.raw("tool_choice");
+  if (choice.is_null()) {
+    r.tool_choice = r.tools.is_array() && !r.tools.empty() ? "auto" : "none";
+  } else if (choice == "none" || choice == "auto") {
+    r.tool_choice = choice.get<std::string>();
+  } else {
+    throw bad_request(fmt::format("tool_choice {} is not supported by ctxpar; use \"auto\" or "
+                                  "\"none\"",
+                                  choice.dump()),
+                      "tool_choice");
+  }
   // Checked with a placeholder length: the real one comes after the template.
   r.params.max_tokens = r.max_tokens.value_or(std::max<int64_t>(1, r.params.min_tokens));
   check_params(r.params);

@@ -55,7 +55,10 @@ struct ChatRequest : SamplingRequest {
   bool continue_final_message = false;
   bool logprobs = false;
   std::optional<int32_t> top_logprobs;
-  nlohmann::json tools;                 // null or an array, for the template
+  nlohmann::json tools;  // null or an array, for the template
+  // "none" or "auto" (vLLM's default when tools are given); "required" and named tools are
+  // refused.
+  std::string tool_choice = "none";
   nlohmann::json chat_template_kwargs;  // null or an object
 };
 

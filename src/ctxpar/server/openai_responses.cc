@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <random>
+
+#include <fmt/format.h>
 
 namespace ctxpar::server {
 namespace {
@@ -81,6 +84,14 @@ json chat_logprobs(const tokenizer::Tokenizer& tokenizer, const std::vector<int3
                        {"top_logprobs", top}});
   }
   return {{"content", content}};
+}
+
+std::string random_hex(size_t n) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  std::string out;
+  while (out.size() < n) out += fmt::format("{:016x}", rng());
+  out.resize(n);
+  return out;
 }
 
 int64_t text_length(std::string_view text) {

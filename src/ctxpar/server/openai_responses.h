@@ -36,6 +36,9 @@ nlohmann::json chat_logprobs(const tokenizer::Tokenizer& tokenizer,
 
 nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);
 
+// n random lowercase hex digits: the tail of response, permission and tool call ids.
+std::string random_hex(size_t n);
+
 // Characters (code points) of valid UTF-8 text, as Python counts a str.
 int64_t text_length(std::string_view text);
 

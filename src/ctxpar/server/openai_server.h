@@ -23,6 +23,7 @@
 #include "ctxpar/server/metrics.h"
 #include "ctxpar/server/openai_protocol.h"
 #include "ctxpar/server/reasoning_parser.h"
+#include "ctxpar/server/tool_call_parser.h"
 #include "ctxpar/tokenizer/tokenizer.h"
 
 namespace httplib {
@@ -47,6 +48,9 @@ struct ServerOptions {
   std::vector<int32_t> eos_token_ids;
   // --reasoning-parser: chat messages split into reasoning and content.
   ReasoningParser reasoning_parser = ReasoningParser::kNone;
+  // --enable-auto-tool-choice with --tool-call-parser: tool calls parsed out of chat outputs
+  // (tool_choice "auto"); kNone: outputs stay text.
+  ToolCallParser tool_call_parser = ToolCallParser::kNone;
   // While nothing arrives for this long, a stream sends an SSE comment (": ping"), which
   // clients skip; a write that fails then aborts a request of a client that left.
   std::chrono::milliseconds keepalive{2000};

@@ -1,0 +1,99 @@
+"""`ctxpar serve --reasoning-parser deepseek_v3 --enable-auto-tool-choice --tool-call-parser
+hermes` through the openai client: deepseek_v3 splits only with chat_template_kwargs thinking,
+the split output is the unsplit one, a stream's reasoning deltas add up to the whole message's;
+a request with tools and no call in the output keeps its text as content, tool_choice
+"required" is refused, and bad parser flags stop the server with the rule. (The tiny model
+writes neither </think> nor <tool_call>; the splits themselves are tested in
+reasoning_parser_test.cc and tool_call_parser_test.cc.)"""
+
+import subprocess
+import unittest
+
+import openai
+
+import server_fixture as fx
+
+
+class ChatParsers(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = fx.Server(extra_args=["--reasoning-parser", "deepseek_v3",
+                                           "--enable-auto-tool-choice",
+                                           "--tool-call-parser", "hermes"]).__enter__()
+        cls.client = fx.openai_client(cls.server)
+
+    @classmethod
+    def tearDownClass(cls):
+        fx.stop(cls.server)
+
+    def chat(self, question, thinking):
+        return dict(model=fx.MODEL, messages=[{"role": "user", "content": question}],
+                    max_completion_tokens=20, temperature=0,
+                    extra_body={"ignore_eos": True, "chat_template_kwargs": {"thinking": thinking}})
+
+    def question(self):
+        return "Why shard the KV cache? " + str(fx.seeded_rng(self).random())
+
+    def test_thinking_switch_moves_the_output_into_reasoning(self):
+        question = self.question()
+        plain = self.client.chat.completions.create(**self.chat(question, False)).model_dump()
+        thought = self.client.chat.completions.create(**self.chat(question, True)).model_dump()
+        plain_msg, thought_msg = plain["choices"][0]["message"], thought["choices"][0]["message"]
+        self.assertTrue(plain_msg["content"])
+        self.assertIsNone(plain_msg["reasoning"])
+        self.assertEqual(thought_msg["reasoning"], plain_msg["content"])
+        self.assertIsNone(thought_msg["content"])
+
+    def test_stream_reasoning_equals_the_whole_message(self):
+        args = self.chat(self.question(), True)
+        whole = self.client.chat.completions.create(**args).model_dump()["choices"][0]["message"]
+        chunks = [c.model_dump() for c in self.client.chat.completions.create(stream=True, **args)]
+        deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+        reasoning = "".join(d.get("reasoning") or "" for d in deltas)
+        content = "".join(d.get("content") or "" for d in deltas)
+        self.assertEqual(reasoning, whole["reasoning"])
+        self.assertEqual(content, "")
+        self.assertGreater(sum(1 for d in deltas if d.get("reasoning")), 1)
+
+
+    def test_tools_without_a_call_keep_the_text_as_content(self):
+        tools = [{"type": "function", "function": {
+            "name": "weather", "parameters": {"type": "object", "properties": {
+                "city": {"type": "string"}}}}}]
+        args = dict(self.chat(self.question(), False), tools=tools)
+        whole = self.client.chat.completions.create(**args).model_dump()["choices"][0]
+        self.assertTrue(whole["message"]["content"])
+        self.assertFalse(whole["message"]["tool_calls"])
+        self.assertEqual(whole["finish_reason"], "length")
+        chunks = [c.model_dump() for c in self.client.chat.completions.create(stream=True, **args)]
+        choices = [c["choices"][0] for c in chunks if c["choices"]]
+        self.assertEqual("".join(c["delta"]["content"] or "" for c in choices),
+                         whole["message"]["content"])
+        self.assertEqual(choices[-1]["finish_reason"], "length")
+
+    def test_required_tool_choice_is_refused(self):
+        args = dict(self.chat(self.question(), False), tool_choice="required",
+                    tools=[{"type": "function", "function": {"name": "f"}}])
+        with self.assertRaises(openai.BadRequestError) as caught:
+            self.client.chat.completions.create(**args)
+        self.assertIn('tool_choice "required" is not supported by ctxpar', str(caught.exception))
+
+
+class BadParserFlags(unittest.TestCase):
+    def refused(self, flags, message):
+        args = [fx.CTXPAR, "serve", fx.MODEL, *flags, "--port", "0"]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn(message, done.stderr)
+
+    def test_unknown_or_incomplete_parser_flags_exit_with_the_rule(self):
+        self.refused(["--reasoning-parser", "granite"],
+                     "'granite' is not supported; use deepseek_r1, qwen3 or deepseek_v3")
+        self.refused(["--enable-auto-tool-choice", "--tool-call-parser", "mistral"],
+                     "'mistral' is not supported; use hermes")
+        self.refused(["--enable-auto-tool-choice"],
+                     "--enable-auto-tool-choice needs --tool-call-parser (hermes)")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,127 @@
+// --tool-call-parser hermes: whole outputs split as vLLM's parser splits them (its cases: text
+// before the calls, several calls, arguments as a JSON string, a call left open at the end,
+// text that is not a call), arguments in Python's json.dumps form, and streams cut at random
+// points (tags split across deltas included) that give the same calls.
+#include "ctxpar/server/tool_call_parser.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "ctxpar/core/error.h"
+
+namespace ctxpar::server {
+namespace {
+
+TEST(ToolCallParser, NamesAreVllmsAndOthersAreRefused) {
+  EXPECT_EQ(parse_tool_call_parser(""), ToolCallParser::kNone);
+  EXPECT_EQ(parse_tool_call_parser("hermes"), ToolCallParser::kHermes);
+  try {
+    parse_tool_call_parser("mistral");
+    ADD_FAILURE() << "mistral was taken";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'mistral' is not supported; use hermes"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ToolCallParser, WholeOutputsSplitAsVllmsHermesParser) {
+  const ToolCallSplit none = split_tool_calls("no call here");
+  EXPECT_EQ(none.content, "no call here");
+  EXPECT_TRUE(none.calls.empty());
+
+  const ToolCallSplit two = split_tool_calls(
+      "Let me look.\n<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\": \"Paris\", "
+      "\"days\": [1, 2], \"metric\": true}}\n</tool_call>\n<tool_call>\n{\"name\":\"time\","
+      "\"arguments\":\"{\\\"zone\\\":\\\"CET\\\"}\"}\n</tool_call>");
+  EXPECT_EQ(two.content, "Let me look.\n");
+  ASSERT_EQ(two.calls.size(), 2u);
+  EXPECT_EQ(two.calls[0].name, "weather");
+  // json.dumps: ", " and ": ", the model's key order (not sorted).
+  EXPECT_EQ(two.calls[0].arguments, R"({"city": "Paris", "days": [1, 2], "metric": true})");
+  EXPECT_EQ(two.calls[1].name, "time");
+  EXPECT_EQ(two.calls[1].arguments, R"({"zone": "CET"})");  // a string argument, parsed
+  EXPECT_EQ(two.calls[0].id.rfind("chatcmpl-tool-", 0), 0u);
+  EXPECT_EQ(two.calls[0].id.size(), std::string("chatcmpl-tool-").size() + 32);
+  EXPECT_NE(two.calls[0].id, two.calls[1].id);
+
+  // No text before the call: null content; a call left open at the end still counts.
+  const ToolCallSplit open =
+      split_tool_calls("<tool_call>{\"name\": \"f\", \"arguments\": {\"z\": 1, \"a\": 2}}");
+  EXPECT_EQ(open.content, std::nullopt);
+  ASSERT_EQ(open.calls.size(), 1u);
+  EXPECT_EQ(open.calls[0].arguments, R"({"z": 1, "a": 2})");
+
+  // Not a call (bad JSON, no name, no arguments): no calls, the whole text as content.
+  for (const std::string text :
+       {"x<tool_call>{\"name\": \"f\", \"arguments\": {</tool_call>",
+        "<tool_call>{\"arguments\": {}}</tool_call>", "<tool_call>{\"name\": \"f\"}</tool_call>",
+        "<tool_call>[1, 2]</tool_call>"}) {
+    const ToolCallSplit bad = split_tool_calls(text);
+    EXPECT_EQ(bad.content, text);
+    EXPECT_TRUE(bad.calls.empty()) << text;
+  }
+}
+
+TEST(ToolCallParser, RandomlyCutStreamsGiveTheSameCalls) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  std::mt19937 rng(seed);
+  const auto words = [&](size_t n) {
+    std::string t;
+    const char letters[] = "ab <>/tol_c\n";
+    for (size_t i = 0; i < n; ++i) t += letters[rng() % (sizeof(letters) - 1)];
+    return t;
+  };
+  for (int round = 0; round < 200; ++round) {
+    const std::string before = words(rng() % 20), after = words(rng() % 10);
+    if (before.find("<tool_call>") != std::string::npos ||
+        after.find("<tool_call>") != std::string::npos) {
+      continue;  // a tag drawn by chance
+    }
+    const int n = static_cast<int>(rng() % 3);
+    std::string text = before;
+    std::vector<std::string> names;
+    for (int k = 0; k < n; ++k) {
+      names.push_back(fmt::format("f{}", rng() % 100));
+      text += fmt::format(
+          "<tool_call>\n{{\"name\": \"{}\", \"arguments\": {{\"k\": {}}}}}\n</tool_call>",
+          names.back(), k);
+    }
+    if (n == 0) text += after;  // text after calls is dropped whole, streamed as content
+    SCOPED_TRACE(text);
+    const ToolCallSplit want = split_tool_calls(text);
+    ASSERT_EQ(want.calls.size(), names.size());
+
+    ToolCallStream stream;
+    std::string content;
+    std::vector<ToolCall> calls;
+    for (size_t at = 0; at < text.size();) {
+      const size_t len = std::min(text.size() - at, size_t{1} + rng() % 6);
+      ToolCallStream::Delta d =
+          stream.add(std::string_view(text).substr(at, len), at + len == text.size());
+      content += d.content;
+      for (ToolCall& c : d.calls) calls.push_back(std::move(c));
+      at += len;
+    }
+    EXPECT_EQ(content, want.content.value_or(""));
+    ASSERT_EQ(calls.size(), names.size());
+    EXPECT_EQ(stream.calls_sent(), n);
+    for (int k = 0; k < n; ++k) {
+      EXPECT_EQ(calls[static_cast<size_t>(k)].name, want.calls[static_cast<size_t>(k)].name);
+      EXPECT_EQ(calls[static_cast<size_t>(k)].arguments,
+                want.calls[static_cast<size_t>(k)].arguments);
+    }
+  }
+  // A streamed call that is not one goes out as content, tags and all.
+  ToolCallStream stream;
+  const ToolCallStream::Delta d = stream.add("hi<tool_call>{oops}</tool_call>", true);
+  EXPECT_EQ(d.content, "hi<tool_call>{oops}</tool_call>");
+  EXPECT_TRUE(d.calls.empty());
+}
+
+}  // namespace
+}  // namespace ctxpar::server
