@@ -178,6 +178,8 @@ TEST(OpenAiProtocol, ChatRequests) {
       parse_chat_request({{"messages", user}, {"tools", tools}, {"tool_choice", "none"}}, {})
           .tool_choice,
       "none");
+  expect_400({{"messages", user}, {"tool_choice", "auto"}},
+             "When using `tool_choice`, `tools` must be set.", "tool_choice", true);
   expect_400({{"messages", user}, {"tools", tools}, {"tool_choice", "required"}},
              "tool_choice \"required\" is not supported by ctxpar", "tool_choice", true);
   expect_400({{"messages", user},

@@ -345,8 +345,13 @@ ChatRequest parse_chat_request(const json& body, const GenerationDefaults& defau
   const json& choice = f.raw("tool_choice");
   if (choice.is_null()) {
     r.tool_choice = r.tools.is_array() && !r.tools.empty() ? "auto" : "none";
-  } else if (choice == "none" || choice == "auto") {
-    r.tool_choice = choice.get<std::string>();
+  } else if (choice == "none") {
+    r.tool_choice = "none";
+  } else if (choice == "auto") {
+    if (r.tools.is_null()) {
+      throw bad_request("When using `tool_choice`, `tools` must be set.", "tool_choice");
+    }
+    r.tool_choice = "auto";
   } else {
     throw bad_request(fmt::format("tool_choice {} is not supported by ctxpar; use \"auto\" or "
                                   "\"none\"",
