@@ -3,20 +3,13 @@
 #include <algorithm>
 
 #include "ctxpar/core/error.h"
+#include "ctxpar/server/text_tags.h"
 
 namespace ctxpar::server {
 namespace {
 
 constexpr std::string_view kStart = "<think>";
 constexpr std::string_view kEnd = "</think>";
-
-// The length of the longest tail of `text` that is a proper prefix of `tag`.
-size_t partial_tag_tail(std::string_view text, std::string_view tag) {
-  for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n) {
-    if (text.substr(text.size() - n) == tag.substr(0, n)) return n;
-  }
-  return 0;
-}
 
 // Text after the first <think> (all of it without one), as vLLM's partition.
 std::string_view after_start(std::string_view text) {

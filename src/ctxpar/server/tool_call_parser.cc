@@ -4,6 +4,7 @@
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/server/openai_responses.h"
+#include "ctxpar/server/text_tags.h"
 
 namespace ctxpar::server {
 namespace {
@@ -45,14 +46,6 @@ std::optional<ToolCall> parse_call(std::string_view body) {
   }
   return ToolCall{"chatcmpl-tool-" + random_hex(32), v["name"].get<std::string>(),
                   python_json(args)};
-}
-
-// The length of the longest tail of `text` that is a proper prefix of `tag`.
-size_t partial_tag_tail(std::string_view text, std::string_view tag) {
-  for (size_t n = std::min(text.size(), tag.size() - 1); n > 0; --n) {
-    if (text.substr(text.size() - n) == tag.substr(0, n)) return n;
-  }
-  return 0;
 }
 
 }  // namespace
