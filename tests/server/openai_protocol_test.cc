@@ -174,10 +174,9 @@ TEST(OpenAiProtocol, ChatRequests) {
   const json tools = json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}});
   EXPECT_EQ(parse_chat_request({{"messages", user}}, {}).tool_choice, "none");
   EXPECT_EQ(parse_chat_request({{"messages", user}, {"tools", tools}}, {}).tool_choice, "auto");
-  EXPECT_EQ(
-      parse_chat_request({{"messages", user}, {"tools", tools}, {"tool_choice", "none"}}, {})
-          .tool_choice,
-      "none");
+  EXPECT_EQ(parse_chat_request({{"messages", user}, {"tools", tools}, {"tool_choice", "none"}}, {})
+                .tool_choice,
+            "none");
   expect_400({{"messages", user}, {"tool_choice", "auto"}},
              "When using `tool_choice`, `tools` must be set.", "tool_choice", true);
   expect_400({{"messages", user}, {"tools", tools}, {"tool_choice", "required"}},
