@@ -6,6 +6,7 @@ import concurrent.futures
 import math
 import unittest
 
+import openai
 
 import server_fixture as fx
 
@@ -108,6 +109,20 @@ class OpenAiClient(unittest.TestCase):
         self.assertEqual(chunks[-1]["choices"], [])
         self.assertEqual(chunks[-1]["usage"]["completion_tokens"], 24)
         self.assertEqual(chunks[-1]["usage"]["prompt_tokens"], whole["usage"]["prompt_tokens"])
+
+    def test_tools_need_the_tool_call_flags_unless_tool_choice_is_none(self):
+        tools = [{"type": "function", "function": {"name": "weather"}}]
+        args = dict(model=fx.MODEL, messages=[{"role": "user", "content": "Weather?"}],
+                    max_completion_tokens=4, temperature=0, tools=tools,
+                    extra_body={"ignore_eos": True})
+        # vLLM's default with tools is "auto", which needs --enable-auto-tool-choice.
+        with self.assertRaises(openai.BadRequestError) as caught:
+            self.client.chat.completions.create(**args)
+        self.assertIn('"auto" tool choice requires --enable-auto-tool-choice and '
+                      "--tool-call-parser to be set", str(caught.exception))
+        plain = self.client.chat.completions.create(tool_choice="none", **args).model_dump()
+        self.assertEqual(plain["choices"][0]["finish_reason"], "length")
+        self.assertEqual(plain["usage"]["completion_tokens"], 4)
 
     def test_64_concurrent_streams_finish_with_the_right_usage(self):
         rng = fx.seeded_rng(self)

@@ -259,8 +259,12 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
       plan->thinking = plan->thinking || (v.is_boolean() && v.get<bool>());
     }
   }
-  plan->parse_tool_calls = options_.tool_call_parser != ToolCallParser::kNone &&
-                           r.tool_choice == "auto" && r.tools.is_array() && !r.tools.empty();
+  if (r.tool_choice == "auto" && options_.tool_call_parser == ToolCallParser::kNone) {
+    throw bad_request(
+        "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set",
+        "tool_choice");
+  }
+  plan->parse_tool_calls = r.tool_choice == "auto" && r.tools.is_array() && !r.tools.empty();
   plan->prompts.push_back(chat_prompt_tokens(r));
   add_choices(*plan, r, options_, engine_.config().scheduler.max_model_len,
               "max_completion_tokens");
