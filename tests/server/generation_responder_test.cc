@@ -10,6 +10,7 @@
 #include <string>
 
 #include "ctxpar/tokenizer/byte_tokenizer.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::server {
 namespace {
@@ -22,7 +23,7 @@ constexpr std::string_view kOutput =
     "{}}\n</tool_call>";
 
 // The output in random pieces of 1 to 7 bytes (one token id each), the last one finishing.
-std::vector<ChoiceDelta> pieces(std::mt19937& rng) {
+std::vector<ChoiceDelta> pieces(std::mt19937_64& rng) {
   std::vector<ChoiceDelta> out;
   for (size_t at = 0; at < kOutput.size();) {
     const size_t n = std::min(kOutput.size() - at, size_t{1} + rng() % 7);
@@ -37,9 +38,7 @@ std::vector<ChoiceDelta> pieces(std::mt19937& rng) {
 }
 
 TEST(GenerationResponder, ReasoningAndToolCallsWholeAndStreamed) {
-  const auto seed = std::random_device{}();
-  SCOPED_TRACE(::testing::Message() << "seed " << seed);
-  std::mt19937 rng(seed);
+  SEEDED_RNG(rng);
   const tokenizer::ByteTokenizer tok(512, 256);
   GenerationPlan plan;
   plan.endpoint = Endpoint::kChat;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ctxpar/core/error.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::server {
 namespace {
@@ -21,7 +22,7 @@ Part whole(ReasoningParser p, std::string_view text, bool thinking = false,
 }
 
 // The text in random pieces (1 to 5 bytes), the last one marked finished.
-Part streamed(ReasoningParser p, std::string_view text, std::mt19937& rng, bool thinking = false,
+Part streamed(ReasoningParser p, std::string_view text, std::mt19937_64& rng, bool thinking = false,
               std::string_view prompt = "<|Assistant|>") {
   ReasoningSplit split(p, thinking, prompt);
   std::string reasoning, content;
@@ -82,9 +83,7 @@ TEST(ReasoningParser, WholeOutputsSplitAsVllmsParsers) {
 }
 
 TEST(ReasoningParser, RandomlyCutStreamsAddUpToTheWholeSplit) {
-  const auto seed = std::random_device{}();
-  SCOPED_TRACE(::testing::Message() << "seed " << seed);
-  std::mt19937 rng(seed);
+  SEEDED_RNG(rng);
   const auto random_text = [&](size_t n) {
     std::string t;
     const char letters[] = "a <>/think\n";

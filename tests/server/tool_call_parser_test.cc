@@ -11,6 +11,7 @@
 #include <string>
 
 #include "ctxpar/core/error.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::server {
 namespace {
@@ -67,9 +68,7 @@ TEST(ToolCallParser, WholeOutputsSplitAsVllmsHermesParser) {
 }
 
 TEST(ToolCallParser, RandomlyCutStreamsGiveTheSameCalls) {
-  const auto seed = std::random_device{}();
-  SCOPED_TRACE(::testing::Message() << "seed " << seed);
-  std::mt19937 rng(seed);
+  SEEDED_RNG(rng);
   const auto words = [&](size_t n) {
     std::string t;
     const char letters[] = "ab <>/tol_c\n";
