@@ -87,5 +87,27 @@ TEST(GenerationResponder, ReasoningAndToolCallsWholeAndStreamed) {
   EXPECT_EQ(finish, "tool_calls");
 }
 
+// A long prompt whose template closed the thinking (it ends in </think>, as Qwen3's with
+// enable_thinking false): the whole output is content, and the reasoning null.
+TEST(GenerationResponder, APromptThatEndsInEndOfThinkingGivesContentOnly) {
+  const tokenizer::ByteTokenizer tok(512, 256);
+  GenerationPlan plan;
+  plan.endpoint = Endpoint::kChat;
+  plan.prompts = {
+      tok.encode(std::string(500, 'x') + "<|assistant|>\n<think>\n\n</think>\n\n", false)};
+  plan.choices.resize(1);
+  plan.reasoning_parser = ReasoningParser::kDeepSeekR1;
+  const SamplingRequest request;
+  GenerationResponder responder(plan, request, tok);
+  ChoiceDelta d;
+  d.text = "plain answer";
+  d.token_ids = {1};
+  d.finish_reason = "stop";
+  responder.add({d}, false);
+  const json message = responder.whole_response()["choices"][0]["message"];
+  EXPECT_EQ(message["content"], "plain answer");
+  EXPECT_TRUE(message["reasoning"].is_null());
+}
+
 }  // namespace
 }  // namespace ctxpar::server

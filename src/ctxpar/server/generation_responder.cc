@@ -1,5 +1,8 @@
 #include "ctxpar/server/generation_responder.h"
 
+#include <algorithm>
+#include <span>
+
 #include "ctxpar/server/api_error.h"
 #include "ctxpar/server/openai_responses.h"
 
@@ -11,11 +14,18 @@ GenerationResponder::GenerationResponder(const GenerationPlan& plan, const Sampl
                                          const tokenizer::Tokenizer& tokenizer)
     : plan_(plan), request_(request), tokenizer_(tokenizer), states_(plan.choices.size()) {
   if (plan.endpoint != Endpoint::kChat || plan.reasoning_parser == ReasoningParser::kNone) return;
-  std::vector<std::string> prompt_texts;
-  for (const auto& prompt : plan.prompts) prompt_texts.push_back(tokenizer.decode(prompt, false));
+  // Only the prompt's end matters (whether it closes the thinking): decode its last tokens, not
+  // a long prompt whole on every request.
+  constexpr size_t kTailTokens = 32;
+  std::vector<std::string> prompt_tails;
+  for (const auto& prompt : plan.prompts) {
+    const size_t n = std::min(prompt.size(), kTailTokens);
+    prompt_tails.push_back(
+        tokenizer.decode(std::span<const int32_t>(prompt).subspan(prompt.size() - n), false));
+  }
   for (size_t i = 0; i < states_.size(); ++i) {
     states_[i].reasoning = ReasoningSplit(plan.reasoning_parser, plan.thinking,
-                                          prompt_texts[plan.choices[i].prompt_index]);
+                                          prompt_tails[plan.choices[i].prompt_index]);
   }
 }
 

@@ -38,7 +38,7 @@ class ReasoningSplit {
   };
 
   // thinking: chat_template_kwargs.thinking or .enable_thinking (deepseek_v3's switch);
-  // prompt_text: the prompt as text; ending in </think>, it closed the thinking.
+  // prompt_text: the prompt's text, or its end (only whether it ends in </think> is read).
   ReasoningSplit(ReasoningParser parser, bool thinking, std::string_view prompt_text);
 
   // Whether the choice's message gets a `reasoning` field at all (a parser was chosen).
