@@ -209,7 +209,7 @@ json GenerationResponder::whole_response() const {
     const json logprobs = choice_logprobs(s.token_ids, s.logprobs, 0);
     const json token_ids = request_.return_token_ids ? json(s.token_ids) : json(nullptr);
     if (plan_.endpoint == Endpoint::kChat) {
-      json message = {{"role", "assistant"}, {"content", s.text}};
+      json message = {{"role", "assistant"}};
       std::optional<std::string> content = s.text;
       if (s.reasoning.enabled()) {
         const ReasoningSplit::Part part = s.reasoning.whole(s.text);
