@@ -29,7 +29,9 @@ class ChatParsers(unittest.TestCase):
     def chat(self, question, thinking):
         return dict(model=fx.MODEL, messages=[{"role": "user", "content": question}],
                     max_completion_tokens=20, temperature=0,
-                    extra_body={"ignore_eos": True, "chat_template_kwargs": {"thinking": thinking}})
+                    # Special ids decode as "<|id|>": 20 tokens are never empty text.
+                    extra_body={"ignore_eos": True, "skip_special_tokens": False,
+                                "chat_template_kwargs": {"thinking": thinking}})
 
     def question(self):
         return "Why shard the KV cache? " + str(fx.seeded_rng(self).random())
