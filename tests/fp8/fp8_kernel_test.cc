@@ -51,10 +51,10 @@ Tensor poisoned(const Shape& shape) {
 class Fp8Test : public SeededTest {
  protected:
   // A random FP8 weight: bytes over every finite code (so subnormals and the largest values
-  // occur), scales spread over a few octaves.
-  Fp8Weight random_weight(int64_t out, int64_t in) {
+  // occur), scales (per block or per row) spread over a few octaves.
+  Fp8Weight random_weight(int64_t out, int64_t in, Fp8Scaling scaling = Fp8Scaling::kBlock128) {
     Fp8Weight w{Tensor::empty({out, in}, DType::kF8E4M3),
-                Tensor::empty(fp8_scale_shape(out, in), DType::kF32)};
+                Tensor::empty(fp8_scale_shape(out, in, scaling), DType::kF32), scaling};
     auto* q = static_cast<uint8_t*>(w.weight.raw());
     for (int64_t i = 0; i < w.weight.numel(); ++i) {
       uint8_t b;
@@ -221,9 +221,11 @@ TEST_F(Fp8Test, LinearMatchesTheReferenceOnBothPathsWithAndWithoutAPool) {
     const int64_t tokens = uniform_int(0, 11);  // 0..4: GEMV, more: dequantized tiles + GEMM
     const DType act = rep % 2 ? DType::kBF16 : DType::kF32;
     const bool with_bias = rep % 3 == 0;
-    SCOPED_TRACE(testing::Message() << out << "x" << in << " tokens " << tokens << " "
-                                    << dtype_name(act) << (with_bias ? " bias" : ""));
-    const Fp8Weight w = random_weight(out, in);
+    const Fp8Scaling scaling = rep % 4 < 2 ? Fp8Scaling::kBlock128 : Fp8Scaling::kPerRow;
+    SCOPED_TRACE(testing::Message()
+                 << out << "x" << in << " tokens " << tokens << " " << dtype_name(act)
+                 << (with_bias ? " bias " : " ") << fp8_scaling_name(scaling));
+    const Fp8Weight w = random_weight(out, in, scaling);
     const Tensor bias = random({out});
     const Fp8Linear lin(w, with_bias ? std::optional<Tensor>(bias) : std::nullopt, act);
     // x as a column slice of a wider tensor: strided rows.
@@ -252,9 +254,10 @@ TEST_F(Fp8Test, LongPrefillOverAPoolMatchesTheReference) {
     const int64_t out = uniform_int(65, 700), in = uniform_int(1, 300);
     const int64_t tokens = uniform_int(513, 1100);
     const DType act = rep % 2 ? DType::kBF16 : DType::kF32;
-    SCOPED_TRACE(testing::Message()
-                 << out << "x" << in << " tokens " << tokens << " " << dtype_name(act));
-    const Fp8Weight w = random_weight(out, in);
+    const Fp8Scaling scaling = rep < 2 ? Fp8Scaling::kBlock128 : Fp8Scaling::kPerRow;
+    SCOPED_TRACE(testing::Message() << out << "x" << in << " tokens " << tokens << " "
+                                    << dtype_name(act) << " " << fp8_scaling_name(scaling));
+    const Fp8Weight w = random_weight(out, in, scaling);
     const Fp8Linear lin(w, std::nullopt, act);
     const Tensor wide = random({tokens, in + 3});
     const Tensor x = wide.slice(1, 1, 1 + in);
@@ -299,6 +302,33 @@ TEST_F(Fp8Test, BlockQuantizationStaysWithinE4m3Rounding) {
   }
 }
 
+// Per-row (channel) quantization: each row's largest magnitude maps to 448, and dequantizing
+// multiplies row o by scale o alone (a block-scale reading of the same bytes would not).
+TEST_F(Fp8Test, PerRowQuantizationStaysWithinE4m3RoundingOfEachRow) {
+  const int64_t out = uniform_int(2, 300), in = uniform_int(1, 300);
+  Tensor w = random({out, in}, DType::kF32, -2, 2);
+  for (int64_t i = 0; i < in; ++i) w.data<float>()[in + i] *= 64;  // row 1: a larger range
+  for (int64_t i = 0; i < in; ++i) w.data<float>()[i] = 0;         // row 0: all zero
+  const Fp8Weight q = quantize_fp8_per_row(w);
+  ASSERT_EQ(q.scaling, Fp8Scaling::kPerRow);
+  ASSERT_EQ(q.scale_inv.shape(), (Shape{out, 1}));
+  EXPECT_EQ(q.scale_inv.data<float>()[0], 1.0f);
+  const Tensor back = dequantize_fp8(q);
+  for (int64_t o = 0; o < out; ++o) {
+    const float s = q.scale_inv.data<float>()[o];
+    float amax = 0;
+    for (int64_t i = 0; i < in; ++i) amax = std::max(amax, std::fabs(w.data<float>()[o * in + i]));
+    if (amax > 0) {
+      EXPECT_FLOAT_EQ(s, amax / 448) << "row " << o;
+    }
+    for (int64_t i = 0; i < in; ++i) {
+      const float orig = w.data<float>()[o * in + i], got = back.data<float>()[o * in + i];
+      EXPECT_LE(std::fabs(got - orig), std::max(std::fabs(orig) / 16, s * 0x1.0p-10f) * 1.0001f)
+          << o << "," << i;
+    }
+  }
+}
+
 TEST_F(Fp8Test, ConstructorRejectsBadScalesNamingTheShapes) {
   const Fp8Weight w = random_weight(200, 300);
   Fp8Weight bad = w;
@@ -318,6 +348,12 @@ TEST_F(Fp8Test, ConstructorRejectsBadScalesNamingTheShapes) {
   bad = w;
   bad.scale_inv = w.scale_inv.to(DType::kBF16);
   EXPECT_THROW(Fp8Linear lin(bad), Error);
+  // Block scales read as per-row ones: the message names the row layout's shape.
+  bad = w;
+  bad.scaling = Fp8Scaling::kPerRow;
+  msg = error_of([&] { Fp8Linear lin(bad); });
+  EXPECT_NE(msg.find("[200, 1]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("per-row"), std::string::npos) << msg;
 }
 
 }  // namespace

@@ -51,6 +51,13 @@ int64_t row_stride(const Tensor& t) {
   return t.size(0) <= 1 ? t.size(1) : t.stride(0);
 }
 
+// y[t, j] *= s[j] for t < tokens, j < n (y row stride ldy): per-row scales on finished outputs.
+void scale_outputs(float* y, int64_t ldy, int64_t tokens, const float* s, int64_t n) {
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t j = 0; j < n; ++j) y[t * ldy + j] *= s[j];
+  }
+}
+
 // dst [tokens, in] (row stride in) = src [tokens, in] (row stride ld) rounded to bf16, kept f32.
 void round_to_bf16(const float* src, int64_t ld, int64_t tokens, int64_t in, float* dst) {
   for (int64_t t = 0; t < tokens; ++t) {
@@ -81,8 +88,13 @@ void fp8_rows_f32(const void* ctx, int64_t r0, int64_t nr, int64_t k0, int64_t k
 
 }  // namespace
 
-Shape fp8_scale_shape(int64_t out, int64_t in) {
+Shape fp8_scale_shape(int64_t out, int64_t in, Fp8Scaling scaling) {
+  if (scaling == Fp8Scaling::kPerRow) return {out, 1};
   return {blocks(out), blocks(in)};
+}
+
+std::string_view fp8_scaling_name(Fp8Scaling scaling) {
+  return scaling == Fp8Scaling::kPerRow ? "per-row" : "128x128 blocks";
 }
 
 struct Fp8Linear::Impl {
@@ -91,6 +103,19 @@ struct Fp8Linear::Impl {
   DType activation_dtype = DType::kF32;
   int64_t in = 0, out = 0;
   detail::MatmulCache cache;
+  // The block scales the kernels apply: scale_inv for kBlock128; for kPerRow ones (read with
+  // row stride 0), the row scales then multiplying the outputs.
+  std::vector<float> unit_scales;
+
+  bool per_row() const { return w.scaling == Fp8Scaling::kPerRow; }
+  const float* block_scales() const {
+    return per_row() ? unit_scales.data() : w.scale_inv.data<float>();
+  }
+  int64_t block_scale_stride() const { return per_row() ? 0 : blocks(in); }
+  // Rows [r0, r0 + n) of y's tokens [t0, t0 + nt) times their row scales (kPerRow only).
+  void scale_rows(float* y, int64_t ldy, int64_t t0, int64_t nt, int64_t r0, int64_t n) const {
+    if (per_row()) scale_outputs(y + t0 * ldy + r0, ldy, nt, w.scale_inv.data<float>() + r0, n);
+  }
 
   void forward(const Tensor& x, Tensor& y, ThreadPool* pool) const;
   void gemv(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
@@ -116,16 +141,16 @@ Fp8Linear::Fp8Linear(Fp8Weight w, std::optional<Tensor> bias, DType activation_d
   CTXPAR_CHECK(q.stride(1) == 1 && row_stride(q) >= q.size(1),
                "Fp8Linear weight {} needs contiguous rows (strides [{}, {}])", q.describe(),
                q.stride(0), q.stride(1));
-  const Shape want = fp8_scale_shape(q.size(0), q.size(1));
+  const Shape want = fp8_scale_shape(q.size(0), q.size(1), w.scaling);
   const Tensor& s = w.scale_inv;
   CTXPAR_CHECK(s.defined() && s.dtype() == DType::kF32 && s.shape() == want && s.is_contiguous(),
-               "Fp8Linear scale_inv for weight {} must be a contiguous float32{} (128×128 "
-               "blocks), got {}",
-               q.describe(), shape_str(want), s.defined() ? s.describe() : "an undefined tensor");
+               "Fp8Linear scale_inv for weight {} must be a contiguous float32{} ({}), got {}",
+               q.describe(), shape_str(want), fp8_scaling_name(w.scaling),
+               s.defined() ? s.describe() : "an undefined tensor");
   for (int64_t i = 0; i < s.numel(); ++i) {
     CTXPAR_CHECK(std::isfinite(s.data<float>()[i]),
-                 "Fp8Linear scale_inv {} holds a non-finite value {} at block {}", s.describe(),
-                 s.data<float>()[i], i);
+                 "Fp8Linear scale_inv {} holds a non-finite value {} at {} {}", s.describe(),
+                 s.data<float>()[i], w.scaling == Fp8Scaling::kPerRow ? "row" : "block", i);
   }
   if (bias) {
     CTXPAR_CHECK(bias->defined() && bias->ndim() == 1 && bias->size(0) == q.size(0) &&
@@ -141,6 +166,7 @@ Fp8Linear::Fp8Linear(Fp8Weight w, std::optional<Tensor> bias, DType activation_d
   impl_->w = std::move(w);
   impl_->bias = std::move(bias);
   impl_->activation_dtype = activation_dtype;
+  if (impl_->per_row()) impl_->unit_scales.assign(static_cast<size_t>(blocks(impl_->in)), 1.0f);
 }
 
 Fp8Linear::~Fp8Linear() = default;
@@ -158,6 +184,9 @@ const Tensor& Fp8Linear::weight() const {
 }
 const Tensor& Fp8Linear::scale_inv() const {
   return impl_->w.scale_inv;
+}
+Fp8Scaling Fp8Linear::scaling() const {
+  return impl_->w.scaling;
 }
 const std::optional<Tensor>& Fp8Linear::bias() const {
   return impl_->bias;
@@ -222,16 +251,18 @@ void Fp8Linear::Impl::gemv(const float* x, int64_t ldx, int64_t tokens, float* y
   const detail::Fp8Kernels& k = detail::fp8_kernels(active_isa());
   const auto* wq = static_cast<const uint8_t*>(w.weight.raw());
   const int64_t ldw = row_stride(w.weight);
-  const float* scale = w.scale_inv.data<float>();
-  const int64_t lds = blocks(in);
+  const float* scale = block_scales();
+  const int64_t lds = block_scale_stride();
   const auto run = [&](int64_t b0, int64_t b1) {
     thread_local std::vector<float> xs;  // [tokens, in]: x · this row block's scales
     xs.resize(static_cast<size_t>(tokens * in));
     for (int64_t b = b0; b < b1; ++b) {
-      k.scale_x(x, ldx, static_cast<int>(tokens), in, scale + b * lds, xs.data());
-      const int64_t r0 = b * kFp8Block;
-      k.gemv(xs.data(), in, static_cast<int>(tokens), wq, ldw, in, r0,
-             std::min(kFp8Block, out - r0), y, ldy);
+      // Per-row weights share one xs (unit block scales) over all row blocks.
+      if (b == b0 || !per_row())
+        k.scale_x(x, ldx, static_cast<int>(tokens), in, scale + b * lds, xs.data());
+      const int64_t r0 = b * kFp8Block, nr = std::min(kFp8Block, out - r0);
+      k.gemv(xs.data(), in, static_cast<int>(tokens), wq, ldw, in, r0, nr, y, ldy);
+      scale_rows(y, ldy, 0, tokens, r0, nr);
     }
   };
   const int64_t row_blocks = blocks(out);
@@ -270,7 +301,7 @@ void Fp8Linear::Impl::prefill(const float* x, int64_t ldx, int64_t tokens, float
         tile.resize(static_cast<size_t>(rows_per_tile * in));
         for (int64_t r0 = o0; r0 < o0 + no; r0 += rows_per_tile) {
           const int64_t nr = std::min(rows_per_tile, o0 + no - r0);
-          k.dequantize(wq, ldw, w.scale_inv.data<float>(), blocks(in), in, r0, nr, tile.data(), in);
+          k.dequantize(wq, ldw, block_scales(), block_scale_stride(), in, r0, nr, tile.data(), in);
           detail::MatmulShape s;
           s.m = nt;
           s.k = in;
@@ -279,6 +310,7 @@ void Fp8Linear::Impl::prefill(const float* x, int64_t ldx, int64_t tokens, float
           s.ldw = in;
           s.ldc = ldy;
           cache.run(s, round ? xr : x + t0 * ldx, tile.data(), nullptr, nullptr, y + t0 * ldy + r0);
+          scale_rows(y, ldy, t0, nt, r0, nr);
         }
       });
 }
@@ -291,7 +323,6 @@ void Fp8Linear::Impl::prefill_own(const float* x, int64_t ldx, int64_t tokens, f
   const detail::Fp8Kernels& k = detail::fp8_kernels(Isa::kAvx2);
   const auto* wq = static_cast<const uint8_t*>(w.weight.raw());
   const int64_t ldw = row_stride(w.weight);
-  const float* scale = w.scale_inv.data<float>();
   thread_local std::vector<float> x_packed;  // one chunk, read by the pool's tasks
   x_packed.resize(static_cast<size_t>(
       detail::gemm_packed_x_floats(std::min(tokens, detail::kOneDnnTokenChunk), in)));
@@ -302,7 +333,7 @@ void Fp8Linear::Impl::prefill_own(const float* x, int64_t ldx, int64_t tokens, f
         detail::gemm_pack_x(x + t0 * ldx, ldx, nt, in, round, packed);
       },
       [&](int64_t t0, int64_t nt, int64_t o0, int64_t no) {
-        const Fp8RowSource src{&k, wq, ldw, scale, blocks(in), o0};
+        const Fp8RowSource src{&k, wq, ldw, block_scales(), block_scale_stride(), o0};
         detail::GemmArgs a;
         a.xp = packed;
         a.tokens = nt;
@@ -314,6 +345,7 @@ void Fp8Linear::Impl::prefill_own(const float* x, int64_t ldx, int64_t tokens, f
         a.y = y + t0 * ldy + o0;
         a.ldy = ldy;
         detail::gemm(Isa::kAvx2, a);
+        scale_rows(y, ldy, t0, nt, o0, no);
       });
 }
 
@@ -387,8 +419,10 @@ void Fp8Linear::Impl::prefill_native_bf16(const float* x, int64_t ldx, int64_t t
             cache.run(s, xp + nt * kb * kFp8Block, panel.data() + nr * kb * kFp8Block, nullptr,
                       nullptr, product.data());
             float row_scale[kNativePanel];
-            for (int64_t r = 0; r < nr; ++r)
-              row_scale[r] = scale[(r0 + r) / kFp8Block * k_blocks + kb];
+            for (int64_t r = 0; r < nr; ++r) {
+              row_scale[r] =
+                  per_row() ? scale[r0 + r] : scale[(r0 + r) / kFp8Block * k_blocks + kb];
+            }
             k.accumulate_scaled(product.data(), nr, nt, nr, row_scale, kb == 0, y + t0 * ldy + r0,
                                 ldy);
           }
@@ -399,9 +433,18 @@ void Fp8Linear::Impl::prefill_native_bf16(const float* x, int64_t ldx, int64_t t
 Tensor dequantize_fp8(const Fp8Weight& w) {
   const int64_t out = w.weight.size(0), in = w.weight.size(1);
   Tensor result = Tensor::empty({out, in}, DType::kF32);
+  const bool per_row = w.scaling == Fp8Scaling::kPerRow;
+  const std::vector<float> unit(per_row ? static_cast<size_t>(blocks(in)) : 0, 1.0f);
   detail::fp8_kernels(Isa::kScalar)
       .dequantize(static_cast<const uint8_t*>(w.weight.raw()), row_stride(w.weight),
-                  w.scale_inv.data<float>(), blocks(in), in, 0, out, result.data<float>(), in);
+                  per_row ? unit.data() : w.scale_inv.data<float>(), per_row ? 0 : blocks(in), in,
+                  0, out, result.data<float>(), in);
+  if (per_row) {
+    for (int64_t o = 0; o < out; ++o) {
+      const float s = w.scale_inv.data<float>()[o];
+      for (int64_t i = 0; i < in; ++i) result.data<float>()[o * in + i] *= s;
+    }
+  }
   return result;
 }
 
@@ -435,6 +478,27 @@ Fp8Weight quantize_fp8(const Tensor& w, bool ue8m0) {
         }
       }
     }
+  }
+  return q;
+}
+
+Fp8Weight quantize_fp8_per_row(const Tensor& w) {
+  CTXPAR_CHECK(w.defined() && w.ndim() == 2 && w.dtype() == DType::kF32,
+               "quantize_fp8_per_row takes a float32 [out, in] weight, got {}",
+               w.defined() ? w.describe() : "an undefined tensor");
+  const Tensor src = w.contiguous();
+  const int64_t out = src.size(0), in = src.size(1);
+  const float* p = src.data<float>();
+  Fp8Weight q{Tensor::empty({out, in}, DType::kF8E4M3),
+              Tensor::empty(fp8_scale_shape(out, in, Fp8Scaling::kPerRow), DType::kF32),
+              Fp8Scaling::kPerRow};
+  auto* qp = static_cast<uint8_t*>(q.weight.raw());
+  for (int64_t o = 0; o < out; ++o) {
+    float amax = 0;
+    for (int64_t i = 0; i < in; ++i) amax = std::max(amax, std::fabs(p[o * in + i]));
+    const float scale = amax > 0 ? amax / fp8_e4m3::kMax : 1.0f;
+    q.scale_inv.data<float>()[o] = scale;
+    for (int64_t i = 0; i < in; ++i) qp[o * in + i] = fp8_e4m3::from_f32(p[o * in + i] / scale);
   }
   return q;
 }

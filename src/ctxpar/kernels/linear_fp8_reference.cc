@@ -23,8 +23,10 @@ void fp8_linear_reference(const Tensor& x, const Fp8Weight& w, const Tensor* bia
       for (int64_t i = 0; i < in; ++i) {
         float xv = xc.data<float>()[t * in + i];
         if (activation_dtype == DType::kBF16) xv = bf16::to_f32(bf16::from_f32(xv));
-        const double wv = static_cast<double>(fp8_e4m3::to_f32(q[o * in + i])) *
-                          s[(o / kFp8BlockSize) * cb + i / kFp8BlockSize];
+        const float scale = w.scaling == Fp8Scaling::kPerRow
+                                ? s[o]
+                                : s[(o / kFp8BlockSize) * cb + i / kFp8BlockSize];
+        const double wv = static_cast<double>(fp8_e4m3::to_f32(q[o * in + i])) * scale;
         acc += static_cast<double>(xv) * wv;
       }
       float* yp = y.data<float>() + t * y.stride(0) + o * y.stride(1);
