@@ -5,8 +5,8 @@ This is the transformers "oracle" for the model layer. It writes, for each archi
 directory under tests/fixtures/:
 
     <name>/config.json        Hugging Face config, as saved by save_pretrained
-    <name>/model.safetensors  single file, float32, safe serialization (the FP8 fixture: two
-                              shards and model.safetensors.index.json, see below)
+    <name>/model.safetensors  single file, float32, safe serialization (the GLM-5 FP8 fixture:
+                              two shards and model.safetensors.index.json, see below)
     <name>/golden.json        prompts, stored positions, logits, greedy continuations
 
 The C++ tests only read those files; CI never needs torch or transformers.
@@ -23,6 +23,13 @@ Fixtures
     tiny-glm5-fp8-fixture     GlmMoeDsaForCausalLM stored FP8 block-scaled (e4m3, 128x128
                               weight_scale_inv, F32 and BF16 scales, scales in another shard);
                               goldens from the transformers model on the dequantized weights
+    tiny-qwen3-fp8-fixture    Qwen3ForCausalLM stored the way llm-compressor / RedHatAI FP8
+                              checkpoints are: compressed-tensors "float-quantized", weight-only
+                              FP8 (W8A16), per-tensor scales for attention, per-channel for the
+                              MLP, layer 0's weight_scale F32 and layer 1's BF16; written by the
+                              compressed-tensors package's own compressor, goldens from
+                              transformers loading that directory itself (see
+                              convert_to_compressed_tensors)
 
 golden.json schema
     prompts    [[token id, ...], ...]      3 prompts of lengths 1, 7 and 23
@@ -42,12 +49,19 @@ Self-check
     unless that reference reproduces the golden logits (max abs diff < 2e-4) and the greedy
     tokens, the checkpoint reloads to identical logits, the generate() continuation equals
     the no-cache argmax continuation, and every MoE layer stores per-expert tensors.
+    For the compressed-tensors fixture it also checks, independently of torch's casts, that
+    the stored e4m3 values and scales are exactly amax/448 + round-to-nearest-even, that the
+    weights transformers ends up with equal fp8 · scale in float32 bit for bit, and that its
+    logits equal a plain (unquantized) model given those weights, i.e. no activation
+    fake-quantization.
 
 Versions (pinned in tools/requirements-fixtures.txt)
     Python 3.11, torch 2.9.1 (PyPI wheel, run on CPU), transformers 5.23.0,
-    safetensors 0.8.0, numpy 2.4.6. One version for every fixture: the four older ones were
-    regenerated with 5.23 (their weights are unchanged, their goldens moved by float32
-    rounding only) so one environment reproduces everything.
+    safetensors 0.8.0, numpy 2.4.6, compressed-tensors 0.15.0.1 (only
+    tiny-qwen3-fp8-fixture imports it; it needs psutil, which it does not declare). One
+    version for every fixture: the four older ones were regenerated with 5.23 (their
+    weights are unchanged, their goldens moved by float32 rounding only) so one environment
+    reproduces everything.
     transformers 5 keeps MoE experts fused in memory (gate_up_proj [E, 2I, H], down_proj
     [E, H, I]) but save_pretrained writes them back in the official per-expert layout
     model.layers.L.mlp.experts.E.{gate,up,down}_proj.weight; check_names verifies it.
@@ -87,7 +101,9 @@ GREEDY_TOKENS = 8
 VOCAB = 256
 REF_TOLERANCE = 2e-4
 PINNED = {"torch": "2.9.1", "transformers": "5.23.0"}
+PINNED_COMPRESSED_TENSORS = "0.15.0.1"
 FP8_BLOCK = 128
+E4M3_MAX = 448.0
 
 # ----------------------------------------------------------------------------
 # fixture specifications
@@ -401,6 +417,41 @@ SPECS = {
     ),
 }
 
+# The compressed-tensors quantization_config of an llm-compressor FP8 weight-only (W8A16)
+# checkpoint: attention projections per-tensor, MLP projections per-output-channel, static
+# symmetric e4m3 weight scales, activations not quantized. The compressed-tensors package
+# expands it with its own defaults (observer, format per group, version, ...) when it writes
+# config.json; the script checks that everything here is in what it wrote.
+CT_FP8_WEIGHTS = dict(num_bits=8, type="float", symmetric=True, dynamic=False)
+CT_FP8_QUANTIZATION_CONFIG = {
+    "quant_method": "compressed-tensors",
+    "format": "float-quantized",
+    "quantization_status": "compressed",
+    "ignore": ["lm_head"],
+    "kv_cache_scheme": None,
+    "config_groups": {
+        "group_0": {"targets": [r"re:.*self_attn\.(q|k|v|o)_proj$"],
+                    "weights": dict(CT_FP8_WEIGHTS, strategy="tensor"),
+                    "input_activations": None, "output_activations": None},
+        "group_1": {"targets": [r"re:.*mlp\.(gate|up|down)_proj$"],
+                    "weights": dict(CT_FP8_WEIGHTS, strategy="channel"),
+                    "input_activations": None, "output_activations": None},
+    },
+}
+
+# Qwen3 (tiny-qwen3-fixture's config, another seed) saved as llm-compressor / RedHatAI FP8
+# checkpoints are: compressed-tensors float-quantized, F8_E4M3 weights with weight_scale
+# (W = fp8 · scale); layer 1's scales BF16 as in the RedHatAI releases, layer 0's F32.
+# Embeddings and norms stay float32, embeddings tied (no lm_head.weight). Seed 1052 of
+# 1050-1057: the smallest greedy top-1/top-2 gap is 0.048 (1050 gave 0.0024).
+SPECS["tiny-qwen3-fp8-fixture"] = dict(
+    cls="Qwen3ForCausalLM",
+    cfg="Qwen3Config",
+    seed=1052,
+    compressed_tensors=dict(quantization_config=CT_FP8_QUANTIZATION_CONFIG, bf16_scale_layers=[1]),
+    config=dict(SPECS["tiny-qwen3-fixture"]["config"]),
+)
+
 # ----------------------------------------------------------------------------
 # building with transformers
 # ----------------------------------------------------------------------------
@@ -551,6 +602,210 @@ def convert_to_fp8(d, opts, model_cls, torch):
     return model
 
 
+def e4m3_nearest_even(x):
+    """float64 values already clamped to ±448 → the nearest float8_e4m3fn value, ties to the
+    even code: the rounding of a float → e4m3 cast, done from the bit layout in numpy so it
+    does not rely on torch's cast."""
+    table = e4m3_to_float(np.arange(0x7F))  # the finite non-negative codes, increasing
+    a = np.abs(x)
+    hi = np.clip(np.searchsorted(table, a), 1, len(table) - 1)
+    lo = hi - 1
+    d_lo, d_hi = a - table[lo], table[hi] - a
+    code = np.where(d_hi < d_lo, hi, np.where(d_lo < d_hi, lo, np.where(lo % 2 == 0, lo, hi)))
+    return np.where(x < 0, -1.0, 1.0) * table[code]
+
+
+def f32_to_bf16_nearest_even(x):
+    """float32 array → the bfloat16 values (round to nearest even), returned as float32."""
+    b = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    b = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
+    return b.astype(np.uint32).view(np.float32)
+
+
+def config_contains(want, got):
+    """Every key of want is in got with the same value (recursively for objects)."""
+    if isinstance(want, dict):
+        return isinstance(got, dict) and all(k in got and config_contains(v, got[k]) for k, v in want.items())
+    return want == got
+
+
+def convert_to_compressed_tensors(d, opts, model, model_cls, torch, prompts):
+    """Rewrites the float32 checkpoint in d as a compressed-tensors FP8 weight-only one, the way
+    llm-compressor does it: the compressed-tensors package attaches the quantization scheme,
+    the scales are llm-compressor's memoryless min-max observer (min/max of the whole weight
+    or of each output row, then the package's calculate_qparams: amax / 448), the package's
+    own ModelCompressor turns the weights into e4m3 and writes quantization_config. Layers in
+    opts["bf16_scale_layers"] keep their scales as BF16 (rounded before quantizing, so the
+    e4m3 values are computed with the stored scale, as with a bf16 model).
+
+    Then checks the files independently of the package (amax/448 and round-to-nearest-even
+    e4m3 in numpy), loads the directory with transformers (from_pretrained's default for
+    compressed-tensors: the checkpoint loads compressed and compressed-tensors decompresses
+    it on the first forward pass) and fails unless its weights equal fp8 · scale computed in
+    float32 bit for bit and its logits equal a plain model given those weights (no activation
+    fake-quantization). Returns that transformers model, which gives the goldens, and meta."""
+    import compressed_tensors
+    import transformers
+    from compressed_tensors.compressors import ModelCompressor
+    from compressed_tensors.quantization import QuantizationConfig, QuantizationStatus, apply_quantization_config
+    from compressed_tensors.quantization.utils import calculate_qparams
+    from safetensors.torch import load_file, save_file
+
+    want = opts["quantization_config"]
+    original = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    qcfg = QuantizationConfig(config_groups=json.loads(json.dumps(want["config_groups"])),
+                              ignore=list(want["ignore"]), kv_cache_scheme=want["kv_cache_scheme"])
+    apply_quantization_config(model, qcfg)
+
+    quantized = {}  # module name -> (strategy, layer)
+    with torch.no_grad():
+        for name, module in model.named_modules():
+            scheme = getattr(module, "quantization_scheme", None)
+            if scheme is None:
+                continue
+            args, w = scheme.weights, module.weight.data
+            if args.strategy == "tensor":
+                lo, hi = torch.aminmax(w)
+            elif args.strategy == "channel":
+                lo, hi = w.amin(1, keepdim=True), w.amax(1, keepdim=True)
+            else:
+                raise SystemExit(f"{d.name}: unexpected strategy {args.strategy}")
+            scale, zp = calculate_qparams(lo, hi, args)
+            layer = int(name.split(".")[2])
+            if layer in opts["bf16_scale_layers"]:
+                scale = scale.to(torch.bfloat16)
+            if scale.shape != module.weight_scale.shape or zp.shape != module.weight_zero_point.shape:
+                raise SystemExit(f"{d.name}: {name}: scale {tuple(scale.shape)} does not fit "
+                                 f"{tuple(module.weight_scale.shape)}")
+            module.weight_scale = torch.nn.Parameter(scale, requires_grad=False)
+            module.weight_zero_point = torch.nn.Parameter(zp.to(module.weight_zero_point.dtype), requires_grad=False)
+            module.quantization_status = QuantizationStatus.FROZEN
+            quantized[name] = (args.strategy, layer)
+    compressor = ModelCompressor.from_pretrained_model(model, quantization_format=want["format"])
+    compressor.compress_model(model)
+    for f in d.iterdir():
+        f.unlink()
+    model.save_pretrained(d, safe_serialization=True)
+    compressor.update_config(d)
+    gen_cfg = d / "generation_config.json"
+    if gen_cfg.exists():
+        gen_cfg.unlink()
+    files = sorted(p.name for p in d.iterdir())
+    if files != ["config.json", "model.safetensors"]:
+        raise SystemExit(f"{d.name}: unexpected files after the compressed save: {files}")
+    written = json.loads((d / "config.json").read_text())["quantization_config"]
+    if not config_contains(want, written):
+        raise SystemExit(f"{d.name}: quantization_config written by compressed-tensors lacks the "
+                         f"intended one: {json.dumps(written, sort_keys=True)}")
+
+    # the stored tensors, checked without the package or torch's float8 cast
+    stored = load_file(str(d / "model.safetensors"))
+    expect_keys = {k for k in original if not (k.endswith(".weight") and k[: -len(".weight")] in quantized)}
+    expect_keys.discard("lm_head.weight")  # tied
+    expect_keys |= {n + s for n in quantized for s in (".weight", ".weight_scale")}
+    if set(stored) != expect_keys:
+        raise SystemExit(f"{d.name}: stored tensors differ: {sorted(set(stored) ^ expect_keys)}")
+    dequant = {}
+    for k in sorted(stored):
+        if k.endswith(".weight_scale"):
+            continue
+        name = k[: -len(".weight")]
+        if name not in quantized:
+            if stored[k].dtype != torch.float32 or not torch.equal(stored[k], original[k]):
+                raise SystemExit(f"{d.name}: {k} is not the original float32 tensor")
+            dequant[k] = stored[k]
+            continue
+        strategy, layer = quantized[name]
+        q, scale = stored[k], stored[name + ".weight_scale"]
+        w = original[k].numpy()
+        scale_dtype = torch.bfloat16 if layer in opts["bf16_scale_layers"] else torch.float32
+        scale_shape = (1,) if strategy == "tensor" else (w.shape[0], 1)
+        if q.dtype != torch.float8_e4m3fn or tuple(q.shape) != w.shape or scale.dtype != scale_dtype \
+                or tuple(scale.shape) != scale_shape:
+            raise SystemExit(f"{d.name}: {k}: {q.dtype} {tuple(q.shape)}, scale {scale.dtype} "
+                             f"{tuple(scale.shape)}; want e4m3 {w.shape}, {scale_dtype} {scale_shape}")
+        amax = np.abs(w).max() if strategy == "tensor" else np.abs(w).max(axis=1, keepdims=True)
+        want_scale = (np.asarray(amax, dtype=np.float32) / np.float32(E4M3_MAX)).reshape(scale_shape)
+        if scale_dtype == torch.bfloat16:
+            want_scale = f32_to_bf16_nearest_even(want_scale)
+        got_scale = scale.float().numpy()
+        if not np.array_equal(got_scale, want_scale):
+            raise SystemExit(f"{d.name}: {k}_scale {got_scale.ravel()[:4]} != amax/448 {want_scale.ravel()[:4]}")
+        want_q = e4m3_nearest_even(np.clip((w / want_scale).astype(np.float64), -E4M3_MAX, E4M3_MAX))
+        got_q = e4m3_to_float(q.view(torch.uint8).numpy())
+        if not np.array_equal(got_q, want_q):
+            raise SystemExit(f"{d.name}: {k}: e4m3 values differ from round-to-nearest-even of "
+                             f"w / scale at {int((got_q != want_q).sum())} places")
+        dequant[k] = torch.from_numpy(got_q.astype(np.float32) * got_scale)  # float32 product
+
+    # transformers loads the directory itself
+    load = dict(dtype=torch.float32, attn_implementation="eager")
+    hf = model_cls.from_pretrained(d, **load).eval()
+    if type(getattr(hf, "hf_quantizer", None)).__name__ != "CompressedTensorsHfQuantizer":
+        raise SystemExit(f"{d.name}: transformers did not load it through compressed-tensors")
+    hf_logits(hf, torch, prompts[0])  # the first forward pass decompresses every module
+    for name, (strategy, layer) in quantized.items():
+        module = hf.get_submodule(name)
+        scheme = module.quantization_scheme
+        if scheme.input_activations is not None or scheme.output_activations is not None \
+                or scheme.weights.strategy != strategy:
+            raise SystemExit(f"{d.name}: transformers' scheme for {name} is {scheme}")
+        if module.quantization_status != QuantizationStatus.DECOMPRESSED:
+            raise SystemExit(f"{d.name}: {name} is {module.quantization_status} after a forward pass")
+    got = hf.state_dict()
+    for k, v in dequant.items():
+        if got[k].dtype != torch.float32 or not torch.equal(got[k], v):
+            raise SystemExit(f"{d.name}: transformers' {k} differs from fp8 · scale in float32 by "
+                             f"{float((got[k].float() - v).abs().max()):g}")
+
+    # the same weights in a plain model: transformers' logits must equal it exactly, so nothing
+    # quantizes activations on the way (with input_activations null nothing should)
+    tmp = d.parent / (d.name + ".dequantized")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    cfg = json.loads((d / "config.json").read_text())
+    del cfg["quantization_config"]
+    (tmp / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    save_file(dequant, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+    plain = model_cls.from_pretrained(tmp, **load).eval()
+    shutil.rmtree(tmp)
+    if getattr(plain, "hf_quantizer", None) is not None:
+        raise SystemExit(f"{d.name}: the dequantized copy loaded with a quantizer")
+    own_diff = 0.0
+    for p in prompts:
+        a, b = hf_logits(hf, torch, p), hf_logits(plain, torch, p)
+        own_diff = max(own_diff, float(np.abs(a - b).max()))
+    if own_diff != 0.0:
+        raise SystemExit(f"{d.name}: transformers' logits differ from the plain model on fp8 · scale "
+                         f"by {own_diff:g}: activations are quantized or the weights differ")
+
+    # For contrast: dequantize=True (what run_compressed=False now means) decompresses with the
+    # checkpoint's scale tensor as is, x_q.to(scale.dtype) * scale, so BF16 scales give weights
+    # rounded to bfloat16. Not the goldens; checked so that this stays understood.
+    deq = model_cls.from_pretrained(d, quantization_config=transformers.CompressedTensorsConfig(dequantize=True),
+                                    **load).eval()
+    got = deq.state_dict()
+    for k, v in dequant.items():
+        layer = int(k.split(".")[2]) if k.startswith("model.layers.") else -1
+        if k[: -len(".weight")] in quantized and layer in opts["bf16_scale_layers"]:
+            v = v.to(torch.bfloat16).float()
+        if not torch.equal(got[k], v):
+            raise SystemExit(f"{d.name}: dequantize=True gives {k} off by {float((got[k] - v).abs().max()):g}")
+    deq_diff = max(float(np.abs(hf_logits(deq, torch, p) - hf_logits(hf, torch, p)).max()) for p in prompts)
+
+    meta = dict(
+        compressed_tensors=compressed_tensors.__version__,
+        quantization="compressed-tensors float-quantized W8A16: e4m3 weights, weight_scale per tensor "
+                     "(attention) or per output channel (MLP), layer 0 F32 scales, layer 1 BF16",
+        golden_source="transformers from_pretrained of this directory (compressed-tensors, default "
+                      "dequantize=False: decompressed on the first forward pass to float32)",
+        own_dequant_logits_max_abs_diff=own_diff,
+        dequantize_true_logits_max_abs_diff=deq_diff,
+    )
+    return hf, meta
+
+
 def build_one(name, spec, out_dir, prompts):
     import torch
     import transformers
@@ -574,9 +829,14 @@ def build_one(name, spec, out_dir, prompts):
     files = sorted(p.name for p in d.iterdir())
     if files != ["config.json", "model.safetensors"]:
         raise SystemExit(f"{name}: unexpected files after save_pretrained: {files}")
+    extra_meta = {}
     if "fp8" in spec:
         # The goldens come from the model whose weights are what the FP8 checkpoint decodes to.
         model = convert_to_fp8(d, spec["fp8"], model_cls, torch)
+    elif "compressed_tensors" in spec:
+        # The goldens come from transformers loading the compressed-tensors directory itself.
+        model, extra_meta = convert_to_compressed_tensors(d, spec["compressed_tensors"], model, model_cls,
+                                                          torch, prompts)
 
     logits = [hf_logits(model, torch, p) for p in prompts]
     greedy = [hf_greedy(model, torch, p) for p in prompts]
@@ -609,6 +869,7 @@ def build_one(name, spec, out_dir, prompts):
         logits_std=float(np.concatenate([l.ravel() for l in logits]).std()),
         greedy_min_top1_top2_gap=float(min(margins)),
     )
+    meta.update(extra_meta)
     return dict(prompts=prompts, logits=logits, greedy=greedy, meta=meta)
 
 
@@ -655,7 +916,8 @@ def e4m3_to_float(u8):
 
 def load_checkpoint_f64(d):
     """Every tensor of a checkpoint directory (one file or an index of shards) as float64;
-    FP8 weights dequantized with their 128x128 weight_scale_inv blocks."""
+    FP8 weights dequantized with their 128x128 weight_scale_inv blocks, or (compressed-tensors)
+    with their weight_scale of shape [1] (per tensor) or [out, 1] (per output row)."""
     from safetensors import safe_open
 
     index = d / "model.safetensors.index.json"
@@ -672,13 +934,19 @@ def load_checkpoint_f64(d):
                     raw[k] = ("float", t.double().numpy())
     out = {}
     for k, (kind, v) in raw.items():
-        if k.endswith("_scale_inv"):
+        if k.endswith("_scale_inv") or k.endswith(".weight_scale"):
             continue
         if kind == "fp8":
             w = e4m3_to_float(v)
-            scale = raw[k + "_scale_inv"][1]
-            rows = np.repeat(np.repeat(scale, 128, axis=0), 128, axis=1)[: w.shape[0], : w.shape[1]]
-            out[k] = w * rows
+            if k + "_scale_inv" in raw:
+                scale = raw[k + "_scale_inv"][1]
+                rows = np.repeat(np.repeat(scale, 128, axis=0), 128, axis=1)[: w.shape[0], : w.shape[1]]
+                out[k] = w * rows
+            else:
+                scale = raw[k + "_scale"][1]
+                if scale.shape not in ((1,), (w.shape[0], 1)):
+                    raise SystemExit(f"{k}_scale has shape {scale.shape}")
+                out[k] = w * scale
         else:
             out[k] = v
     return out
@@ -1031,8 +1299,14 @@ def main():
     import transformers
 
     found = {"torch": torch.__version__.split("+")[0], "transformers": transformers.__version__}
-    if found != PINNED and not args.any_version:
-        raise SystemExit(f"versions {found} differ from the pinned {PINNED}: the fixtures would "
+    pinned = dict(PINNED)
+    if any("compressed_tensors" in SPECS[n] for n in args.only or SPECS):
+        import compressed_tensors
+
+        found["compressed-tensors"] = compressed_tensors.__version__
+        pinned["compressed-tensors"] = PINNED_COMPRESSED_TENSORS
+    if found != pinned and not args.any_version:
+        raise SystemExit(f"versions {found} differ from the pinned {pinned}: the fixtures would "
                          "change; install tools/requirements-fixtures.txt or pass --any-version")
 
     torch.set_num_threads(1)

@@ -1,7 +1,8 @@
-// FP8 block-scaled checkpoints and dummy weights in the model layer: the FP8 fixture's linears
-// stay FP8 in memory; tensor parallelism that cuts a 128-row block is refused with the rule;
-// FP8 tensors read back through Checkpoint as stored (aligned slices with their scales) or
-// dequantized (any slice); bad scales are errors naming the tensor; dummy FP8 weights
+// FP8 checkpoints and dummy weights in the model layer: the FP8 fixture's linears stay FP8 in
+// memory; tensor parallelism that cuts a 128-row block is refused with the rule; FP8 tensors
+// read back through Checkpoint as stored (aligned slices with their block scales; any slice
+// with per-tensor or per-channel `_scale`s) or dequantized (any slice); bad scales are errors
+// naming the tensor; dummy FP8 weights
 // (quantized at load) give the same greedy tokens for every (T, N), and FP8 linears give the
 // logits of a dense model holding the same dequantized weights.
 #include <fmt/format.h>
@@ -140,6 +141,73 @@ TEST_F(Fp8Files, SlicesComeBackWithTheirBlockScalesOrDequantized) {
   EXPECT_NE(msg.find("1, 3"), std::string::npos) << msg;
 }
 
+// compressed-tensors / fbgemm_fp8 / AutoFP8 name the scale `<weight>_scale`: one scale ([1]
+// or a scalar), one per output row ([out, 1] or [out], here BF16), or 128×128 blocks. Row and
+// column parts of any size come back with their rows' scales, as FP8 and dequantized.
+TEST_F(Fp8Files, PerTensorPerChannelAndBlockScaleSiblingsReadAsStored) {
+  const int64_t out = 150, in = 70;  // not multiples of 128 or of the part counts' blocks
+  const kernels::Fp8Weight channel = kernels::quantize_fp8_per_row(random_f32({out, in}));
+  const Tensor channel_bf16 = channel.scale_inv.to(DType::kBF16);
+  const kernels::Fp8Weight block = kernels::quantize_fp8(random_f32({out, in}));
+  Tensor one = Tensor::empty({1}, DType::kF32);
+  one.data<float>()[0] = 0.0123f;
+  Tensor flat = Tensor::empty({out}, DType::kF32);
+  for (int64_t o = 0; o < out; ++o) flat.data<float>()[o] = channel.scale_inv.data<float>()[o];
+  write_safetensors(dir_.file("model.safetensors"), {{"c.weight", channel.weight},
+                                                     {"c.weight_scale", channel_bf16},
+                                                     {"f.weight", channel.weight},
+                                                     {"f.weight_scale", flat},
+                                                     {"t.weight", channel.weight},
+                                                     {"t.weight_scale", one},
+                                                     {"b.weight", block.weight},
+                                                     {"b.weight_scale", block.scale_inv}});
+  const auto ckpt = Checkpoint::open(dir_.path().string());
+  for (const char* name : {"c.weight", "f.weight", "t.weight", "b.weight"}) {
+    SCOPED_TRACE(name);
+    const std::string n = name;
+    ASSERT_TRUE(ckpt->is_fp8(n));
+    const bool is_block = n == "b.weight";
+    EXPECT_EQ(ckpt->fp8_scaling(n),
+              is_block ? kernels::Fp8Scaling::kBlock128 : kernels::Fp8Scaling::kPerRow);
+    // What the stored bytes and scales mean, computed here from the written tensors.
+    Tensor want = Tensor::empty({out, in}, DType::kF32);
+    const auto* q = static_cast<const uint8_t*>((is_block ? block : channel).weight.raw());
+    for (int64_t o = 0; o < out; ++o) {
+      const float s = n == "t.weight"   ? 0.0123f
+                      : is_block        ? block.scale_inv.data<float>()[(o / 128) * 1]
+                      : n == "c.weight" ? channel_bf16.to(DType::kF32).data<float>()[o]
+                                        : flat.data<float>()[o];
+      for (int64_t i = 0; i < in; ++i)
+        want.data<float>()[o * in + i] = fp8_e4m3::to_f32(q[o * in + i]) * s;
+    }
+    const kernels::Fp8Weight whole = ckpt->get_fp8(n, {out, in}, Slice::full());
+    const Tensor got = kernels::dequantize_fp8(whole);
+    for (int64_t i = 0; i < want.numel(); ++i)
+      ASSERT_EQ(got.data<float>()[i], want.data<float>()[i]) << i;
+    if (is_block) continue;
+    ASSERT_EQ(whole.scale_inv.shape(), (Shape{out, 1}));
+    // Three row parts of 50 and two column parts of 35: FP8 with their rows' scales.
+    for (int64_t r = 0; r < 3; ++r) {
+      const Tensor part =
+          kernels::dequantize_fp8(ckpt->get_fp8(n, {out, in}, Slice::part(0, r, 3)));
+      const Tensor dense = ckpt->get(n, {out, in}, DType::kF32, Slice::part(0, r, 3));
+      for (int64_t i = 0; i < 50 * in; ++i) {
+        ASSERT_EQ(part.data<float>()[i], want.data<float>()[r * 50 * in + i]) << r << " " << i;
+        ASSERT_EQ(dense.data<float>()[i], want.data<float>()[r * 50 * in + i]) << r << " " << i;
+      }
+    }
+    for (int64_t r = 0; r < 2; ++r) {
+      const Tensor part =
+          kernels::dequantize_fp8(ckpt->get_fp8(n, {out, in}, Slice::part(1, r, 2)));
+      for (int64_t o = 0; o < out; ++o) {
+        for (int64_t i = 0; i < 35; ++i) {
+          ASSERT_EQ(part.data<float>()[o * 35 + i], want.data<float>()[o * in + r * 35 + i]);
+        }
+      }
+    }
+  }
+}
+
 TEST_F(Fp8Files, BadScalesAreErrorsNamingTheTensor) {
   const kernels::Fp8Weight w = kernels::quantize_fp8(random_f32({130, 64}));
   write_safetensors(dir_.file("model.safetensors"),
@@ -153,7 +221,25 @@ TEST_F(Fp8Files, BadScalesAreErrorsNamingTheTensor) {
   EXPECT_NE(msg.find("[2, 1]"), std::string::npos) << msg;
   msg = error_of([&] { ckpt->get("y.weight", {130, 64}, DType::kF32, Slice::full()); });
   EXPECT_NE(msg.find("y.weight_scale_inv"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("y.weight_scale'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("F8_E4M3"), std::string::npos) << msg;
+}
+
+TEST_F(Fp8Files, ScaleSiblingsOfNoKnownLayoutAreErrorsNamingTheValidShapes) {
+  const kernels::Fp8Weight w = kernels::quantize_fp8_per_row(random_f32({130, 200}));
+  write_safetensors(dir_.file("model.safetensors"),
+                    {{"x.weight", w.weight},
+                     {"x.weight_scale", Tensor::zeros({3}, DType::kF32)},
+                     {"z.weight", w.weight},
+                     {"z.weight_scale", Tensor::zeros({130, 1}, DType::kI32)}});
+  const auto ckpt = Checkpoint::open(dir_.path().string());
+  std::string msg = error_of([&] { ckpt->get_fp8("x.weight", {130, 200}, Slice::full()); });
+  for (const char* part :
+       {"'x.weight_scale'", "[3]", "[2, 2]", "[1] (per tensor)", "[130, 1] (per channel)"}) {
+    EXPECT_NE(msg.find(part), std::string::npos) << part << " in: " << msg;
+  }
+  msg = error_of([&] { ckpt->get("z.weight", {130, 200}, DType::kF32, Slice::full()); });
+  EXPECT_NE(msg.find("F32 or BF16"), std::string::npos) << msg;
 }
 
 // A DeepSeek-V3-shaped tiny config whose tensor-parallel cuts fall on 128-row blocks for T = 2:
@@ -168,14 +254,18 @@ constexpr const char* kAlignedMla = R"json({
   "quantization_config": {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128],
                           "scale_fmt": "ue8m0"}})json";
 
-// Dummy weights whose linear weights are block-quantized like an FP8 checkpoint's (the full
-// tensor, then sliced): as FP8 (is_fp8, get_fp8) or, with as_dense, only as their dequantized
-// values — the same numbers, so the two models differ only in how the linears run.
+// Dummy weights whose linear weights are quantized like an FP8 checkpoint's (the full tensor,
+// then sliced), in 128×128 blocks or per row: as FP8 (is_fp8, get_fp8) or, with as_dense, only
+// as their dequantized values — the same numbers, so the two models differ only in how the
+// linears run.
 class QuantizedDummy : public WeightSource {
  public:
-  QuantizedDummy(uint64_t seed, bool as_dense) : dummy_(seed), as_dense_(as_dense) {}
+  QuantizedDummy(uint64_t seed, bool as_dense,
+                 kernels::Fp8Scaling scaling = kernels::Fp8Scaling::kBlock128)
+      : dummy_(seed), as_dense_(as_dense), scaling_(scaling) {}
   bool has(const std::string& name) const override { return dummy_.has(name); }
   bool is_fp8(const std::string& name) const override { return !as_dense_ && quantized(name); }
+  kernels::Fp8Scaling fp8_scaling(const std::string& /*name*/) const override { return scaling_; }
   Tensor get(const std::string& name, const Shape& full_shape, DType want,
              const Slice& slice) const override {
     if (!quantized(name)) return dummy_.get(name, full_shape, want, slice);
@@ -184,11 +274,15 @@ class QuantizedDummy : public WeightSource {
   }
   kernels::Fp8Weight get_fp8(const std::string& name, const Shape& full_shape,
                              const Slice& slice) const override {
-    check_fp8_slice(name, full_shape, slice);
+    check_fp8_slice(name, full_shape, slice, scaling_);
     const kernels::Fp8Weight w = fp8(name, full_shape);
-    return {
-        copy_slice(w.weight.raw(), DType::kF8E4M3, full_shape, slice, DType::kF8E4M3, name),
-        copy_slice(w.scale_inv.raw(), DType::kF32, w.scale_inv.shape(), slice, DType::kF32, name)};
+    // Row scales go with the rows; a column cut keeps them all.
+    const Slice scale_slice =
+        scaling_ == kernels::Fp8Scaling::kPerRow && slice.dim == 1 ? Slice::full() : slice;
+    return {copy_slice(w.weight.raw(), DType::kF8E4M3, full_shape, slice, DType::kF8E4M3, name),
+            copy_slice(w.scale_inv.raw(), DType::kF32, w.scale_inv.shape(), scale_slice,
+                       DType::kF32, name),
+            scaling_};
   }
 
  private:
@@ -199,10 +293,13 @@ class QuantizedDummy : public WeightSource {
     return ends("proj.weight") || ends("proj_with_mqa.weight");
   }
   kernels::Fp8Weight fp8(const std::string& name, const Shape& full_shape) const {
-    return kernels::quantize_fp8(dummy_.get(name, full_shape, DType::kF32, Slice::full()));
+    const Tensor w = dummy_.get(name, full_shape, DType::kF32, Slice::full());
+    return scaling_ == kernels::Fp8Scaling::kPerRow ? kernels::quantize_fp8_per_row(w)
+                                                    : kernels::quantize_fp8(w);
   }
   DummyWeights dummy_;
   bool as_dense_;
+  kernels::Fp8Scaling scaling_;
 };
 
 // Greedy continuation of `prompt` (prefill, then `steps` decodes) on T in-process ranks with
@@ -275,17 +372,20 @@ TEST(Fp8Dummy, QuantizedAtLoadGreedyTokensAgreeForEveryLayout) {
 TEST(Fp8Dummy, Fp8LinearsGiveTheLogitsOfTheDequantizedDenseModel) {
   const ModelConfig config = parse_model_config(kAlignedMla, "aligned-mla");
   const std::vector<int32_t> prompt = random_prompt(9);
-  const QuantizedDummy fp8(5, false), dense(5, true);
-  for (int tp : {1, 2}) {
-    SCOPED_TRACE(fmt::format("T={}", tp));
-    const auto a = greedy(config, fp8, ModelOptions{}, tp, 1, prompt, 0).second;
-    const auto b = greedy(config, dense, ModelOptions{}, tp, 1, prompt, 0).second;
-    double num = 0, den = 0;
-    for (size_t v = 0; v < a.size(); ++v) {
-      num += (a[v] - b[v]) * (a[v] - b[v]);
-      den += b[v] * b[v];
+  for (const kernels::Fp8Scaling scaling :
+       {kernels::Fp8Scaling::kBlock128, kernels::Fp8Scaling::kPerRow}) {
+    const QuantizedDummy fp8(5, false, scaling), dense(5, true, scaling);
+    for (int tp : {1, 2}) {
+      SCOPED_TRACE(fmt::format("T={} {}", tp, kernels::fp8_scaling_name(scaling)));
+      const auto a = greedy(config, fp8, ModelOptions{}, tp, 1, prompt, 0).second;
+      const auto b = greedy(config, dense, ModelOptions{}, tp, 1, prompt, 0).second;
+      double num = 0, den = 0;
+      for (size_t v = 0; v < a.size(); ++v) {
+        num += (a[v] - b[v]) * (a[v] - b[v]);
+        den += b[v] * b[v];
+      }
+      EXPECT_LE(std::sqrt(num / den), 1e-4);
     }
-    EXPECT_LE(std::sqrt(num / den), 1e-4);
   }
 }
 

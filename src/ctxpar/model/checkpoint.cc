@@ -143,39 +143,74 @@ bool Checkpoint::is_fp8(const std::string& name) const {
   return it != tensors_.end() && it->second.info->dtype == DType::kF8E4M3;
 }
 
-Tensor Checkpoint::read_scale(const std::string& name, const Shape& full_shape,
-                              const Slice& slice) const {
-  const std::string scale_name = name + "_scale_inv";
-  CTXPAR_CHECK_INPUT(
-      has(scale_name),
-      "tensor '{}' is stored as F8_E4M3 but checkpoint '{}' has no '{}' (block-scaled "
-      "FP8 needs a [ceil(out/128), ceil(in/128)] scale beside each weight)",
-      name, path_, scale_name);
-  const SafetensorsTensorInfo& si = info(scale_name);
-  const Shape want = kernels::fp8_scale_shape(full_shape.at(0), full_shape.at(1));
-  CTXPAR_CHECK_INPUT(si.dtype == DType::kF32 || si.dtype == DType::kBF16,
-                     "'{}' has dtype {}; FP8 scales must be F32 or BF16", scale_name,
-                     safetensors_dtype_name(si.dtype));
-  CTXPAR_CHECK_INPUT(
-      si.shape == want,
-      "'{}' has shape {} but weight '{}' {} needs {} (128×128 blocks, the block size the "
-      "FP8 kernels run)",
-      scale_name, shape_str(si.shape), name, shape_str(full_shape), shape_str(want));
-  Slice block_slice = slice;
-  if (slice.kind == Slice::Kind::kPart && slice.size > 1) {
-    block_slice = Slice::part(slice.dim, slice.rank, slice.size);  // blocks split like rows
+std::string Checkpoint::scale_name(const std::string& name) const {
+  for (const char* suffix : {"_scale_inv", "_scale"}) {
+    if (has(name + suffix)) return name + suffix;
   }
-  return get(scale_name, want, DType::kF32, block_slice);
+  CTXPAR_INPUT_FAIL(
+      "tensor '{}' is stored as F8_E4M3 but checkpoint '{}' has neither '{}_scale_inv' "
+      "(128×128 block scales, DeepSeek / Qwen FP8) nor '{}_scale' (per tensor, per channel or "
+      "per block: compressed-tensors, fbgemm_fp8, AutoFP8) beside it",
+      name, path_, name, name);
+}
+
+kernels::Fp8Scaling Checkpoint::fp8_scaling(const std::string& name) const {
+  const std::string sname = scale_name(name);
+  const SafetensorsTensorInfo& si = info(sname);
+  const Shape& ws = info(name).shape;
+  CTXPAR_CHECK_INPUT(ws.size() == 2, "FP8 tensor '{}' has shape {}; FP8 weights are [out, in]",
+                     name, shape_str(ws));
+  CTXPAR_CHECK_INPUT(si.dtype == DType::kF32 || si.dtype == DType::kBF16,
+                     "'{}' has dtype {}; FP8 scales must be F32 or BF16", sname,
+                     safetensors_dtype_name(si.dtype));
+  const Shape blocks = kernels::fp8_scale_shape(ws[0], ws[1]);
+  int64_t numel = 1;
+  for (int64_t d : si.shape) numel *= d;
+  const bool inv = sname.ends_with("_scale_inv");
+  // The names differ only in who wrote them: `_scale_inv` always holds blocks; `_scale` one
+  // scale, one per row, or blocks (compressed-tensors' "block" strategy).
+  if (!inv && (numel == 1 || si.shape == Shape{ws[0], 1} || si.shape == Shape{ws[0]}))
+    return kernels::Fp8Scaling::kPerRow;
+  CTXPAR_CHECK_INPUT(
+      si.shape == blocks,
+      "'{}' has shape {} but weight '{}' {} needs {}{} (the FP8 kernels run 128×128 blocks{})",
+      sname, shape_str(si.shape), name, shape_str(ws), shape_str(blocks),
+      inv ? "" : ", [1] (per tensor) or " + shape_str({ws[0], 1}) + " (per channel)",
+      inv ? "" : " and per-row scales");
+  return kernels::Fp8Scaling::kBlock128;
+}
+
+Tensor Checkpoint::read_scale(const std::string& name, const Shape& full_shape, const Slice& slice,
+                              kernels::Fp8Scaling scaling) const {
+  const std::string sname = scale_name(name);
+  const SafetensorsTensorInfo& si = info(sname);
+  if (scaling == kernels::Fp8Scaling::kBlock128) {
+    Slice block_slice = slice;
+    if (slice.kind == Slice::Kind::kPart && slice.size > 1) {
+      block_slice = Slice::part(slice.dim, slice.rank, slice.size);  // blocks split like rows
+    }
+    return get(sname, kernels::fp8_scale_shape(full_shape.at(0), full_shape.at(1)), DType::kF32,
+               block_slice);
+  }
+  // Per row: the slice's rows of [out, 1], or the one per-tensor scale on each of them.
+  const SliceExtent e = slice_extent(full_shape, slice, name);
+  const int64_t row0 = slice.kind == Slice::Kind::kPart && slice.dim == 0 ? e.source_begin : 0;
+  const Tensor all = get(sname, si.shape, DType::kF32, Slice::full());
+  Tensor out = Tensor::empty({e.shape[0], 1}, DType::kF32);
+  for (int64_t r = 0; r < e.shape[0]; ++r)
+    out.data<float>()[r] = all.numel() == 1 ? all.data<float>()[0] : all.data<float>()[row0 + r];
+  return out;
 }
 
 kernels::Fp8Weight Checkpoint::get_fp8(const std::string& name, const Shape& full_shape,
                                        const Slice& slice) const {
   CTXPAR_CHECK(is_fp8(name), "tensor '{}' in checkpoint '{}' is not stored as F8_E4M3", name,
                path_);
-  check_fp8_slice(name, full_shape, slice);
   kernels::Fp8Weight w;
+  w.scaling = fp8_scaling(name);
+  check_fp8_slice(name, full_shape, slice, w.scaling);
   w.weight = locate(name).file->read(name, full_shape, DType::kF8E4M3, slice);
-  w.scale_inv = read_scale(name, full_shape, slice);
+  w.scale_inv = read_scale(name, full_shape, slice, w.scaling);
   return w;
 }
 
@@ -186,12 +221,15 @@ Tensor Checkpoint::get(const std::string& name, const Shape& full_shape, DType w
     return loc.file->read(name, full_shape, want, slice);
   }
   // Dequantize the slice: element (r, c) of the slice is (row0 + r, col0 + c) of the full
-  // tensor, whose block scale is scale[(row0 + r) / 128][(col0 + c) / 128].
+  // tensor, whose scale is scale[(row0 + r) / 128][(col0 + c) / 128] (blocks) or
+  // scale[row0 + r] (per row).
   CTXPAR_CHECK_INPUT(full_shape.size() == 2 && slice.kind != Slice::Kind::kPaddedPart,
                      "FP8 tensor '{}' {} can be read only as a 2-D weight, whole or in equal parts",
                      name, shape_str(full_shape));
   const Tensor bytes = loc.file->read(name, full_shape, DType::kF8E4M3, slice);
-  const Tensor scale = read_scale(name, full_shape, Slice::full());
+  const kernels::Fp8Scaling scaling = fp8_scaling(name);
+  const bool per_row = scaling == kernels::Fp8Scaling::kPerRow;
+  const Tensor scale = read_scale(name, full_shape, Slice::full(), scaling);
   const SliceExtent e = slice_extent(full_shape, slice, name);
   const int64_t row0 = slice.kind == Slice::Kind::kPart && slice.dim == 0 ? e.source_begin : 0;
   const int64_t col0 = slice.kind == Slice::Kind::kPart && slice.dim == 1 ? e.source_begin : 0;
@@ -199,10 +237,11 @@ Tensor Checkpoint::get(const std::string& name, const Shape& full_shape, DType w
   Tensor out = Tensor::empty({rows, cols}, DType::kF32);
   const auto* q = static_cast<const uint8_t*>(bytes.raw());
   for (int64_t r = 0; r < rows; ++r) {
-    const float* s = scale.data<float>() + ((row0 + r) / kernels::kFp8BlockSize) * cb;
+    const float* s =
+        scale.data<float>() + (per_row ? row0 + r : (row0 + r) / kernels::kFp8BlockSize * cb);
     for (int64_t c = 0; c < cols; ++c) {
       out.data<float>()[r * cols + c] =
-          fp8_e4m3::to_f32(q[r * cols + c]) * s[(col0 + c) / kernels::kFp8BlockSize];
+          fp8_e4m3::to_f32(q[r * cols + c]) * s[per_row ? 0 : (col0 + c) / kernels::kFp8BlockSize];
     }
   }
   return want == DType::kF32 ? out : out.to(want);

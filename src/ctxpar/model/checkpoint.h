@@ -28,8 +28,10 @@ class Checkpoint : public WeightSource {
   // the files searched.
   Tensor get(const std::string& name, const Shape& full_shape, DType want,
              const Slice& slice) const override;
-  // F8_E4M3 with a `<name>_scale_inv` (F32 or BF16, possibly in another shard).
+  // F8_E4M3, with a `<name>_scale_inv` or `<name>_scale` (F32 or BF16, possibly in another
+  // shard; see fp8_scaling).
   bool is_fp8(const std::string& name) const override;
+  kernels::Fp8Scaling fp8_scaling(const std::string& name) const override;
   kernels::Fp8Weight get_fp8(const std::string& name, const Shape& full_shape,
                              const Slice& slice) const override;
 
@@ -50,8 +52,12 @@ class Checkpoint : public WeightSource {
   explicit Checkpoint(std::string path) : path_(std::move(path)) {}
   void add_file(const std::string& file_path);
   const Location& locate(const std::string& name) const;
-  // The f32 scale_inv of FP8 tensor `name` of full_shape, checked against 128×128 blocks.
-  Tensor read_scale(const std::string& name, const Shape& full_shape, const Slice& slice) const;
+  // The sibling holding FP8 tensor `name`'s scales; throws naming both candidates if none.
+  std::string scale_name(const std::string& name) const;
+  // The f32 scale_inv of FP8 tensor `name` of full_shape for `slice`, shaped as
+  // kernels::fp8_scale_shape of the slice with `scaling` (fp8_scaling(name)).
+  Tensor read_scale(const std::string& name, const Shape& full_shape, const Slice& slice,
+                    kernels::Fp8Scaling scaling) const;
 
   std::string path_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;

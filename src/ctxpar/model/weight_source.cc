@@ -6,18 +6,24 @@
 
 namespace ctxpar::model {
 
-kernels::Fp8Weight WeightSource::get_fp8(const std::string& name, const Shape& /*full_shape*/,
-                                         const Slice& /*slice*/) const {
-  CTXPAR_FAIL("tensor '{}' is not stored as block-scaled FP8 in this weight source", name);
+kernels::Fp8Scaling WeightSource::fp8_scaling(const std::string& name) const {
+  CTXPAR_FAIL("tensor '{}' is not stored as FP8 in this weight source", name);
 }
 
-void check_fp8_slice(const std::string& name, const Shape& full_shape, const Slice& slice) {
+kernels::Fp8Weight WeightSource::get_fp8(const std::string& name, const Shape& /*full_shape*/,
+                                         const Slice& /*slice*/) const {
+  CTXPAR_FAIL("tensor '{}' is not stored as FP8 in this weight source", name);
+}
+
+void check_fp8_slice(const std::string& name, const Shape& full_shape, const Slice& slice,
+                     kernels::Fp8Scaling scaling) {
   CTXPAR_CHECK_INPUT(full_shape.size() == 2, "FP8 tensor '{}' must be 2-D [out, in], got {}", name,
                      shape_str(full_shape));
   if (slice.kind == Slice::Kind::kFull || slice.size == 1) return;
   CTXPAR_CHECK_INPUT(slice.kind == Slice::Kind::kPart && (slice.dim == 0 || slice.dim == 1),
                      "FP8 tensor '{}' can be split only into equal parts along dim 0 or 1, not {}",
                      name, slice.describe());
+  if (scaling == kernels::Fp8Scaling::kPerRow) return;  // a row's scale goes with the row
   const int64_t n = full_shape[static_cast<size_t>(slice.dim)];
   const int64_t b = kernels::kFp8BlockSize;
   if (n % slice.size == 0 && (n / slice.size) % b == 0) return;

@@ -7,6 +7,10 @@ bool ModelContext::keeps_fp8(const std::string& name) const {
   return options.quantize_fp8 && (quantization == nullptr || !quantization->excludes(name));
 }
 
+kernels::Fp8Scaling ModelContext::fp8_scaling(const std::string& name) const {
+  return weights.is_fp8(name) ? weights.fp8_scaling(name) : kernels::Fp8Scaling::kBlock128;
+}
+
 kernels::Fp8Weight ModelContext::load_fp8(const std::string& name, const Shape& full_shape,
                                           const Slice& slice) const {
   if (weights.is_fp8(name)) return weights.get_fp8(name, full_shape, slice);

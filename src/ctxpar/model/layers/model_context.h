@@ -66,7 +66,7 @@ struct ModelContext {
   int tp_size() const { return groups.tp_size(); }
   int dcp_size() const { return groups.dcp_size(); }
   // Reads this rank's slice of a weight, converted to `dtype`.
-  // A block-scaled FP8 tensor is dequantized.
+  // An FP8 tensor is dequantized.
   Tensor load(const std::string& name, const Shape& full_shape, const Slice& slice,
               DType dtype) const {
     return weights.get(name, full_shape, dtype, slice);
@@ -74,8 +74,10 @@ struct ModelContext {
   // Whether linear weight `name` is kept FP8: stored FP8, or quantized at load
   // (options.quantize_fp8, unless the quantization config excludes the module).
   bool keeps_fp8(const std::string& name) const;
-  // Its FP8 form (as stored, or quantized from f32 here); the slice must cut on 128-blocks
-  // (check_fp8_slice), so every tensor-parallel layout sees the same blocks.
+  // How its FP8 form is scaled: as stored, or 128×128 blocks when quantized at load.
+  kernels::Fp8Scaling fp8_scaling(const std::string& name) const;
+  // Its FP8 form (as stored, or quantized from f32 here); block scales need the slice to cut
+  // on 128-blocks (check_fp8_slice), so every tensor-parallel layout sees the same blocks.
   kernels::Fp8Weight load_fp8(const std::string& name, const Shape& full_shape,
                               const Slice& slice) const;
 };

@@ -31,10 +31,14 @@ std::optional<Tensor> load_bias(const ModelContext& ctx, const std::vector<Linea
   return b;
 }
 
+// Whether the parts stack into one FP8 weight: all kept FP8 with one scaling, and for block
+// scales every part but the last a whole number of 128-row blocks.
 bool fusable_as_fp8(const ModelContext& ctx, const std::vector<LinearPart>& parts) {
   for (size_t i = 0; i < parts.size(); ++i) {
     if (!ctx.keeps_fp8(parts[i].name)) return false;
-    if (i + 1 == parts.size()) break;
+    const kernels::Fp8Scaling scaling = ctx.fp8_scaling(parts[i].name);
+    if (scaling != ctx.fp8_scaling(parts[0].name)) return false;
+    if (i + 1 == parts.size() || scaling == kernels::Fp8Scaling::kPerRow) continue;
     const SliceExtent e = slice_extent(parts[i].full_shape, parts[i].slice, parts[i].name);
     if (e.shape[0] % kernels::kFp8BlockSize != 0) return false;
   }
@@ -90,7 +94,8 @@ ModelLinear load_model_linear(const ModelContext& ctx, const std::vector<LinearP
       for (int64_t r : rows) total += r;
       const int64_t cols = ws[0].weight.size(1);
       w.weight = Tensor::empty({total, cols}, DType::kF8E4M3);
-      w.scale_inv = Tensor::empty(kernels::fp8_scale_shape(total, cols), DType::kF32);
+      w.scaling = ws[0].scaling;
+      w.scale_inv = Tensor::empty(kernels::fp8_scale_shape(total, cols, w.scaling), DType::kF32);
       int64_t at = 0, block_at = 0;
       for (kernels::Fp8Weight& part : ws) {
         const int64_t n = part.weight.size(0), nb = part.scale_inv.size(0);
