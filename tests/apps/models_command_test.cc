@@ -4,6 +4,7 @@
 // under tensor parallelism, and bad values exit 2 naming them.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -103,6 +104,43 @@ TEST(ModelsCommand, Fp8RunsWithDummyWeightsAndFromTheFp8Checkpoint) {
                   {"generate", "--model", fixture, "-tp", "4", "--prompt-token-ids", "1,2"});
   EXPECT_EQ(r.exit_status, 2) << r.err;
   EXPECT_NE(r.err.find("part counts that cut on blocks: 1, 2"), std::string::npos) << r.err;
+}
+
+// A compressed-tensors FP8 checkpoint (per-tensor and per-channel scales) generates
+// transformers' greedy tokens, with T = 1 and 2 and with --quantization naming its method;
+// naming another method is vLLM's mismatch error.
+TEST(ModelsCommand, CompressedTensorsFp8CheckpointGeneratesTransformersGreedyTokens) {
+  const std::string fixture = std::string(CTXPAR_FIXTURES_DIR) + "/tiny-qwen3-fp8-fixture";
+  std::ifstream in(fixture + "/golden.json");
+  const auto golden = nlohmann::json::parse(in);
+  std::string prompt;
+  for (const auto& id : golden["prompts"][2]) {
+    if (!prompt.empty()) prompt += ',';
+    prompt += std::to_string(id.get<int>());
+  }
+  const auto tokens = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"generate",     "--json",
+                                     "--model",      fixture,
+                                     "--dtype",      "float32",
+                                     "--max-tokens", "8",
+                                     "--ignore-eos", "--prompt-token-ids",
+                                     prompt,         "--kv-cache-memory",
+                                     "16MiB"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CommandResult c = run_command(CTXPAR_BINARY, args);
+    EXPECT_EQ(c.exit_status, 0) << c.err;
+    return c.exit_status == 0 ? nlohmann::json::parse(c.out)["requests"][0]["output_token_ids"]
+                              : nlohmann::json();
+  };
+  EXPECT_EQ(tokens({}), golden["greedy"][2]);
+  EXPECT_EQ(tokens({"-tp", "2", "--quantization", "compressed-tensors"}), golden["greedy"][2]);
+  const CommandResult r = run_command(
+      CTXPAR_BINARY,
+      {"generate", "--model", fixture, "--quantization", "fp8", "--prompt-token-ids", "1,2"});
+  EXPECT_EQ(r.exit_status, 2) << r.err;
+  EXPECT_NE(r.err.find("model config (compressed-tensors) does not match"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("`quantization` argument (fp8)"), std::string::npos) << r.err;
 }
 
 }  // namespace

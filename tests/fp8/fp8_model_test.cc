@@ -24,6 +24,7 @@
 #include "ctxpar/model/causal_lm.h"
 #include "ctxpar/model/checkpoint.h"
 #include "ctxpar/model/dummy_weights.h"
+#include "ctxpar/model/layers/model_linear.h"
 #include "ctxpar/model/safetensors.h"
 #include "ctxpar/model/sfa_mode.h"
 #include "model/test_util.h"
@@ -63,6 +64,60 @@ TEST(Fp8Checkpoint, FixtureLinearsStayFp8InMemory) {
       EXPECT_EQ(kept[1]->shape(), kernels::fp8_scale_shape(160, 256));
     }
   });
+}
+
+// The compressed-tensors fixture: q, k and v (one scale each) stack into one FP8 linear with
+// per-row scales, as do gate and up (one scale per row), for T = 1 and 2; each rank's fused
+// linear gives x · Wᵀ of the dequantized parts it holds.
+TEST(Fp8Checkpoint, CompressedTensorsPartsStackIntoOneFp8LinearPerRank) {
+  const std::string dir = std::string(CTXPAR_FIXTURES_DIR) + "/tiny-qwen3-fp8-fixture";
+  const ModelConfig config = load_model_config(dir + "/config.json");
+  ASSERT_TRUE(config.quantization.is_fp8());
+  const auto ckpt = Checkpoint::open(dir);
+  const std::string p = "model.layers.1.";
+  const std::vector<std::pair<std::string, int64_t>> qkv = {{p + "self_attn.q_proj.weight", 96},
+                                                            {p + "self_attn.k_proj.weight", 48},
+                                                            {p + "self_attn.v_proj.weight", 48}};
+  const std::vector<std::pair<std::string, int64_t>> gate_up = {{p + "mlp.gate_proj.weight", 128},
+                                                                {p + "mlp.up_proj.weight", 128}};
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_real_distribution<float> u(-1, 1);
+  Tensor x = Tensor::empty({3, 64}, DType::kF32);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
+  for (int tp : {1, 2}) {
+    run_inprocess_ranks(tp, [&](Communicator& world) {
+      ParallelGroups groups(world, tp, 1);
+      ThreadPool pool(1);
+      ModelOptions options;
+      const ModelContext ctx{*ckpt, groups, options, pool};
+      for (const auto& fused : {qkv, gate_up}) {
+        std::vector<LinearPart> parts;
+        std::vector<Tensor> dense;
+        for (const auto& [name, rows] : fused) {
+          const Slice slice = Slice::part(0, world.rank(), tp);
+          parts.push_back({name, {rows, 64}, slice, ""});
+          dense.push_back(ckpt->get(name, {rows, 64}, DType::kF32, slice));
+        }
+        const ModelLinear lin = load_model_linear(ctx, parts);
+        EXPECT_TRUE(lin.is_fp8()) << parts[0].name << " T=" << tp;
+        const Tensor y = lin.forward(x);
+        int64_t at = 0;
+        for (const Tensor& w : dense) {
+          for (int64_t t = 0; t < 3; ++t) {
+            for (int64_t o = 0; o < w.size(0); ++o) {
+              double want = 0;
+              for (int64_t i = 0; i < 64; ++i)
+                want += double{x.data<float>()[t * 64 + i]} * w.data<float>()[o * 64 + i];
+              EXPECT_NEAR(y.data<float>()[t * y.size(1) + at + o], want,
+                          1e-5 * (1 + std::fabs(want)))
+                  << parts[0].name << " T=" << tp << " rank " << world.rank() << " row " << at + o;
+            }
+          }
+          at += w.size(0);
+        }
+      }
+    });
+  }
 }
 
 TEST(Fp8Checkpoint, TensorParallelSizesThatCutABlockAreRefusedWithTheRule) {

@@ -673,6 +673,96 @@ TEST(ModelConfig, Fp8QuantizationConfigIsCheckedByField) {
   EXPECT_NE(msg.find("scale_fmt"), std::string::npos) << msg;
 }
 
+// Per-tensor FP8 (no weight_block_size, AutoFP8 with static activation scales), fbgemm_fp8 and
+// compressed-tensors FP8 configs, with compressed-tensors' `ignore` names and "re:" patterns.
+TEST(ModelConfig, PerTensorFbgemmAndCompressedTensorsFp8Configs) {
+  json j = glm5_json();
+  j["quantization_config"] = {
+      {"quant_method", "fp8"}, {"activation_scheme", "static"}, {"ignored_layers", {"lm_head"}}};
+  ModelConfig c = parse_glm(j);
+  EXPECT_TRUE(c.quantization.is_fp8());
+  EXPECT_EQ(c.quantization.block_rows, 0);
+  EXPECT_TRUE(c.quantization.excludes("lm_head.weight"));
+  j["quantization_config"] = {{"quant_method", "fbgemm_fp8"},
+                              {"activation_scale_ub", 1200.0},
+                              {"modules_to_not_convert", {"lm_head"}}};
+  c = parse_glm(j);
+  EXPECT_TRUE(c.quantization.is_fp8());
+  EXPECT_TRUE(c.quantization.excludes("lm_head.weight"));
+  EXPECT_FALSE(c.quantization.excludes("model.layers.0.mlp.down_proj.weight"));
+  const json weights = {{"num_bits", 8},
+                        {"type", "float"},
+                        {"strategy", "channel"},
+                        {"symmetric", true},
+                        {"dynamic", false}};
+  const json dynamic_tokens = {
+      {"num_bits", 8}, {"type", "float"}, {"strategy", "token"}, {"dynamic", true}};
+  const json ct = {
+      {"quant_method", "compressed-tensors"},
+      {"format", "float-quantized"},
+      {"config_groups",
+       {{"group_0",
+         {{"targets", {"Linear"}}, {"weights", weights}, {"input_activations", dynamic_tokens}}}}},
+      {"ignore", {"lm_head", "re:.*mlp\\.gate$"}},
+      {"kv_cache_scheme", nullptr}};
+  j["quantization_config"] = ct;
+  c = parse_glm(j);
+  EXPECT_TRUE(c.quantization.is_fp8());
+  EXPECT_EQ(c.quantization.block_rows, 0);
+  EXPECT_TRUE(c.quantization.excludes("lm_head.weight"));
+  EXPECT_TRUE(c.quantization.excludes("model.layers.3.mlp.gate.weight"));
+  EXPECT_FALSE(c.quantization.excludes("model.layers.3.mlp.gate_proj.weight"));
+  EXPECT_FALSE(c.quantization.excludes("model.layers.3.mlp.experts.0.up_proj.weight"));
+  // re.match anchors at the start only: "mlp" must not match a module that merely contains it.
+  json k = ct;
+  k["ignore"] = {"re:mlp"};
+  j["quantization_config"] = k;
+  EXPECT_FALSE(parse_glm(j).quantization.excludes("model.layers.3.mlp.gate.weight"));
+  k["ignore"] = {"re:model\\.layers\\.3\\."};
+  j["quantization_config"] = k;
+  EXPECT_TRUE(parse_glm(j).quantization.excludes("model.layers.3.mlp.gate.weight"));
+  EXPECT_FALSE(parse_glm(j).quantization.excludes("model.layers.30.mlp.gate.weight"));
+  // Blocks of 128 are read; other schemes are refused naming the value and the valid ones.
+  const auto with_weights = [&](const char* key, const json& value) {
+    json q = ct;
+    q["config_groups"]["group_0"]["weights"][key] = value;
+    json m = j;
+    m["quantization_config"] = q;
+    return m;
+  };
+  json m = with_weights("strategy", "block");
+  m["quantization_config"]["config_groups"]["group_0"]["weights"]["block_structure"] = {128, 128};
+  EXPECT_EQ(parse_glm(m).quantization.block_rows, 128);
+  m["quantization_config"]["config_groups"]["group_0"]["weights"]["block_structure"] = {64, 64};
+  std::string msg = error_of_glm(m);
+  EXPECT_NE(msg.find("block_structure = [64,64]"), std::string::npos) << msg;
+  msg = error_of_glm(with_weights("strategy", "group"));
+  EXPECT_NE(msg.find("'group'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("tensor, channel, block"), std::string::npos) << msg;
+  msg = error_of_glm(with_weights("type", "int"));
+  EXPECT_NE(msg.find("8-bit 'int'"), std::string::npos) << msg;
+  msg = error_of_glm(with_weights("num_bits", 4));
+  EXPECT_NE(msg.find("4-bit 'float'"), std::string::npos) << msg;
+  json q = ct;
+  q["format"] = "pack-quantized";
+  j["quantization_config"] = q;
+  msg = error_of_glm(j);
+  EXPECT_NE(msg.find("'pack-quantized'"), std::string::npos) << msg;
+  q = ct;
+  q["ignore"] = {"re:("};
+  j["quantization_config"] = q;
+  msg = error_of_glm(j);
+  EXPECT_NE(msg.find("'re:('"), std::string::npos) << msg;
+  q = ct;
+  q["config_groups"] = json::object();
+  j["quantization_config"] = q;
+  EXPECT_NE(error_of_glm(j).find("config_groups"), std::string::npos);
+  j["quantization_config"] = {{"quant_method", "awq"}};
+  msg = error_of_glm(j);
+  EXPECT_NE(msg.find("'awq'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("compressed-tensors"), std::string::npos) << msg;
+}
+
 TEST(ModelConfig, Qwen3AndQwen3Moe) {
   json j = json::parse(R"({
     "architectures": ["Qwen3MoeForCausalLM"], "vocab_size": 1000, "hidden_size": 64,

@@ -1,9 +1,11 @@
 // The transformers fixtures (tools/make_model_fixtures.py): every position's logits of three
 // prompts must match transformers' to 1e-4 relative for T in {1, 2, 4} and DCP sizes N > 1
 // where the model allows them, whether the prompt is prefilled at once, in chunks, or fed token
-// by token through the decode path. The FP8 fixture runs with its linears kept FP8 against
-// transformers on the dequantized weights. Sparse models (DeepSeek-V3.2, GLM-5) run through the
-// mode resolver's metadata builder, so N = T runs SFA-DCP.
+// by token through the decode path. The FP8 fixtures run with their linears kept FP8: GLM-5
+// block-scaled against transformers on the dequantized weights, Qwen3 in compressed-tensors
+// (per-tensor and per-channel scales) against transformers loading it through compressed-tensors.
+// Sparse models (DeepSeek-V3.2, GLM-5) run through the mode resolver's metadata builder, so N = T
+// runs SFA-DCP.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -142,16 +144,17 @@ TEST_P(FixtureLogits, EveryPositionMatchesTransformers) {
 
 std::vector<Case> cases() {
   std::vector<Case> out;
-  const std::string fixtures[] = {
-      "tiny-llama-fixture",        "tiny-qwen2-fixture",       "tiny-qwen3-fixture",
-      "tiny-qwen3-moe-fixture",    "tiny-deepseek-v2-fixture", "tiny-deepseek-v3-fixture",
-      "tiny-deepseek-v32-fixture", "tiny-glm5-fixture",        "tiny-glm5-fp8-fixture"};
+  const std::string fixtures[] = {"tiny-llama-fixture",        "tiny-qwen2-fixture",
+                                  "tiny-qwen3-fixture",        "tiny-qwen3-moe-fixture",
+                                  "tiny-deepseek-v2-fixture",  "tiny-deepseek-v3-fixture",
+                                  "tiny-deepseek-v32-fixture", "tiny-glm5-fixture",
+                                  "tiny-glm5-fp8-fixture",     "tiny-qwen3-fp8-fixture"};
   for (const std::string& f : fixtures) {
     const ModelConfig config =
         load_model_config(std::string(CTXPAR_FIXTURES_DIR) + "/" + f + "/config.json");
-    // The FP8 fixture's tensor-parallel cuts fall on 128-row blocks up to T = 2 (T = 4 is
-    // refused with the rule: tests/fp8).
-    const int max_tp = config.quantization.is_fp8() ? 2 : 4;
+    // The block-scaled FP8 fixture's tensor-parallel cuts fall on 128-row blocks up to T = 2
+    // (T = 4 is refused with the rule: tests/fp8); per-row scales cut anywhere.
+    const int max_tp = config.quantization.is_fp8() && config.quantization.block_rows > 0 ? 2 : 4;
     for (int tp : {1, 2, 4}) {
       if (tp > max_tp) continue;
       for (int dcp = 1; dcp <= tp; ++dcp) {

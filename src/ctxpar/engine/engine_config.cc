@@ -173,9 +173,20 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& c) {
 
   // FP8 (vLLM's --quantization fp8, or an FP8 checkpoint's quantization_config): weights stored
   // FP8 stay so; dummy weights, and a checkpoint that is not FP8, are quantized at load.
-  CTXPAR_CHECK_INPUT(c.quantization.empty() || c.quantization == "fp8",
-                     "--quantization '{}' is not supported; use fp8 (or leave it out)",
+  // As vLLM: --quantization names the checkpoint's own method, or fp8 (quantized at load) for
+  // one that is not quantized.
+  const std::string& stored_method = r.model.quantization.method;
+  CTXPAR_CHECK_INPUT(c.quantization.empty() || c.quantization == "fp8" ||
+                         c.quantization == "compressed-tensors" || c.quantization == "fbgemm_fp8",
+                     "--quantization '{}' is not supported; use fp8, compressed-tensors or "
+                     "fbgemm_fp8 (or leave it out)",
                      c.quantization);
+  CTXPAR_CHECK_INPUT(
+      c.quantization.empty() || c.quantization == stored_method ||
+          (stored_method.empty() && c.quantization == "fp8"),
+      "Quantization method specified in the model config ({}) does not match the quantization "
+      "method specified in the `quantization` argument ({})",
+      stored_method.empty() ? "None" : stored_method, c.quantization);
   const bool stored_fp8 = r.model.quantization.is_fp8() && !r.use_dummy_weights;
   if (c.quantization == "fp8" && !r.model.quantization.is_fp8())
     r.model.quantization.method = "fp8";

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 #include <optional>
+#include <regex>
 #include <sstream>
 
 #include "ctxpar/core/error.h"
@@ -433,37 +434,28 @@ void parse_indexer(const Fields& f, ModelConfig& c) {
       c.source, types_key);
 }
 
-QuantizationConfig parse_quantization(const json& q, const std::string& source) {
-  CTXPAR_CHECK_INPUT(q.is_object(), "{}: quantization_config must be an object, got {}", source,
-                     q.dump());
-  const Fields f(q, source, "quantization_config.");
-  QuantizationConfig out;
-  out.method = f.optional_string("quant_method").value_or("");
-  CTXPAR_CHECK_INPUT(out.method == "fp8",
-                     "{}: quantization_config.quant_method = '{}' is not supported; supported: fp8 "
-                     "(block-scaled e4m3)",
-                     source, out.method);
+// quant_method "fp8": block-scaled ([128, 128] weight_block_size, DeepSeek / Qwen) or, without
+// weight_block_size, per-tensor (AutoFP8 / vLLM's Fp8Config) e4m3 weights.
+void parse_fp8_method(const Fields& f, const std::string& source, QuantizationConfig& out) {
   const std::string fmt = f.optional_string("fmt").value_or("e4m3");
   CTXPAR_CHECK_INPUT(fmt == "e4m3",
                      "{}: quantization_config.fmt = '{}' is not supported; supported: e4m3", source,
                      fmt);
-  const json* block = f.find("weight_block_size");
-  CTXPAR_CHECK_INPUT(
-      block != nullptr,
-      "{}: quantization_config.weight_block_size is missing; ctxpar runs block-scaled FP8 "
-      "with weight_block_size [128, 128] (per-tensor FP8 is not supported)",
-      source);
-  CTXPAR_CHECK_INPUT(block->is_array() && block->size() == 2 && (*block)[0].is_number_integer() &&
-                         (*block)[1].is_number_integer(),
-                     "{}: quantization_config.weight_block_size must be [rows, cols], got {}",
-                     source, block->dump());
-  out.block_rows = (*block)[0].get<int64_t>();
-  out.block_cols = (*block)[1].get<int64_t>();
-  CTXPAR_CHECK_INPUT(
-      out.block_rows == 128 && out.block_cols == 128,
-      "{}: quantization_config.weight_block_size = {} is not supported; the FP8 kernels "
-      "run [128, 128] blocks",
-      source, block->dump());
+  if (const json* block = f.find("weight_block_size")) {
+    CTXPAR_CHECK_INPUT(block->is_array() && block->size() == 2 && (*block)[0].is_number_integer() &&
+                           (*block)[1].is_number_integer(),
+                       "{}: quantization_config.weight_block_size must be [rows, cols], got {}",
+                       source, block->dump());
+    out.block_rows = (*block)[0].get<int64_t>();
+    out.block_cols = (*block)[1].get<int64_t>();
+    CTXPAR_CHECK_INPUT(
+        out.block_rows == 128 && out.block_cols == 128,
+        "{}: quantization_config.weight_block_size = {} is not supported; the FP8 kernels "
+        "run [128, 128] blocks (or per-tensor scales, without weight_block_size)",
+        source, block->dump());
+  } else {
+    out.block_rows = out.block_cols = 0;
+  }
   const std::string scale_fmt = f.optional_string("scale_fmt").value_or("");
   CTXPAR_CHECK_INPUT(
       scale_fmt.empty() || scale_fmt == "ue8m0",
@@ -471,14 +463,97 @@ QuantizationConfig parse_quantization(const json& q, const std::string& source) 
       "absent)",
       source, scale_fmt);
   out.ue8m0_scales = scale_fmt == "ue8m0";
+  // "static" checkpoints carry input_scale for FP8 activations; ctxpar keeps activations in
+  // bf16 / f32 (W8A16) and does not read them.
   const std::string scheme = f.optional_string("activation_scheme").value_or("dynamic");
   CTXPAR_CHECK_INPUT(
-      scheme == "dynamic",
+      scheme == "dynamic" || scheme == "static",
       "{}: quantization_config.activation_scheme = '{}' is not supported; supported: "
-      "dynamic",
+      "dynamic, static",
       source, scheme);
   for (const char* key : {"modules_to_not_convert", "ignored_layers"}) {
     for (std::string& m : string_list(f, key, source)) out.modules_not_converted.push_back(m);
+  }
+}
+
+// quant_method "compressed-tensors" (llm-compressor): every config group's weights must be
+// 8-bit float per tensor, per channel or in 128×128 blocks. Input activations (dynamic per
+// token, or static with input_scale) are not quantized here: W8A16.
+void parse_compressed_tensors(const Fields& f, const std::string& source, QuantizationConfig& out) {
+  out.block_rows = out.block_cols = 0;  // unless a group has blocks
+  const std::string format = f.optional_string("format").value_or("float-quantized");
+  CTXPAR_CHECK_INPUT(
+      format == "float-quantized" || format == "naive-quantized",
+      "{}: quantization_config.format = '{}' is not supported; ctxpar reads compressed-tensors "
+      "FP8 weights (format float-quantized or naive-quantized)",
+      source, format);
+  const json* groups = f.find("config_groups");
+  CTXPAR_CHECK_INPUT(groups != nullptr && groups->is_object() && !groups->empty(),
+                     "{}: quantization_config.config_groups must be a non-empty object, got {}",
+                     source, groups ? groups->dump() : "nothing");
+  for (const auto& [name, group] : groups->items()) {
+    const std::string where = "quantization_config.config_groups." + name;
+    CTXPAR_CHECK_INPUT(group.is_object(), "{}: {} must be an object, got {}", source, where,
+                       group.dump());
+    const json* w = Fields(group, source).find("weights");
+    CTXPAR_CHECK_INPUT(w != nullptr && w->is_object(), "{}: {}.weights must be an object, got {}",
+                       source, where, w ? w->dump() : "nothing");
+    const Fields wf(*w, source, where + ".weights.");
+    const std::string type = wf.optional_string("type").value_or("");
+    const int64_t bits = wf.optional_int("num_bits", 0, 0);
+    CTXPAR_CHECK_INPUT(type == "float" && bits == 8,
+                       "{}: {}.weights is {}-bit '{}'; ctxpar reads 8-bit float (FP8 e4m3) "
+                       "compressed-tensors weights only",
+                       source, where, bits, type);
+    const std::string strategy = wf.optional_string("strategy").value_or("");
+    CTXPAR_CHECK_INPUT(strategy == "tensor" || strategy == "channel" || strategy == "block",
+                       "{}: {}.weights.strategy = '{}' is not supported; supported: tensor, "
+                       "channel, block",
+                       source, where, strategy);
+    if (strategy == "block") {
+      const json* bs = wf.find("block_structure");
+      CTXPAR_CHECK_INPUT(bs != nullptr && *bs == json::array({128, 128}),
+                         "{}: {}.weights.block_structure = {} is not supported; the FP8 kernels "
+                         "run [128, 128] blocks",
+                         source, where, bs ? bs->dump() : "null");
+      out.block_rows = out.block_cols = 128;
+    }
+  }
+  for (std::string& m : string_list(f, "ignore", source)) {
+    if (m.starts_with("re:")) {
+      std::string pattern = m.substr(3);
+      try {
+        (void)std::regex(pattern);
+      } catch (const std::regex_error& e) {
+        CTXPAR_INPUT_FAIL("{}: quantization_config.ignore entry '{}' is not a valid regex: {}",
+                          source, m, e.what());
+      }
+      out.ignore_patterns.push_back(std::move(pattern));
+    } else {
+      out.modules_not_converted.push_back(std::move(m));
+    }
+  }
+}
+
+QuantizationConfig parse_quantization(const json& q, const std::string& source) {
+  CTXPAR_CHECK_INPUT(q.is_object(), "{}: quantization_config must be an object, got {}", source,
+                     q.dump());
+  const Fields f(q, source, "quantization_config.");
+  QuantizationConfig out;
+  out.method = f.optional_string("quant_method").value_or("");
+  if (out.method == "fp8") {
+    parse_fp8_method(f, source, out);
+  } else if (out.method == "compressed-tensors") {
+    parse_compressed_tensors(f, source, out);
+  } else if (out.method == "fbgemm_fp8") {  // per-channel e4m3 weights (Meta's FP8 releases)
+    out.block_rows = out.block_cols = 0;
+    for (std::string& m : string_list(f, "modules_to_not_convert", source))
+      out.modules_not_converted.push_back(std::move(m));
+  } else {
+    CTXPAR_INPUT_FAIL(
+        "{}: quantization_config.quant_method = '{}' is not supported; supported: fp8 "
+        "(block-scaled or per-tensor e4m3), compressed-tensors (FP8 weights), fbgemm_fp8",
+        source, out.method);
   }
   return out;
 }
@@ -537,12 +612,20 @@ std::string_view topk_method_name(TopkMethod m) {
   return "unknown";
 }
 
+bool QuantizationConfig::is_fp8() const {
+  return method == "fp8" || method == "compressed-tensors" || method == "fbgemm_fp8";
+}
+
 bool QuantizationConfig::excludes(const std::string& tensor_name) const {
   const size_t dot = tensor_name.rfind('.');
   const std::string module = dot == std::string::npos ? tensor_name : tensor_name.substr(0, dot);
   const std::string padded = "." + module + ".";
   for (const std::string& m : modules_not_converted) {
     if (!m.empty() && padded.find("." + m + ".") != std::string::npos) return true;
+  }
+  for (const std::string& p : ignore_patterns) {
+    if (std::regex_search(module, std::regex(p), std::regex_constants::match_continuous))
+      return true;
   }
   return false;
 }

@@ -107,18 +107,28 @@ struct IndexerConfig {
   std::vector<bool> full_layers;
 };
 
-// quantization_config of an FP8 block-scaled checkpoint (DeepSeek-V3 style), or of a run with
-// --quantization fp8. Only quant_method "fp8" with fmt "e4m3" and weight_block_size
-// [128, 128] is accepted (what the kernels run).
+// quantization_config of an FP8 checkpoint, or of a run with --quantization fp8. Accepted
+// (checkpoint tensors decide the scale layout, model/checkpoint.h):
+// - quant_method "fp8", fmt "e4m3": weight_block_size [128, 128] (DeepSeek / Qwen), or none
+//   (per-tensor, AutoFP8); activation_scheme dynamic or static;
+// - "compressed-tensors" (llm-compressor): config groups of 8-bit float weights, strategy
+//   tensor, channel or block [128, 128]; `ignore` names and "re:" patterns;
+// - "fbgemm_fp8": per-channel weights (Meta's FP8 releases).
+// Activations stay bf16 / f32 (W8A16): input scales of static schemes are not read.
 struct QuantizationConfig {
-  std::string method;  // "" (none) or "fp8"
+  std::string method;  // "" (none), "fp8", "compressed-tensors" or "fbgemm_fp8"
+  // weight_block_size (or a compressed-tensors block group); 0 when the scales are per tensor
+  // or per channel.
   int64_t block_rows = 128, block_cols = 128;
   bool ue8m0_scales = false;  // scale_fmt "ue8m0": power-of-two scales (DeepSeek-V3.1+)
-  // modules_to_not_convert ∪ ignored_layers: module names (or dotted suffixes / prefixes of
-  // them) whose weights stay unquantized.
+  // modules_to_not_convert ∪ ignored_layers ∪ compressed-tensors' plain `ignore` names: module
+  // names (or dotted suffixes / prefixes of them) whose weights stay unquantized.
   std::vector<std::string> modules_not_converted;
+  // compressed-tensors' "re:" `ignore` entries, without the prefix: a module is ignored when
+  // one matches from the start of its name (Python's re.match).
+  std::vector<std::string> ignore_patterns;
 
-  bool is_fp8() const { return method == "fp8"; }
+  bool is_fp8() const;  // any of the methods above: FP8 weights
   // Whether the module of `tensor_name` (the name without its last component, e.g.
   // "model.layers.0.mlp.gate_proj" for "...gate_proj.weight") is listed as not converted:
   // an entry matches when it equals a run of whole dot-separated components of the module.
