@@ -196,8 +196,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--chat-template", o->chat_template,
                   "the chat template: a file, or the template itself (default: the tokenizer's)");
   cmd->add_option("--reasoning-parser", o->reasoning_parser,
-                  "deepseek_r1, qwen3 or deepseek_v3: chat messages get the text between <think> "
-                  "and </think> as `reasoning`");
+                  "deepseek_r1, qwen3, deepseek_v3 or glm45: chat messages get the text between "
+                  "<think> and </think> as `reasoning`");
   cmd->add_flag("--enable-auto-tool-choice", o->enable_auto_tool_choice,
                 "parse tool calls out of chat outputs (tool_choice auto) with --tool-call-parser");
   cmd->add_option("--tool-call-parser", o->tool_call_parser,

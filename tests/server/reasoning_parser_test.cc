@@ -3,6 +3,7 @@
 // the same reasoning and content.
 #include "ctxpar/server/reasoning_parser.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -41,14 +42,49 @@ TEST(ReasoningParser, NamesAreVllmsAndOthersAreRefused) {
   EXPECT_EQ(parse_reasoning_parser("deepseek_r1"), ReasoningParser::kDeepSeekR1);
   EXPECT_EQ(parse_reasoning_parser("qwen3"), ReasoningParser::kQwen3);
   EXPECT_EQ(parse_reasoning_parser("deepseek_v3"), ReasoningParser::kDeepSeekV3);
-  try {
-    parse_reasoning_parser("granite");
-    ADD_FAILURE() << "granite was taken";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("'granite' is not supported; use deepseek_r1, qwen3"),
-              std::string::npos)
-        << e.what();
+  EXPECT_EQ(parse_reasoning_parser("glm45"), ReasoningParser::kGlm45);
+  for (const char* name : {"granite", "glm47", "GLM45"}) {
+    try {
+      parse_reasoning_parser(name);
+      ADD_FAILURE() << name << " was taken";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(
+                    fmt::format("'{}' is not supported; use deepseek_r1, qwen3, deepseek_v3 or "
+                                "glm45",
+                                name)),
+                std::string::npos)
+          << e.what();
+    }
   }
+}
+
+// The switch each parser reads from chat_template_kwargs: deepseek_v3 thinks only when asked,
+// glm45 unless told not to (vLLM: bool() of either key; GLM's default is on).
+TEST(ReasoningParser, ThinkingSwitchIsReadAsVllmReadsIt) {
+  using nlohmann::json;
+  using R = ReasoningParser;
+  const auto on = [](R p, const char* kwargs) {
+    return thinking_requested(p, json::parse(kwargs));
+  };
+  EXPECT_FALSE(thinking_requested(R::kDeepSeekV3, nullptr));
+  EXPECT_FALSE(on(R::kDeepSeekV3, "{}"));
+  EXPECT_TRUE(on(R::kDeepSeekV3, R"({"thinking": true})"));
+  EXPECT_TRUE(on(R::kDeepSeekV3, R"({"enable_thinking": 1})"));
+  EXPECT_FALSE(on(R::kDeepSeekV3, R"({"thinking": false, "enable_thinking": null})"));
+  // glm45: on by default, off only when neither key is truthy.
+  EXPECT_TRUE(thinking_requested(R::kGlm45, nullptr));
+  EXPECT_TRUE(on(R::kGlm45, "{}"));
+  EXPECT_TRUE(on(R::kGlm45, R"({"thinking": null, "enable_thinking": null})"));
+  EXPECT_TRUE(on(R::kGlm45, R"({"other": false})"));
+  EXPECT_FALSE(on(R::kGlm45, R"({"enable_thinking": false})"));
+  EXPECT_FALSE(on(R::kGlm45, R"({"thinking": false})"));
+  EXPECT_FALSE(on(R::kGlm45, R"({"thinking": 0, "enable_thinking": ""})"));
+  EXPECT_TRUE(on(R::kGlm45, R"({"thinking": false, "enable_thinking": true})"));
+  EXPECT_TRUE(on(R::kGlm45, R"({"enable_thinking": "yes"})"));
+  EXPECT_FALSE(on(R::kGlm45, R"({"enable_thinking": []})"));
+  // The parsers without a switch ignore the keys.
+  EXPECT_FALSE(on(R::kDeepSeekR1, R"({"thinking": true})"));
+  EXPECT_FALSE(on(R::kQwen3, R"({"enable_thinking": true})"));
 }
 
 TEST(ReasoningParser, WholeOutputsSplitAsVllmsParsers) {
@@ -73,6 +109,16 @@ TEST(ReasoningParser, WholeOutputsSplitAsVllmsParsers) {
   // deepseek_v3: deepseek_r1 with the thinking switch, no split without it.
   expect(whole(R::kDeepSeekV3, "plan</think>answer", true), "plan", "answer");
   expect(whole(R::kDeepSeekV3, "plan</think>answer", false), null, "plan</think>answer");
+  // glm45 (GLM-4.5 writes <think> itself; GLM-4.7 and GLM-5 prompts end in <think>):
+  // deepseek_r1 while thinking, no split once chat_template_kwargs turned it off.
+  expect(whole(R::kGlm45, "<think>plan</think>answer", true), "plan", "answer");
+  expect(whole(R::kGlm45, "plan</think>\nanswer", true, "<|assistant|><think>"), "plan",
+         "\nanswer");
+  expect(whole(R::kGlm45, "plan, cut off", true, "<|assistant|><think>"), "plan, cut off", null);
+  expect(whole(R::kGlm45, "plan</think>", true), "plan", null);
+  expect(whole(R::kGlm45, "plan</think>answer", false), null, "plan</think>answer");
+  // GLM's template for enable_thinking false ends the prompt in </think>: all content.
+  expect(whole(R::kGlm45, "answer", true, "<|assistant|></think>"), null, "answer");
   // A prompt whose thinking was closed (Qwen3, enable_thinking false): all content.
   expect(whole(R::kDeepSeekR1, "answer", false, "<think>\n\n</think>\n\n"), null, "answer");
   expect(whole(R::kDeepSeekR1, "plan</think>answer", false, "<think>"), "plan", "answer");
@@ -98,13 +144,14 @@ TEST(ReasoningParser, RandomlyCutStreamsAddUpToTheWholeSplit) {
         content.find("think>") != std::string::npos) {
       continue;  // a tag drawn by chance
     }
-    for (ReasoningParser p : {ReasoningParser::kDeepSeekR1, ReasoningParser::kQwen3}) {
+    for (ReasoningParser p :
+         {ReasoningParser::kDeepSeekR1, ReasoningParser::kQwen3, ReasoningParser::kGlm45}) {
       for (const std::string& text :
            {"<think>" + reasoning + "</think>" + content, reasoning + "</think>" + content}) {
-        const Part want = whole(p, text);
+        const Part want = whole(p, text, true);
         ASSERT_EQ(want.reasoning, reasoning);
         ASSERT_EQ(want.content, content);
-        const Part got = streamed(p, text, rng);
+        const Part got = streamed(p, text, rng, true);
         EXPECT_EQ(got.reasoning, reasoning) << text;
         EXPECT_EQ(got.content, content) << text;
       }
@@ -116,6 +163,7 @@ TEST(ReasoningParser, RandomlyCutStreamsAddUpToTheWholeSplit) {
     // No split: everything is content.
     const std::string text = reasoning + "</think>" + content;
     EXPECT_EQ(streamed(ReasoningParser::kDeepSeekV3, text, rng).content, text);
+    EXPECT_EQ(streamed(ReasoningParser::kGlm45, text, rng).content, text);
     EXPECT_EQ(streamed(ReasoningParser::kDeepSeekR1, text, rng, false, "</think>").content, text);
   }
 }

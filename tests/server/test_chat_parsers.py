@@ -1,5 +1,6 @@
 """`ctxpar serve --reasoning-parser deepseek_v3 --enable-auto-tool-choice --tool-call-parser
-hermes` through the openai client: deepseek_v3 splits only with chat_template_kwargs thinking,
+hermes` (and the GLM recipe's glm45) through the openai client: deepseek_v3 splits only with
+chat_template_kwargs thinking, glm45 unless they turn the thinking off,
 the split output is the unsplit one, a stream's reasoning deltas add up to the whole message's;
 a request with tools and no call in the output keeps its text as content, tool_choice
 "required" is refused, and bad parser flags stop the server with the rule. (The tiny model
@@ -81,6 +82,47 @@ class ChatParsers(unittest.TestCase):
         self.assertIn('tool_choice "required" is not supported by ctxpar', str(caught.exception))
 
 
+class GlmRecipe(unittest.TestCase):
+    """GLM-5 / GLM-4.7's recipe flags: glm45 thinks unless chat_template_kwargs turns it off."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = fx.Server(extra_args=["--reasoning-parser", "glm45"]).__enter__()
+        cls.client = fx.openai_client(cls.server)
+
+    @classmethod
+    def tearDownClass(cls):
+        fx.stop(cls.server)
+
+    def chat(self, question, kwargs=None):
+        extra = {"ignore_eos": True, "skip_special_tokens": False}
+        if kwargs is not None:
+            extra["chat_template_kwargs"] = kwargs
+        return dict(model=fx.MODEL, messages=[{"role": "user", "content": question}],
+                    max_completion_tokens=20, temperature=0, extra_body=extra)
+
+    def test_glm45_thinks_by_default_and_stops_when_told(self):
+        question = "Why shard the KV cache? " + str(fx.seeded_rng(self).random())
+        default = self.client.chat.completions.create(**self.chat(question)).model_dump()
+        off = self.client.chat.completions.create(
+            **self.chat(question, {"enable_thinking": False})).model_dump()
+        on = self.client.chat.completions.create(
+            **self.chat(question, {"thinking": False, "enable_thinking": True})).model_dump()
+        default_msg, off_msg = default["choices"][0]["message"], off["choices"][0]["message"]
+        self.assertTrue(off_msg["content"])
+        self.assertIsNone(off_msg["reasoning"])
+        # No </think> in the output: all of it is reasoning, as deepseek_r1 splits it.
+        self.assertEqual(default_msg["reasoning"], off_msg["content"])
+        self.assertIsNone(default_msg["content"])
+        self.assertEqual(on["choices"][0]["message"]["reasoning"], off_msg["content"])
+        chunks = [c.model_dump() for c in self.client.chat.completions.create(
+            stream=True, **self.chat(question))]
+        deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+        self.assertEqual("".join(d.get("reasoning") or "" for d in deltas),
+                         default_msg["reasoning"])
+        self.assertEqual("".join(d.get("content") or "" for d in deltas), "")
+
+
 class BadParserFlags(unittest.TestCase):
     def refused(self, flags, message):
         args = [fx.CTXPAR, "serve", fx.MODEL, *flags, "--port", "0"]
@@ -90,7 +132,7 @@ class BadParserFlags(unittest.TestCase):
 
     def test_unknown_or_incomplete_parser_flags_exit_with_the_rule(self):
         self.refused(["--reasoning-parser", "granite"],
-                     "'granite' is not supported; use deepseek_r1, qwen3 or deepseek_v3")
+                     "'granite' is not supported; use deepseek_r1, qwen3, deepseek_v3 or glm45")
         self.refused(["--enable-auto-tool-choice", "--tool-call-parser", "mistral"],
                      "'mistral' is not supported; use hermes")
         self.refused(["--enable-auto-tool-choice"],

@@ -252,13 +252,7 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
   plan->model = options_.served_model_name;
   plan->num_top_logprobs = r.logprobs ? r.top_logprobs.value_or(0) : -1;
   plan->reasoning_parser = options_.reasoning_parser;
-  // deepseek_v3's switch, as vLLM reads it: either key, true.
-  for (const char* key : {"thinking", "enable_thinking"}) {
-    if (r.chat_template_kwargs.is_object() && r.chat_template_kwargs.contains(key)) {
-      const json& v = r.chat_template_kwargs[key];
-      plan->thinking = plan->thinking || (v.is_boolean() && v.get<bool>());
-    }
-  }
+  plan->thinking = thinking_requested(options_.reasoning_parser, r.chat_template_kwargs);
   if (r.tool_choice == "auto" && options_.tool_call_parser == ToolCallParser::kNone) {
     throw bad_request(
         "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set",

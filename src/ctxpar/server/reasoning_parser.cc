@@ -24,14 +24,49 @@ ReasoningParser parse_reasoning_parser(std::string_view name) {
   if (name == "deepseek_r1") return ReasoningParser::kDeepSeekR1;
   if (name == "qwen3") return ReasoningParser::kQwen3;
   if (name == "deepseek_v3") return ReasoningParser::kDeepSeekV3;
+  if (name == "glm45") return ReasoningParser::kGlm45;
   CTXPAR_INPUT_FAIL(
-      "--reasoning-parser '{}' is not supported; use deepseek_r1, qwen3 or deepseek_v3", name);
+      "--reasoning-parser '{}' is not supported; use deepseek_r1, qwen3, deepseek_v3 or glm45",
+      name);
+}
+
+namespace {
+
+// Python's bool() of a JSON value: null, false, 0, "" and empty containers are false.
+bool truthy(const nlohmann::json& v) {
+  if (v.is_null()) return false;
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number_integer()) return v.get<int64_t>() != 0;
+  if (v.is_number_unsigned()) return v.get<uint64_t>() != 0;
+  if (v.is_number_float()) return v.get<double>() != 0.0;
+  if (v.is_string()) return !v.get_ref<const std::string&>().empty();
+  return !v.empty();
+}
+
+}  // namespace
+
+bool thinking_requested(ReasoningParser parser, const nlohmann::json& kwargs) {
+  // A key given as null reads as absent (Python's dict.get(key, None)).
+  const auto get = [&](const char* key) {
+    return kwargs.is_object() && kwargs.contains(key) ? kwargs[key] : nlohmann::json(nullptr);
+  };
+  const nlohmann::json thinking = get("thinking"), enable = get("enable_thinking");
+  switch (parser) {
+    case ReasoningParser::kDeepSeekV3:
+      return truthy(thinking) || truthy(enable);
+    case ReasoningParser::kGlm45:
+      if (thinking.is_null() && enable.is_null()) return true;  // GLM thinks by default
+      return truthy(thinking) || truthy(enable);
+    default:
+      return false;
+  }
 }
 
 ReasoningSplit::ReasoningSplit(ReasoningParser parser, bool thinking, std::string_view prompt_text)
     : parser_(parser),
       splits_(parser == ReasoningParser::kDeepSeekR1 || parser == ReasoningParser::kQwen3 ||
-              (parser == ReasoningParser::kDeepSeekV3 && thinking)) {
+              ((parser == ReasoningParser::kDeepSeekV3 || parser == ReasoningParser::kGlm45) &&
+               thinking)) {
   // Only a </think> that ends the prompt counts: one in an earlier assistant turn is followed
   // by that turn's content and the next turn's markers.
   const size_t last = prompt_text.find_last_not_of(" \t\r\n");

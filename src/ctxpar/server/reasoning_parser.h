@@ -1,14 +1,19 @@
 // vLLM's --reasoning-parser for chat completions: a thinking model's output between <think> and
 // </think> goes to the message's `reasoning`, the rest to its `content` (vllm/reasoning:
-// deepseek_r1, qwen3, deepseek_v3; the field was `reasoning_content` before vLLM 0.11).
+// deepseek_r1, qwen3, deepseek_v3, glm45; the field was `reasoning_content` before vLLM 0.11).
 //
 // The rules, as vLLM's parsers apply them to a whole output:
 //   deepseek_r1: everything up to </think> is reasoning (the template put <think> in the
 //                prompt), a <think> the model wrote and the text before it are dropped; without
 //                </think> all of it is reasoning and content is null;
 //   qwen3:       the same when the output has </think>, else all of it is content;
-//   deepseek_v3: deepseek_r1 when chat_template_kwargs has thinking (or enable_thinking)
-//                true, else no split.
+//   deepseek_v3: deepseek_r1 when chat_template_kwargs' thinking or enable_thinking is truthy
+//                (Python's bool(), as vLLM reads them), else no split;
+//   glm45:       (GLM-4.5, GLM-4.7, GLM-5) deepseek_r1 unless chat_template_kwargs turns the
+//                thinking off: GLM models think by default, so without either key it splits,
+//                and with one it splits when thinking or enable_thinking is truthy (Python's
+//                bool(); null counts as absent) -- vLLM's rule for glm45 (holo2's delegate to
+//                deepseek_r1 / identity, and vllm/parser/glm47_moe.py's thinking_enabled).
 // Streamed, every parser sends reasoning until </think> and content after it (so does vLLM, for
 // qwen3 too). All is content when the prompt ends in </think> (and whitespace): the template
 // closed the thinking, as Qwen3's does for enable_thinking false and DeepSeek-V3.1's without
@@ -17,17 +22,23 @@
 // back while a delta ends in a part of one), so they may span tokens.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace ctxpar::server {
 
-enum class ReasoningParser { kNone, kDeepSeekR1, kQwen3, kDeepSeekV3 };
+enum class ReasoningParser { kNone, kDeepSeekR1, kQwen3, kDeepSeekV3, kGlm45 };
 
-// "" → kNone; "deepseek_r1", "qwen3", "deepseek_v3". Throws InputError naming the value and the
-// valid ones.
+// "" → kNone; "deepseek_r1", "qwen3", "deepseek_v3", "glm45". Throws InputError naming the value
+// and the valid ones.
 ReasoningParser parse_reasoning_parser(std::string_view name);
+
+// The thinking switch of `parser` for a request's chat_template_kwargs (null or an object), as
+// vLLM reads it: deepseek_v3 thinks when thinking or enable_thinking is truthy; glm45 thinks
+// unless they turn it off (see above); the other parsers ignore it (false).
+bool thinking_requested(ReasoningParser parser, const nlohmann::json& chat_template_kwargs);
 
 // One chat choice's split into reasoning and content.
 class ReasoningSplit {
@@ -37,7 +48,7 @@ class ReasoningSplit {
     std::optional<std::string> content;    // null: none
   };
 
-  // thinking: chat_template_kwargs.thinking or .enable_thinking (deepseek_v3's switch);
+  // thinking: thinking_requested() (the deepseek_v3 and glm45 switch);
   // prompt_text: the prompt's text, or its end (only whether it ends in </think> is read).
   ReasoningSplit(ReasoningParser parser, bool thinking, std::string_view prompt_text);
 
