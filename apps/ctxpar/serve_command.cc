@@ -136,7 +136,8 @@ void run(ServeOptions& o) {
     o.server.reasoning_parser = server::parse_reasoning_parser(o.reasoning_parser);
     const server::ToolCallParser tools = server::parse_tool_call_parser(o.tool_call_parser);
     CTXPAR_CHECK_INPUT(!o.enable_auto_tool_choice || tools != server::ToolCallParser::kNone,
-                       "--enable-auto-tool-choice needs --tool-call-parser (hermes)");
+                       "--enable-auto-tool-choice needs --tool-call-parser ({})",
+                       server::tool_call_parser_names());
     if (o.enable_auto_tool_choice) o.server.tool_call_parser = tools;
     const engine::ResolvedEngineConfig resolved = engine::resolve_engine_config(config);
     // Every rank reads the tokenizer files (small), so a bad one stops all ranks alike.
@@ -201,7 +202,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_flag("--enable-auto-tool-choice", o->enable_auto_tool_choice,
                 "parse tool calls out of chat outputs (tool_choice auto) with --tool-call-parser");
   cmd->add_option("--tool-call-parser", o->tool_call_parser,
-                  "hermes: calls as JSON between <tool_call> and </tool_call> (Qwen, Hermes)");
+                  "hermes (Qwen, Hermes: JSON calls), glm45 or glm47 (GLM-4.5 / GLM-4.7, GLM-5: "
+                  "<tool_call>name<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>)");
   cmd->add_option("--max-request-body-bytes", o->max_body,
                   "larger request bodies get 413 (e.g. 32MiB)")
       ->capture_default_str();

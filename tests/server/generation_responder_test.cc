@@ -1,7 +1,8 @@
-// GenerationResponder with both chat parsers on: an output with thinking, text and two tool
-// calls, fed in random pieces, gives vLLM's message (reasoning, the text before the calls as
-// content, tool_calls, finish_reason "tool_calls") whole, and streamed chunks whose reasoning,
-// content and tool calls add up to the same.
+// GenerationResponder with both chat parsers on (deepseek_r1 + hermes, and the GLM recipe's
+// glm45 + glm47): an output with thinking, text and two tool calls, fed in random pieces, gives
+// vLLM's message (reasoning, the text before the calls as content, tool_calls, finish_reason
+// "tool_calls") whole, and streamed chunks whose reasoning, content and tool calls add up to the
+// same.
 #include "ctxpar/server/generation_responder.h"
 
 #include <gtest/gtest.h>
@@ -23,18 +24,42 @@ constexpr std::string_view kOutput =
     "{}}\n</tool_call>";
 
 // The output in random pieces of 1 to 7 bytes (one token id each), the last one finishing.
-std::vector<ChoiceDelta> pieces(std::mt19937_64& rng) {
+std::vector<ChoiceDelta> pieces(std::mt19937_64& rng, std::string_view output = kOutput) {
   std::vector<ChoiceDelta> out;
-  for (size_t at = 0; at < kOutput.size();) {
-    const size_t n = std::min(kOutput.size() - at, size_t{1} + rng() % 7);
+  for (size_t at = 0; at < output.size();) {
+    const size_t n = std::min(output.size() - at, size_t{1} + rng() % 7);
     ChoiceDelta d;
-    d.text = std::string(kOutput.substr(at, n));
+    d.text = std::string(output.substr(at, n));
     d.token_ids = {static_cast<int32_t>(at)};
     at += n;
-    if (at == kOutput.size()) d.finish_reason = "stop";
+    if (at == output.size()) d.finish_reason = "stop";
     out.push_back(std::move(d));
   }
   return out;
+}
+
+// What a stream of SSE events adds up to for choice 0.
+struct Streamed {
+  std::string reasoning, content;
+  std::vector<json> calls;
+  json finish;
+};
+Streamed add_up(const std::string& events) {
+  Streamed s;
+  for (size_t at = events.find("data: "); at != std::string::npos;
+       at = events.find("data: ", at + 1)) {
+    if (events.compare(at, 12, "data: [DONE]") == 0) continue;
+    const json chunk = json::parse(events.substr(at + 6, events.find("\n\n", at) - at - 6));
+    if (chunk["choices"].empty()) continue;
+    const json& c = chunk["choices"][0];
+    s.reasoning += c["delta"].value("reasoning", "");
+    if (c["delta"].contains("content") && !c["delta"]["content"].is_null()) {
+      s.content += c["delta"]["content"].get<std::string>();
+    }
+    for (const json& call : c["delta"].value("tool_calls", json::array())) s.calls.push_back(call);
+    if (!c["finish_reason"].is_null()) s.finish = c["finish_reason"];
+  }
+  return s;
 }
 
 TEST(GenerationResponder, ReasoningAndToolCallsWholeAndStreamed) {
@@ -46,7 +71,7 @@ TEST(GenerationResponder, ReasoningAndToolCallsWholeAndStreamed) {
   plan.prompts = {tok.encode("<|user|>\nweather?\n<|assistant|>\n<think>\n", false)};
   plan.choices.resize(1);
   plan.reasoning_parser = ReasoningParser::kDeepSeekR1;
-  plan.parse_tool_calls = true;
+  plan.tool_call_parser = ToolCallParser::kHermes;
   const SamplingRequest request;
 
   GenerationResponder whole(plan, request, tok);
@@ -65,18 +90,7 @@ TEST(GenerationResponder, ReasoningAndToolCallsWholeAndStreamed) {
   GenerationResponder stream(plan, request, tok);
   std::string events = stream.first_events();
   for (const ChoiceDelta& d : pieces(rng)) events += stream.add({d}, true);
-  std::string reasoning, content;
-  std::vector<json> calls;
-  json finish;
-  for (size_t at = events.find("data: "); at != std::string::npos;
-       at = events.find("data: ", at + 1)) {
-    const json chunk = json::parse(events.substr(at + 6, events.find("\n\n", at) - at - 6));
-    const json& c = chunk["choices"][0];
-    reasoning += c["delta"].value("reasoning", "");
-    if (c["delta"].contains("content")) content += c["delta"]["content"].get<std::string>();
-    for (const json& call : c["delta"].value("tool_calls", json::array())) calls.push_back(call);
-    if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
-  }
+  const auto [reasoning, content, calls, finish] = add_up(events + stream.final_events());
   EXPECT_EQ(reasoning, "check the weather");
   EXPECT_EQ(content, "On it.\n");  // streamed, the newline between the calls is content too
   ASSERT_EQ(calls.size(), 2u);
@@ -85,6 +99,53 @@ TEST(GenerationResponder, ReasoningAndToolCallsWholeAndStreamed) {
   EXPECT_EQ(calls[0]["function"], message["tool_calls"][0]["function"]);
   EXPECT_EQ(calls[1]["function"], message["tool_calls"][1]["function"]);
   EXPECT_EQ(finish, "tool_calls");
+}
+
+// The GLM-5 recipe's parsers (glm45, glm47): reasoning until </think>, the text before the
+// calls as content, calls typed by the tools' schemas, whole and streamed alike.
+TEST(GenerationResponder, GlmReasoningAndToolCallsWholeAndStreamed) {
+  SEEDED_RNG(rng);
+  constexpr std::string_view kGlmOutput =
+      "check the weather</think>On it.<tool_call>get_weather\n<arg_key>city</arg_key>\n"
+      "<arg_value> Paris </arg_value>\n<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n"
+      "</tool_call><tool_call>get_time</tool_call>";
+  const tokenizer::ByteTokenizer tok(512, 256);
+  GenerationPlan plan;
+  plan.endpoint = Endpoint::kChat;
+  plan.id = "chatcmpl-test";
+  plan.prompts = {tok.encode("<|user|>weather?<|assistant|><think>", false)};
+  plan.choices.resize(1);
+  plan.reasoning_parser = ReasoningParser::kGlm45;
+  plan.thinking = thinking_requested(ReasoningParser::kGlm45, nullptr);
+  plan.tool_call_parser = ToolCallParser::kGlm47;
+  plan.tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+      "days": {"type": "integer"}}}}}, {"type": "function", "function": {"name": "get_time"}}])");
+  const SamplingRequest request;
+
+  GenerationResponder whole(plan, request, tok);
+  whole.add(pieces(rng, kGlmOutput), false);
+  const json choice = whole.whole_response()["choices"][0];
+  const json& message = choice["message"];
+  EXPECT_EQ(message["reasoning"], "check the weather");
+  EXPECT_EQ(message["content"], "On it.");
+  ASSERT_EQ(message["tool_calls"].size(), 2u);
+  EXPECT_EQ(message["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(message["tool_calls"][0]["function"]["arguments"], R"({"city": " Paris ", "days": 3})");
+  EXPECT_EQ(message["tool_calls"][1]["function"]["arguments"], "{}");
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+
+  GenerationResponder stream(plan, request, tok);
+  std::string events = stream.first_events();
+  for (const ChoiceDelta& d : pieces(rng, kGlmOutput)) events += stream.add({d}, true);
+  const Streamed got = add_up(events + stream.final_events());
+  EXPECT_EQ(got.reasoning, "check the weather");
+  EXPECT_EQ(got.content, "On it.");
+  ASSERT_EQ(got.calls.size(), 2u);
+  EXPECT_EQ(got.calls[0]["function"], message["tool_calls"][0]["function"]);
+  EXPECT_EQ(got.calls[1]["function"], message["tool_calls"][1]["function"]);
+  EXPECT_EQ(got.calls[1]["index"], 1);
+  EXPECT_EQ(got.finish, "tool_calls");
 }
 
 // A long prompt whose template closed the thinking (it ends in </think>, as Qwen3's with

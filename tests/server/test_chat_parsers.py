@@ -1,11 +1,11 @@
 """`ctxpar serve --reasoning-parser deepseek_v3 --enable-auto-tool-choice --tool-call-parser
-hermes` (and the GLM recipe's glm45) through the openai client: deepseek_v3 splits only with
-chat_template_kwargs thinking, glm45 unless they turn the thinking off,
+hermes` (and the GLM recipe's glm45 and glm47) through the openai client: deepseek_v3 splits
+only with chat_template_kwargs thinking, glm45 unless they turn the thinking off,
 the split output is the unsplit one, a stream's reasoning deltas add up to the whole message's;
 a request with tools and no call in the output keeps its text as content, tool_choice
 "required" is refused, and bad parser flags stop the server with the rule. (The tiny model
 writes neither </think> nor <tool_call>; the splits themselves are tested in
-reasoning_parser_test.cc and tool_call_parser_test.cc.)"""
+reasoning_parser_test.cc, tool_call_parser_test.cc and glm_tool_calls_test.cc.)"""
 
 import subprocess
 import unittest
@@ -87,7 +87,8 @@ class GlmRecipe(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.server = fx.Server(extra_args=["--reasoning-parser", "glm45"]).__enter__()
+        cls.server = fx.Server(extra_args=["--tool-call-parser", "glm47", "--reasoning-parser",
+                                           "glm45", "--enable-auto-tool-choice"]).__enter__()
         cls.client = fx.openai_client(cls.server)
 
     @classmethod
@@ -122,6 +123,23 @@ class GlmRecipe(unittest.TestCase):
                          default_msg["reasoning"])
         self.assertEqual("".join(d.get("content") or "" for d in deltas), "")
 
+    def test_glm47_tools_without_a_call_keep_the_text(self):
+        tools = [{"type": "function", "function": {
+            "name": "get_weather", "parameters": {"type": "object", "properties": {
+                "city": {"type": "string"}, "days": {"type": "integer"}}}}}]
+        question = "Weather in Paris? " + str(fx.seeded_rng(self).random())
+        args = dict(self.chat(question, {"enable_thinking": False}), tools=tools)
+        whole = self.client.chat.completions.create(**args).model_dump()["choices"][0]
+        self.assertTrue(whole["message"]["content"])
+        self.assertFalse(whole["message"]["tool_calls"])
+        self.assertEqual(whole["finish_reason"], "length")
+        chunks = [c.model_dump() for c in self.client.chat.completions.create(stream=True, **args)]
+        choices = [c["choices"][0] for c in chunks if c["choices"]]
+        self.assertEqual("".join(c["delta"]["content"] or "" for c in choices),
+                         whole["message"]["content"])
+        self.assertFalse(any(c["delta"].get("tool_calls") for c in choices))
+        self.assertEqual(choices[-1]["finish_reason"], "length")
+
 
 class BadParserFlags(unittest.TestCase):
     def refused(self, flags, message):
@@ -134,9 +152,9 @@ class BadParserFlags(unittest.TestCase):
         self.refused(["--reasoning-parser", "granite"],
                      "'granite' is not supported; use deepseek_r1, qwen3, deepseek_v3 or glm45")
         self.refused(["--enable-auto-tool-choice", "--tool-call-parser", "mistral"],
-                     "'mistral' is not supported; use hermes")
+                     "'mistral' is not supported; use hermes, glm45 or glm47")
         self.refused(["--enable-auto-tool-choice"],
-                     "--enable-auto-tool-choice needs --tool-call-parser (hermes)")
+                     "--enable-auto-tool-choice needs --tool-call-parser (hermes, glm45 or glm47)")
 
 
 if __name__ == "__main__":

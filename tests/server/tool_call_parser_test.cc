@@ -16,25 +16,31 @@
 namespace ctxpar::server {
 namespace {
 
+ToolCallSplit hermes(std::string_view text) {
+  return split_tool_calls(ToolCallParser::kHermes, text, nullptr);
+}
+
 TEST(ToolCallParser, NamesAreVllmsAndOthersAreRefused) {
   EXPECT_EQ(parse_tool_call_parser(""), ToolCallParser::kNone);
   EXPECT_EQ(parse_tool_call_parser("hermes"), ToolCallParser::kHermes);
+  EXPECT_EQ(parse_tool_call_parser("glm45"), ToolCallParser::kGlm45);
+  EXPECT_EQ(parse_tool_call_parser("glm47"), ToolCallParser::kGlm47);
   try {
     parse_tool_call_parser("mistral");
     ADD_FAILURE() << "mistral was taken";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("'mistral' is not supported; use hermes"),
+    EXPECT_NE(std::string(e.what()).find("'mistral' is not supported; use hermes, glm45 or glm47"),
               std::string::npos)
         << e.what();
   }
 }
 
 TEST(ToolCallParser, WholeOutputsSplitAsVllmsHermesParser) {
-  const ToolCallSplit none = split_tool_calls("no call here");
+  const ToolCallSplit none = hermes("no call here");
   EXPECT_EQ(none.content, "no call here");
   EXPECT_TRUE(none.calls.empty());
 
-  const ToolCallSplit two = split_tool_calls(
+  const ToolCallSplit two = hermes(
       "Let me look.\n<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\": \"Paris\", "
       "\"days\": [1, 2], \"metric\": true}}\n</tool_call>\n<tool_call>\n{\"name\":\"time\","
       "\"arguments\":\"{\\\"zone\\\":\\\"CET\\\"}\"}\n</tool_call>");
@@ -51,7 +57,7 @@ TEST(ToolCallParser, WholeOutputsSplitAsVllmsHermesParser) {
 
   // No text before the call: null content; a call left open at the end still counts.
   const ToolCallSplit open =
-      split_tool_calls("<tool_call>{\"name\": \"f\", \"arguments\": {\"z\": 1, \"a\": 2}}");
+      hermes("<tool_call>{\"name\": \"f\", \"arguments\": {\"z\": 1, \"a\": 2}}");
   EXPECT_EQ(open.content, std::nullopt);
   ASSERT_EQ(open.calls.size(), 1u);
   EXPECT_EQ(open.calls[0].arguments, R"({"z": 1, "a": 2})");
@@ -61,7 +67,7 @@ TEST(ToolCallParser, WholeOutputsSplitAsVllmsHermesParser) {
        {"x<tool_call>{\"name\": \"f\", \"arguments\": {</tool_call>",
         "<tool_call>{\"arguments\": {}}</tool_call>", "<tool_call>{\"name\": \"f\"}</tool_call>",
         "<tool_call>[1, 2]</tool_call>"}) {
-    const ToolCallSplit bad = split_tool_calls(text);
+    const ToolCallSplit bad = hermes(text);
     EXPECT_EQ(bad.content, text);
     EXPECT_TRUE(bad.calls.empty()) << text;
   }
@@ -92,10 +98,10 @@ TEST(ToolCallParser, RandomlyCutStreamsGiveTheSameCalls) {
     }
     if (n == 0) text += after;  // text after calls is dropped whole, streamed as content
     SCOPED_TRACE(text);
-    const ToolCallSplit want = split_tool_calls(text);
+    const ToolCallSplit want = hermes(text);
     ASSERT_EQ(want.calls.size(), names.size());
 
-    ToolCallStream stream;
+    ToolCallStream stream(ToolCallParser::kHermes);
     std::string content;
     std::vector<ToolCall> calls;
     for (size_t at = 0; at < text.size();) {
@@ -116,7 +122,7 @@ TEST(ToolCallParser, RandomlyCutStreamsGiveTheSameCalls) {
     }
   }
   // A streamed call that is not one goes out as content, tags and all.
-  ToolCallStream stream;
+  ToolCallStream stream(ToolCallParser::kHermes);
   const ToolCallStream::Delta d = stream.add("hi<tool_call>{oops}</tool_call>", true);
   EXPECT_EQ(d.content, "hi<tool_call>{oops}</tool_call>");
   EXPECT_TRUE(d.calls.empty());

@@ -13,6 +13,7 @@ using nlohmann::json;
 GenerationResponder::GenerationResponder(const GenerationPlan& plan, const SamplingRequest& request,
                                          const tokenizer::Tokenizer& tokenizer)
     : plan_(plan), request_(request), tokenizer_(tokenizer), states_(plan.choices.size()) {
+  for (ChoiceState& s : states_) s.tools = ToolCallStream(plan.tool_call_parser, &plan.tools);
   if (plan.endpoint != Endpoint::kChat || plan.reasoning_parser == ReasoningParser::kNone) return;
   // Only the prompt's end matters (whether it closes the thinking): decode its last tokens, not
   // a long prompt whole on every request.
@@ -94,7 +95,8 @@ std::optional<json> GenerationResponder::chat_delta(ChoiceState& s, const std::s
     content = std::move(part.content);
   }
   json calls = json::array();
-  if (plan_.parse_tool_calls) {
+  const bool parse_tools = plan_.tool_call_parser != ToolCallParser::kNone;
+  if (parse_tools) {
     const int sent = s.tools.calls_sent();
     ToolCallStream::Delta part = s.tools.add(content, finished);
     content = std::move(part.content);
@@ -104,7 +106,7 @@ std::optional<json> GenerationResponder::chat_delta(ChoiceState& s, const std::s
       calls.push_back(std::move(call));
     }
   }
-  if (!s.reasoning.enabled() && !plan_.parse_tool_calls) return json{{"content", content}};
+  if (!s.reasoning.enabled() && !parse_tools) return json{{"content", content}};
   if (reasoning.empty() && content.empty() && calls.empty()) return std::nullopt;
   json delta = json::object();
   if (!reasoning.empty()) delta["reasoning"] = reasoning;
@@ -217,8 +219,8 @@ json GenerationResponder::whole_response() const {
         message["reasoning"] = or_null(part.reasoning);
       }
       std::string finish_reason = s.finish_reason;
-      if (plan_.parse_tool_calls && content) {
-        ToolCallSplit split = split_tool_calls(*content);
+      if (plan_.tool_call_parser != ToolCallParser::kNone && content) {
+        ToolCallSplit split = split_tool_calls(plan_.tool_call_parser, *content, plan_.tools);
         content = std::move(split.content);
         if (!split.calls.empty()) {
           json calls = json::array();

@@ -35,8 +35,10 @@ struct GenerationPlan {
   // Chat: --reasoning-parser, and chat_template_kwargs' thinking switch (reasoning_parser.h).
   ReasoningParser reasoning_parser = ReasoningParser::kNone;
   bool thinking = false;
-  // Chat: tool calls parsed out of the content (tool_call_parser.h; tool_choice "auto").
-  bool parse_tool_calls = false;
+  // Chat: the parser of tool calls out of the content (tool_call_parser.h; tool_choice "auto"
+  // with tools; kNone: no parsing), and the request's tools, whose schemas type the arguments.
+  ToolCallParser tool_call_parser = ToolCallParser::kNone;
+  nlohmann::json tools;
 };
 
 class GenerationResponder {

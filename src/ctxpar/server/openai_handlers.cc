@@ -258,12 +258,16 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
         "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set",
         "tool_choice");
   }
-  plan->parse_tool_calls = r.tool_choice == "auto" && r.tools.is_array() && !r.tools.empty();
+  if (r.tool_choice == "auto" && r.tools.is_array() && !r.tools.empty()) {
+    plan->tool_call_parser = options_.tool_call_parser;
+    plan->tools = r.tools;
+  }
   plan->prompts.push_back(chat_prompt_tokens(r));
   add_choices(*plan, r, options_, engine_.config().scheduler.max_model_len,
               "max_completion_tokens");
-  // As vLLM's hermes parser: its tags may be special tokens in some vocabularies.
-  const bool skip_special = r.skip_special_tokens && !plan->parse_tool_calls;
+  // As vLLM's tool call parsers: their tags may be special tokens in some vocabularies.
+  const bool skip_special =
+      r.skip_special_tokens && plan->tool_call_parser == ToolCallParser::kNone;
   run_generation(engine_, metrics_, tokenizer_, options_, state_.open_streams, std::move(plan), r,
                  skip_special, arrival, res);
 }

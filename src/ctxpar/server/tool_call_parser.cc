@@ -1,51 +1,48 @@
 #include "ctxpar/server/tool_call_parser.h"
 
-#include <nlohmann/json.hpp>
-
 #include "ctxpar/core/error.h"
-#include "ctxpar/server/openai_responses.h"
+#include "ctxpar/server/glm_tool_calls.h"
+#include "ctxpar/server/hermes_tool_calls.h"
+#include "ctxpar/server/python_space.h"
 #include "ctxpar/server/text_tags.h"
 
 namespace ctxpar::server {
 namespace {
 
-using ordered_json = nlohmann::ordered_json;
+// How one format marks its calls and splits a whole output.
+struct Format {
+  std::string_view open, close;
+  bool open_block_counts;   // a block left open at the end of the output is parsed too
+  bool blank_content_null;  // content that is only whitespace is null
+};
 
-constexpr std::string_view kOpen = "<tool_call>";
-constexpr std::string_view kClose = "</tool_call>";
-
-// Python's json.dumps(value, ensure_ascii=False): ", " and ": " between items, keys in order.
-std::string python_json(const ordered_json& v) {
-  if (v.is_object()) {
-    std::string out = "{";
-    for (auto it = v.begin(); it != v.end(); ++it) {
-      if (it != v.begin()) out += ", ";
-      out += ordered_json(it.key()).dump() + ": " + python_json(it.value());
-    }
-    return out + "}";
+Format format_of(ToolCallParser parser) {
+  switch (parser) {
+    case ToolCallParser::kHermes:
+      return {"<tool_call>", "</tool_call>", true, false};
+    case ToolCallParser::kGlm45:
+    case ToolCallParser::kGlm47:
+      return {"<tool_call>", "</tool_call>", false, true};
+    case ToolCallParser::kNone:
+      break;
   }
-  if (v.is_array()) {
-    std::string out = "[";
-    for (size_t i = 0; i < v.size(); ++i) out += (i > 0 ? ", " : "") + python_json(v[i]);
-    return out + "]";
-  }
-  return v.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+  CTXPAR_FAIL("no tool call parser");
 }
 
-// A call's JSON text as vLLM reads it: an object with a string "name" and "arguments" (an
-// object, or a string holding one). Empty when it is not one.
-std::optional<ToolCall> parse_call(std::string_view body) {
-  const ordered_json v = ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!v.is_object() || !v.contains("name") || !v["name"].is_string() || !v.contains("arguments")) {
-    return std::nullopt;
+// The calls of one block's text: empty when it holds none, nullopt when the whole output must
+// be content.
+std::optional<std::vector<ToolCall>> block_calls(ToolCallParser parser, std::string_view body,
+                                                 const nlohmann::json& tools) {
+  switch (parser) {
+    case ToolCallParser::kHermes:
+      return hermes_tool_call(body);
+    case ToolCallParser::kGlm45:
+    case ToolCallParser::kGlm47:
+      return glm_tool_call(body, parser == ToolCallParser::kGlm47, tools);
+    case ToolCallParser::kNone:
+      break;
   }
-  ordered_json args = v["arguments"];
-  if (args.is_string()) {
-    args = ordered_json::parse(args.get<std::string>(), nullptr, false);
-    if (args.is_discarded()) return std::nullopt;
-  }
-  return ToolCall{"chatcmpl-tool-" + random_hex(32), v["name"].get<std::string>(),
-                  python_json(args)};
+  CTXPAR_FAIL("no tool call parser");
 }
 
 }  // namespace
@@ -53,62 +50,81 @@ std::optional<ToolCall> parse_call(std::string_view body) {
 ToolCallParser parse_tool_call_parser(std::string_view name) {
   if (name.empty()) return ToolCallParser::kNone;
   if (name == "hermes") return ToolCallParser::kHermes;
-  CTXPAR_INPUT_FAIL("--tool-call-parser '{}' is not supported; use hermes", name);
+  if (name == "glm45") return ToolCallParser::kGlm45;
+  if (name == "glm47") return ToolCallParser::kGlm47;
+  CTXPAR_INPUT_FAIL("--tool-call-parser '{}' is not supported; use {}", name,
+                    tool_call_parser_names());
 }
 
-ToolCallSplit split_tool_calls(std::string_view text) {
-  const size_t first = text.find(kOpen);
-  if (first == std::string_view::npos) return {std::string(text), {}};
+std::string_view tool_call_parser_names() {
+  return "hermes, glm45 or glm47";
+}
+
+ToolCallSplit split_tool_calls(ToolCallParser parser, std::string_view text,
+                               const nlohmann::json& tools) {
+  const Format f = format_of(parser);
+  const size_t first = text.find(f.open);
+  ToolCallSplit all_content{std::string(text), {}};
+  if (first == std::string_view::npos) return all_content;
   ToolCallSplit out;
-  for (size_t at = first; at != std::string_view::npos; at = text.find(kOpen, at)) {
-    const size_t body = at + kOpen.size();
-    const size_t close = text.find(kClose, body);
-    const std::string_view call =
+  for (size_t at = first; at != std::string_view::npos; at = text.find(f.open, at)) {
+    const size_t body = at + f.open.size();
+    const size_t close = text.find(f.close, body);
+    if (close == std::string_view::npos && !f.open_block_counts) break;
+    const std::string_view block =
         close == std::string_view::npos ? text.substr(body) : text.substr(body, close - body);
-    std::optional<ToolCall> parsed = parse_call(call);
-    if (!parsed) return {std::string(text), {}};
-    out.calls.push_back(std::move(*parsed));
+    std::optional<std::vector<ToolCall>> calls = block_calls(parser, block, tools);
+    if (!calls) return all_content;
+    for (ToolCall& call : *calls) out.calls.push_back(std::move(call));
     if (close == std::string_view::npos) break;
-    at = close + kClose.size();
+    at = close + f.close.size();
   }
-  if (first > 0) out.content = std::string(text.substr(0, first));
+  if (out.calls.empty()) return all_content;
+  const std::string_view before = text.substr(0, first);
+  const bool null_content =
+      before.empty() || (f.blank_content_null && python_strip_space(before).empty());
+  if (!null_content) out.content = std::string(before);
   return out;
 }
 
 ToolCallStream::Delta ToolCallStream::add(std::string_view text, bool finished) {
+  const Format f = format_of(parser_);
   Delta d;
   std::string buf = held_ + std::string(text);
   held_.clear();
   for (;;) {
-    if (!in_call_) {
-      const size_t open = buf.find(kOpen);
+    if (!in_block_) {
+      const size_t open = buf.find(f.open);
       if (open == std::string::npos) {
-        const size_t keep = finished ? 0 : partial_tag_tail(buf, kOpen);
+        const size_t keep = finished ? 0 : partial_tag_tail(buf, f.open);
         d.content += buf.substr(0, buf.size() - keep);
         held_ = buf.substr(buf.size() - keep);
         return d;
       }
       d.content += buf.substr(0, open);
-      buf.erase(0, open + kOpen.size());
-      in_call_ = true;
+      buf.erase(0, open + f.open.size());
+      in_block_ = true;
     }
-    const size_t close = buf.find(kClose);
+    const size_t close = buf.find(f.close);
     if (close == std::string::npos && !finished) {
       held_ = std::move(buf);
       return d;
     }
     const std::string body = buf.substr(0, close);
-    std::optional<ToolCall> call = parse_call(body);
-    if (call) {
-      d.calls.push_back(std::move(*call));
-      ++calls_sent_;
-    } else {  // not a call after all: its text goes out as it came
-      d.content += std::string(kOpen) + body;
-      if (close != std::string::npos) d.content += kClose;
+    std::optional<std::vector<ToolCall>> calls;
+    if (close != std::string::npos || f.open_block_counts) {
+      calls = block_calls(parser_, body, tools_ != nullptr ? *tools_ : nlohmann::json());
     }
-    in_call_ = false;
+    if (calls && !calls->empty()) {
+      calls_sent_ += static_cast<int>(calls->size());
+      for (ToolCall& call : *calls) d.calls.push_back(std::move(call));
+    } else {  // no call after all: its text goes out as it came
+      d.content += std::string(f.open) + body;
+      if (close != std::string::npos) d.content += f.close;
+    }
+    in_block_ = false;
     if (close == std::string::npos) return d;
-    buf.erase(0, close + kClose.size());
+    buf.erase(0, close + f.close.size());
   }
 }
 

@@ -1,16 +1,23 @@
-// vLLM's --tool-call-parser hermes (with --enable-auto-tool-choice), the format of Qwen2.5,
-// Qwen3 and Hermes models: a tool call is a JSON object {"name": ..., "arguments": {...}}
-// between <tool_call> and </tool_call> in the output (vllm/tool_parsers/hermes_tool_parser.py).
+// vLLM's --tool-call-parser (with --enable-auto-tool-choice): tool calls parsed out of a chat
+// output's text. Each format puts calls between an opening and a closing tag:
+//   hermes  (Qwen2.5, Qwen3, Hermes): <tool_call>{"name": ..., "arguments": {...}}</tool_call>
+//   glm45   (GLM-4.5, GLM-4.6), glm47 (GLM-4.7, GLM-5):
+//           <tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>...</tool_call>
+// (the call's text in hermes_tool_calls.h and glm_tool_calls.h).
 //
-// A whole output, as vLLM splits it: the calls (a last one left open at the end of the output
-// counts too), each with its arguments as JSON text in Python's json.dumps form (", " and ": ",
-// keys in the model's order), and the text before the first <tool_call> as content (null when
-// empty); a call that is not a JSON object with a string "name" makes it no calls and all
-// content. Streamed, text outside calls goes out as content, and each call goes out whole once
-// its </tool_call> arrives (vLLM streams a call's arguments piece by piece; the client's
-// accumulated message is the same).
+// A whole output, as vLLM splits it: the calls of every closed block (hermes: a block left
+// open at the end counts too), each with its arguments as JSON text in Python's json.dumps form
+// (", " and ": ", keys in the model's order), and the text before the first opening tag as
+// content (null when empty; glm: also when only whitespace). Text after the first call is
+// dropped. A block that is no call is skipped (glm), or makes the output no calls (hermes, and
+// glm when json.dumps refuses a value); without calls the whole output is content.
+// Streamed, text outside blocks goes out as content, and each block goes out as whole calls
+// once its closing tag arrives (vLLM streams a call's arguments piece by piece; the client's
+// accumulated message is the same); a block that gives no call goes out as content, tags and
+// all, and so does a block still open when the output ends (hermes: parsed, as whole).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,10 +25,13 @@
 
 namespace ctxpar::server {
 
-enum class ToolCallParser { kNone, kHermes };
+enum class ToolCallParser { kNone, kHermes, kGlm45, kGlm47 };
 
-// "" → kNone; "hermes". Throws InputError naming the value and the valid one.
+// "" → kNone; "hermes", "glm45", "glm47". Throws InputError naming the value and the valid ones.
 ToolCallParser parse_tool_call_parser(std::string_view name);
+
+// The names parse_tool_call_parser takes, for messages: "hermes, glm45 or glm47".
+std::string_view tool_call_parser_names();
 
 struct ToolCall {
   std::string id;  // "chatcmpl-tool-" + 32 hex digits, as vLLM's
@@ -34,24 +44,33 @@ struct ToolCallSplit {
   std::vector<ToolCall> calls;
 };
 
-// The whole output's calls and content.
-ToolCallSplit split_tool_calls(std::string_view text);
+// The whole output's calls and content. `tools`: the request's tools (glm types arguments by
+// their schemas).
+ToolCallSplit split_tool_calls(ToolCallParser parser, std::string_view text,
+                               const nlohmann::json& tools);
 
 // One choice's streamed output.
 class ToolCallStream {
  public:
+  // `tools` (the request's) outlives the stream; null: none.
+  explicit ToolCallStream(ToolCallParser parser = ToolCallParser::kNone,
+                          const nlohmann::json* tools = nullptr)
+      : parser_(parser), tools_(tools) {}
+
   struct Delta {
     std::string content;
     std::vector<ToolCall> calls;
   };
   // The next text (after any reasoning split); `finished` releases what is held back, and an
-  // open call that parses becomes a call.
+  // open block is handled as the header says.
   Delta add(std::string_view text, bool finished);
   int calls_sent() const { return calls_sent_; }
 
  private:
-  std::string held_;      // a tail that may begin <tool_call>, or an open call's text
-  bool in_call_ = false;  // held_ is the text of a call after its <tool_call>
+  ToolCallParser parser_;
+  const nlohmann::json* tools_;
+  std::string held_;       // a tail that may begin the opening tag, or an open block's text
+  bool in_block_ = false;  // held_ is the text of a block after its opening tag
   int calls_sent_ = 0;
 };
 
