@@ -2,12 +2,13 @@
 //
 // - Read bandwidth: the shared ceiling (bench/support/read_bandwidth.h), 1 and 2 threads: the
 //   ceiling of a memory-bound decode.
-// - FP8 GEMV (one token): W [out, in] e4m3 with 128×128 f32 scales at DeepSeek-V3 shapes
-//   7168 × 18432 (down_proj: out × in) and 2048 × 7168 (an expert's gate / up_proj), 1 and 2
-//   threads, and on 1 thread the short-row shapes 24576 × 1536 (q_b_proj) and 7168 × 2048 (an
-//   expert's down_proj). Enough copies of W are rotated that their total exceeds 1 GiB, so
-//   every call reads W from DRAM. Reported: GB/s of weight + scale bytes, and "of_read" = that
-//   / the read ceiling of the same thread count (goal >= 0.8); the label names the ISA.
+// - FP8 decode linears (bf16 activations): W [out, in] e4m3 with 128×128 f32 scales, one token
+//   at DeepSeek-V3 shapes 7168 × 18432 (down_proj: out × in) and 2048 × 7168 (an expert's gate /
+//   up_proj), 1 and 2 threads, and on 1 thread the short-row shapes 24576 × 1536 (q_b_proj) and
+//   7168 × 2048 (an expert's down_proj); 2 to 64 tokens (batched decode) at 7168 × 18432.
+//   Enough copies of W are rotated that their total exceeds 1 GiB, so every call reads W from
+//   DRAM. Reported: GB/s of weight + scale bytes per call, and "of_read" = that / the read
+//   ceiling of the same thread count (goal >= 0.8); the label names the ISA.
 // - FP8 prefill (512 tokens) at an expert's gate / up_proj 2048 × 7168 and down_proj
 //   7168 × 2048 (and a dense layer's 18432 × 7168 on 2 threads), 1 and 2 threads, f32 and
 //   bf16 activations: GFLOP/s and "of_gemm" = that / the GEMM the path feeds with the
@@ -74,17 +75,19 @@ kernels::Fp8Weight random_fp8(int64_t out, int64_t in, uint64_t seed) {
 void BM_Fp8Gemv(benchmark::State& state) {
   const int64_t out = state.range(0), in = state.range(1);
   const int threads = static_cast<int>(state.range(2));
+  const int64_t tokens = state.range(3);
   const double ceiling = bench::read_ceiling(threads).gb_per_s;
   const int64_t bytes = out * in + shape_numel(kernels::fp8_scale_shape(out, in)) * 4;
   const int copies =
       static_cast<int>(std::max<int64_t>(2, ((int64_t{1} << 30) + bytes - 1) / bytes));
   std::vector<kernels::Fp8Linear> layers;
   for (int c = 0; c < copies; ++c)
-    layers.emplace_back(random_fp8(out, in, static_cast<uint64_t>(c)));
+    layers.emplace_back(random_fp8(out, in, static_cast<uint64_t>(c)), std::nullopt,
+                        DType::kBF16);
   ThreadPool pool(threads);
-  Tensor x = Tensor::empty({1, in}, DType::kF32);
-  for (int64_t i = 0; i < in; ++i) x.data<float>()[i] = static_cast<float>((i % 7) - 3);
-  Tensor y = Tensor::empty({1, out}, DType::kF32);
+  Tensor x = Tensor::empty({tokens, in}, DType::kF32);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i % 7) - 3);
+  Tensor y = Tensor::empty({tokens, out}, DType::kF32);
   for (int c = 0; c < copies; ++c) layers[static_cast<size_t>(c)].forward(x, y, pool);  // warm up
   int64_t calls = 0;
   const auto t0 = Clock::now();
@@ -107,13 +110,14 @@ void BM_Fp8Gemv(benchmark::State& state) {
   state.SetLabel(std::string("isa=") + std::string(isa_name(active_isa())));
 }
 BENCHMARK(BM_Fp8Gemv)
-    ->ArgNames({"out", "in", "threads"})
-    ->Args({7168, 18432, 1})
-    ->Args({7168, 18432, 2})
-    ->Args({2048, 7168, 1})
-    ->Args({2048, 7168, 2})
-    ->Args({24576, 1536, 1})
-    ->Args({7168, 2048, 1})
+    ->ArgNames({"out", "in", "threads", "tokens"})
+    ->Args({7168, 18432, 1, 1})
+    ->Args({7168, 18432, 2, 1})
+    ->Args({2048, 7168, 1, 1})
+    ->Args({2048, 7168, 2, 1})
+    ->Args({24576, 1536, 1, 1})
+    ->Args({7168, 2048, 1, 1})
+    ->ArgsProduct({{7168}, {18432}, {1, 2}, {2, 3, 4, 8, 16, 32, 64}})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(2.0);
 

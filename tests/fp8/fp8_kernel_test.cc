@@ -246,6 +246,37 @@ TEST_F(Fp8Test, LinearMatchesTheReferenceOnBothPathsWithAndWithoutAPool) {
   }
 }
 
+// Every token count up to past the tile kernel's two token tiles, bf16 activations (the tile
+// kernel at Isa::kAmx from 2 tokens, the GEMV's passes, the prefill path): rows that end in a
+// partial 32-row group, k with a partial last 128-block and a k % 32 tail (or k < 32), block
+// and per-row scales, with and without a pool.
+TEST_F(Fp8Test, EveryTokenCountPathMatchesTheReference) {
+  ThreadPool pool(3);
+  for (const int64_t tokens : {2, 3, 5, 8, 15, 16, 17, 24, 31, 32, 33, 40}) {
+    const int64_t out = uniform_int(1, 330);
+    const int64_t in = uniform_int(0, 3) == 0 ? uniform_int(1, 40) : uniform_int(100, 700);
+    const Fp8Scaling scaling = uniform_int(0, 1) ? Fp8Scaling::kBlock128 : Fp8Scaling::kPerRow;
+    SCOPED_TRACE(testing::Message() << out << "x" << in << " tokens " << tokens << " "
+                                    << fp8_scaling_name(scaling) << " isa "
+                                    << isa_name(active_isa()));
+    const Fp8Weight w = random_weight(out, in, scaling);
+    const Fp8Linear lin(w, std::nullopt, DType::kBF16);
+    const Tensor wide = random({tokens, in + 3});
+    const Tensor x = wide.slice(1, 1, 1 + in);
+    Tensor want = Tensor::empty({tokens, out}, DType::kF32);
+    fp8_linear_reference(x, w, nullptr, DType::kBF16, want);
+    for (bool use_pool : {false, true}) {
+      Tensor y = poisoned({tokens, out});
+      if (use_pool) {
+        lin.forward(x, y, pool);
+      } else {
+        lin.forward(x, y);
+      }
+      EXPECT_LE(relative_error(y, want), 2e-6) << (use_pool ? "pool" : "no pool");
+    }
+  }
+}
+
 // A prefill past one 512-token chunk, its rows split over pools of 2 and 3 threads (tasks of
 // 64-row multiples that cut 128-row scale blocks and tiles of several blocks).
 TEST_F(Fp8Test, LongPrefillOverAPoolMatchesTheReference) {

@@ -12,6 +12,7 @@
 #include "ctxpar/kernels/linear_direct_split.h"
 #include "ctxpar/kernels/linear_fp8_kernel.h"
 #include "ctxpar/kernels/linear_gemm.h"
+#include "ctxpar/kernels/linear_gemv.h"
 #include "ctxpar/kernels/linear_matmul_cache.h"
 
 namespace ctxpar::kernels {
@@ -36,6 +37,18 @@ const Fp8Kernels& fp8_kernels(Isa isa) {
 namespace {
 
 using detail::kFp8Block;
+
+// Up to this many tokens the GEMV (passes of kFp8GemvMaxTokens over each L2-resident row block)
+// beats the prefill path, whose conversion pass costs the same for any token count (fp8_bench
+// Fp8Gemv 7168 × 18432, 1 thread, AMX Xeon VM, bf16 activations without the tile kernel: 8
+// tokens 26 ms against 73, 16 tokens 52 against 77, 32 tokens 99 against 92).
+constexpr int64_t kGemvMaxCallTokens = 16;
+// From kAmxMinTokens to kAmxMaxTokens tokens, with bf16 activations at Isa::kAmx, the tile
+// kernel (detail::fp8_gemm_amx, in passes of detail::kFp8AmxMaxTokens) runs instead (fp8_bench
+// Fp8Gemv 7168 × 18432, 1 thread: 3 tokens 10.2 ms against the GEMV's 10.5, 2 tokens 9.9
+// against 8.8; 32 tokens 18.6 ms, so two passes for 64 beat the prefill path's 94 ms).
+constexpr int64_t kAmxMinTokens = 3;
+constexpr int64_t kAmxMaxTokens = 2 * detail::kFp8AmxMaxTokens;
 
 // Weight rows widened to f32 at a time on the way to a bf16 tile (stays in L2).
 constexpr int64_t kConvertRows = 16;
@@ -120,6 +133,14 @@ struct Fp8Linear::Impl {
   void forward(const Tensor& x, Tensor& y, ThreadPool* pool) const;
   void gemv(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
             ThreadPool* pool) const;
+  bool uses_amx(int64_t tokens) const {
+    return activation_dtype == DType::kBF16 && active_isa() == Isa::kAmx &&
+           tokens >= kAmxMinTokens && tokens <= kAmxMaxTokens;
+  }
+  // Rows split over the pool in 128-row blocks, x prepared by the calling thread, a pass of up
+  // to detail::kFp8AmxMaxTokens tokens at a time.
+  void gemm_amx(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
+                ThreadPool* pool) const;
   void prefill(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
                ThreadPool* pool) const;
   // bf16 activations where oneDNN has a native bf16 matmul (AVX-512 BF16 / AMX): the e4m3
@@ -224,10 +245,12 @@ void Fp8Linear::Impl::forward(const Tensor& x, Tensor& y, ThreadPool* pool) cons
   if (tokens == 0) return;
   float* yp = y.data<float>();
   const int64_t ldy = row_stride(y);
-  if (tokens <= detail::kFp8GemvMaxTokens) {
+  if (uses_amx(tokens)) {
+    gemm_amx(x.data<float>(), row_stride(x), tokens, yp, ldy, pool);
+  } else if (tokens <= kGemvMaxCallTokens) {
     const float* xp = x.data<float>();
     int64_t ldx = row_stride(x);
-    thread_local std::vector<float> rounded;  // [tokens <= 4, in]: x rounded to bf16
+    thread_local std::vector<float> rounded;  // [tokens, in]: x rounded to bf16
     if (activation_dtype == DType::kBF16) {
       rounded.resize(static_cast<size_t>(tokens * in));
       round_to_bf16(xp, ldx, tokens, in, rounded.data());
@@ -270,6 +293,39 @@ void Fp8Linear::Impl::gemv(const float* x, int64_t ldx, int64_t tokens, float* y
     pool->parallel_for(row_blocks, 1, [&](int64_t b0, int64_t b1, int) { run(b0, b1); });
   } else {
     run(0, row_blocks);
+  }
+}
+
+void Fp8Linear::Impl::gemm_amx(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
+                               ThreadPool* pool) const {
+  thread_local std::vector<float> prepared;  // the calling thread's, read by the pool's tasks
+  for (int64_t t0 = 0; t0 < tokens; t0 += detail::kFp8AmxMaxTokens) {
+    const int64_t nt = std::min<int64_t>(detail::kFp8AmxMaxTokens, tokens - t0);
+    prepared.resize(static_cast<size_t>(nt * in));
+    detail::gemv_prepare_x_amx(x + t0 * ldx, ldx, nt, in, prepared.data());
+    detail::Fp8AmxArgs a;
+    a.xp = prepared.data();
+    a.tokens = nt;
+    a.k = in;
+    a.w = static_cast<const uint8_t*>(w.weight.raw());
+    a.ldw = row_stride(w.weight);
+    a.scale = block_scales();
+    a.lds = block_scale_stride();
+    a.y = y + t0 * ldy;
+    a.ldy = ldy;
+    const auto run = [&](int64_t b0, int64_t b1) {
+      detail::Fp8AmxArgs part = a;
+      part.r0 = b0 * kFp8Block;
+      part.nr = std::min(b1 * kFp8Block, out) - part.r0;
+      detail::fp8_gemm_amx(part);
+      scale_rows(a.y, ldy, 0, nt, part.r0, part.nr);
+    };
+    const int64_t row_blocks = blocks(out);
+    if (pool != nullptr && pool->num_threads() > 1 && row_blocks > 1) {
+      pool->parallel_for(row_blocks, 1, [&](int64_t b0, int64_t b1, int) { run(b0, b1); });
+    } else {
+      run(0, row_blocks);
+    }
   }
 }
 

@@ -8,7 +8,10 @@
 // strategy "tensor": one scale, repeated per row by the loader) checkpoints store them.
 //
 // Paths (chosen per call by the token count):
-//   decode, tokens <= 4: a GEMV that streams each weight row once, widening e4m3 to f32 in
+//   decode with bf16 activations on AMX, 3 to 64 tokens: the tile unit (linear_fp8_amx.cc),
+//     e4m3 widened to bf16 32 rows × 128 values at a time, 32 tokens per pass;
+//   decode, tokens <= 16 otherwise: a GEMV that streams each weight row once (more than 4
+//     tokens: further passes over each L2-resident row block), widening e4m3 to f32 in
 //     registers (AVX-512 / AVX2 / scalar, picked at run time; linear_fp8_kernel.h), several
 //     rows per iteration with every token's activations in registers. The block scales are
 //     folded into a per-128-row-block copy of x, so the inner loop is a plain dot product;

@@ -49,6 +49,26 @@ struct Fp8Kernels {
                             const float* scale, bool first, float* y, int64_t ldy);
 };
 
+// FP8 weights times 2 to kFp8AmxMaxTokens tokens on the AMX tile unit (linear_fp8_amx.cc), for
+// bf16 activations: y[t, o] = Σ_i bf16(x[t, i])·e4m3(W[o, i])·S[o / 128, i / 128] for rows
+// o in [r0, r0 + nr), r0 a multiple of 128. xp: x as gemv_prepare_x_amx prepares it (bf16
+// tiles of 32 values × tokens, then the last k % 32 values as f32). scale: S with row stride
+// lds (lds 0: one row of scales for every row block). Writes y[t, r0 .. r0 + nr) (row stride
+// ldy). Runs on the calling thread; needs Isa::kAmx.
+inline constexpr int kFp8AmxMaxTokens = 32;
+struct Fp8AmxArgs {
+  const void* xp;
+  int64_t tokens, k;
+  const uint8_t* w;
+  int64_t ldw;
+  const float* scale;
+  int64_t lds;
+  int64_t r0, nr;
+  float* y;
+  int64_t ldy;
+};
+void fp8_gemm_amx(const Fp8AmxArgs& a);
+
 // Throws ctxpar::Error if the CPU lacks isa.
 const Fp8Kernels& fp8_kernels(Isa isa);
 
