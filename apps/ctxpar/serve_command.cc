@@ -33,6 +33,7 @@ struct ServeOptions {
   server::ServerOptions server;
   std::string max_body = "32MiB";
   std::string chat_template;  // --chat-template: a file or the template text
+  std::string chat_template_content_format = "auto";
   std::string reasoning_parser;
   bool enable_auto_tool_choice = false;
   std::string tool_call_parser;
@@ -133,6 +134,8 @@ void run(ServeOptions& o) {
   validate_on_every_rank([&] {
     config = finish_engine_config(o.engine);
     o.server.max_body_bytes = static_cast<size_t>(engine::parse_memory_size(o.max_body));
+    o.server.chat_content_format =
+        server::parse_chat_content_format(o.chat_template_content_format);
     o.server.reasoning_parser = server::parse_reasoning_parser(o.reasoning_parser);
     const server::ToolCallParser tools = server::parse_tool_call_parser(o.tool_call_parser);
     CTXPAR_CHECK_INPUT(!o.enable_auto_tool_choice || tools != server::ToolCallParser::kNone,
@@ -196,6 +199,11 @@ void add_serve_command(CLI::App& app) {
                   "require `Authorization: Bearer KEY` on /v1 routes");
   cmd->add_option("--chat-template", o->chat_template,
                   "the chat template: a file, or the template itself (default: the tokenizer's)");
+  cmd->add_option("--chat-template-content-format", o->chat_template_content_format,
+                  "how message content reaches the chat template: string (text), openai (a list "
+                  "of {type, text} parts) or auto (openai when the template loops over "
+                  "message.content)")
+      ->capture_default_str();
   cmd->add_option("--reasoning-parser", o->reasoning_parser,
                   "deepseek_r1, qwen3, deepseek_v3 or glm45: chat messages get the text between "
                   "<think> and </think> as `reasoning`");

@@ -3,11 +3,14 @@ hermes` (and the GLM recipe's glm45 and glm47) through the openai client: deepse
 only with chat_template_kwargs thinking, glm45 unless they turn the thinking off,
 the split output is the unsplit one, a stream's reasoning deltas add up to the whole message's;
 a request with tools and no call in the output keeps its text as content, tool_choice
-"required" is refused, and bad parser flags stop the server with the rule. (The tiny model
+"required" is refused, --chat-template-content-format hands the template text or parts as vLLM
+does, and bad flags stop the server with the rule. (The tiny model
 writes neither </think> nor <tool_call>; the splits themselves are tested in
 reasoning_parser_test.cc, tool_call_parser_test.cc and glm_tool_calls_test.cc.)"""
 
+import os
 import subprocess
+import tempfile
 import unittest
 
 import openai
@@ -141,6 +144,54 @@ class GlmRecipe(unittest.TestCase):
         self.assertEqual(choices[-1]["finish_reason"], "length")
 
 
+# A template that loops over a message's content, as vLLM's "auto" format looks for.
+PARTS_TEMPLATE = (
+    "{% for message in messages %}<|{{ message.role }}|>\n{% if message.content is string %}"
+    "text:{{ message.content }}{% else %}{% for part in message.content %}part:{{ part.text }};"
+    "{% endfor %}{% endif %}\n{% endfor %}{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
+MESSAGES = [{"role": "user", "content": [{"type": "text", "text": "a"},
+                                         {"type": "text", "text": "b"}]},
+            {"role": "assistant", "content": "ok"}, {"role": "user", "content": "c"}]
+
+
+class ContentFormat(unittest.TestCase):
+    """--chat-template-content-format: the prompt each format renders (read back through
+    /tokenize and /detokenize)."""
+
+    def prompt(self, flags):
+        with fx.Server(extra_args=flags) as server:
+            status, tok, _ = server.request("POST", "/tokenize", {"messages": MESSAGES})
+            self.assertEqual(status, 200, tok)
+            status, text, _ = server.request("POST", "/detokenize", {"tokens": tok["tokens"]})
+            self.assertEqual(status, 200, text)
+            return text["prompt"]
+
+    def test_each_format_renders_the_content_as_vllm_hands_it_over(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".jinja", delete=False) as f:
+            f.write(PARTS_TEMPLATE)
+        try:
+            parts = ["--chat-template", f.name]
+            # (trim_blocks takes the newline after {% endif %}, as in jinja2)
+            looped = ("<|user|>\npart:a;part:b;<|assistant|>\npart:ok;<|user|>\npart:c;"
+                      "<|assistant|>\n")
+            # auto: this template loops over message.content, so it gets parts.
+            self.assertEqual(self.prompt(parts), looped)
+            self.assertEqual(self.prompt(parts + ["--chat-template-content-format", "openai"]),
+                             looped)
+            # string (the GLM recipe's): text, parts joined with newlines.
+            self.assertEqual(
+                self.prompt(parts + ["--chat-template-content-format=string"]),
+                "<|user|>\ntext:a\nb<|assistant|>\ntext:ok<|user|>\ntext:c<|assistant|>\n")
+        finally:
+            os.unlink(f.name)
+        # The built-in template prints message.content: auto is string; openai prints the list
+        # as jinja2 prints it.
+        self.assertEqual(self.prompt([]),
+                         "<|user|>\na\nb\n<|assistant|>\nok\n<|user|>\nc\n<|assistant|>\n")
+        self.assertIn("<|assistant|>\n[{'type': 'text', 'text': 'ok'}]\n",
+                      self.prompt(["--chat-template-content-format", "openai"]))
+
+
 class BadParserFlags(unittest.TestCase):
     def refused(self, flags, message):
         args = [fx.CTXPAR, "serve", fx.MODEL, *flags, "--port", "0"]
@@ -153,6 +204,8 @@ class BadParserFlags(unittest.TestCase):
                      "'granite' is not supported; use deepseek_r1, qwen3, deepseek_v3 or glm45")
         self.refused(["--enable-auto-tool-choice", "--tool-call-parser", "mistral"],
                      "'mistral' is not supported; use hermes, glm45 or glm47")
+        self.refused(["--chat-template-content-format", "hf"],
+                     "'hf' is not supported; use auto, string or openai")
         self.refused(["--enable-auto-tool-choice"],
                      "--enable-auto-tool-choice needs --tool-call-parser (hermes, glm45 or glm47)")
 

@@ -75,17 +75,23 @@ std::string ChatPrompt::render(chat_template::ChatRequest request) const {
     if (!request.special_tokens.contains(key)) request.special_tokens[key] = value;
   }
   if (deepseek_v32_encoder_) return chat_template::encode_deepseek_v32(request);
-  const bool has_tools = request.tools.is_array() && !request.tools.empty();
-  const chat_template::ChatTemplate* t = nullptr;
-  if (has_tools && tool_template_) {
-    t = &*tool_template_;
-  } else if (default_template_) {
-    t = &*default_template_;
-  } else if (tool_template_) {
-    t = &*tool_template_;
-  }
+  const chat_template::ChatTemplate* t =
+      template_for(request.tools.is_array() && !request.tools.empty());
   CTXPAR_CHECK_INPUT(t != nullptr, "{}", missing_reason_);
   return chat_template::apply_chat_template(*t, request);
+}
+
+const chat_template::ChatTemplate* ChatPrompt::template_for(bool has_tools) const {
+  if (deepseek_v32_encoder_) return nullptr;
+  if (has_tools && tool_template_) return &*tool_template_;
+  if (default_template_) return &*default_template_;
+  if (tool_template_) return &*tool_template_;
+  return nullptr;
+}
+
+bool ChatPrompt::loops_over_message_content(bool has_tools) const {
+  const chat_template::ChatTemplate* t = template_for(has_tools);
+  return t != nullptr && t->loops_over_message_content();
 }
 
 }  // namespace ctxpar::engine

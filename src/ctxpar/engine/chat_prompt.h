@@ -29,12 +29,20 @@ class ChatPrompt {
   // (naming --chat-template) or the template refuses the conversation (its message).
   std::string render(chat_template::ChatRequest request) const;
 
+  // Whether the template a request with (or without) tools gets loops over a message's content:
+  // vLLM's test for giving messages list-of-parts content under --chat-template-content-format
+  // auto. False without a Jinja template (DeepSeek-V3.2's encoder, or none).
+  bool loops_over_message_content(bool has_tools) const;
+
   // Whether to tokenize a rendered prompt with add_special_tokens. A model's own template
   // writes BOS itself, so vLLM tokenizes chat prompts without; the built-in models' plain
   // template does not, so their BOS is added.
   bool tokenize_with_special_tokens() const { return builtin_; }
 
  private:
+  // The template a request with (or without) tools renders with; null when there is none.
+  const chat_template::ChatTemplate* template_for(bool has_tools) const;
+
   std::optional<chat_template::ChatTemplate> default_template_, tool_template_;
   bool deepseek_v32_encoder_ = false;
   bool builtin_ = false;

@@ -166,11 +166,17 @@ std::vector<int32_t> OpenAiServer::Handlers::prompt_tokens(const Prompt& prompt,
 }
 
 std::vector<int32_t> OpenAiServer::Handlers::chat_prompt_tokens(const ChatRequest& r) const {
-  // vLLM's "string" content format: a message's text parts joined by newlines.
+  // --chat-template-content-format: "auto" asks the template this request renders with.
+  const bool has_tools = r.tools.is_array() && !r.tools.empty();
+  ChatContentFormat format = options_.chat_content_format;
+  if (format == ChatContentFormat::kAuto) {
+    format = chat_.loops_over_message_content(has_tools) ? ChatContentFormat::kOpenAi
+                                                         : ChatContentFormat::kString;
+  }
   chat_template::ChatRequest request;
   for (size_t i = 0; i < r.messages.size(); ++i) {
     nlohmann::ordered_json m = nlohmann::ordered_json::parse(r.messages[i].dump());
-    m["content"] = message_text(r.messages[i], i);
+    m["content"] = template_content(r.messages[i], i, format);
     request.messages.push_back(std::move(m));
   }
   if (!r.tools.is_null()) request.tools = nlohmann::ordered_json::parse(r.tools.dump());

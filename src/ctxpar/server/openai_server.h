@@ -20,6 +20,7 @@
 
 #include "ctxpar/engine/chat_prompt.h"
 #include "ctxpar/engine/online_engine.h"
+#include "ctxpar/server/chat_content_format.h"
 #include "ctxpar/server/metrics.h"
 #include "ctxpar/server/openai_protocol.h"
 #include "ctxpar/server/reasoning_parser.h"
@@ -46,6 +47,8 @@ struct ServerOptions {
   // The ids that end generation (the tokenizer's EOS and generation_config.json's); empty: the
   // engine's, from config.json.
   std::vector<int32_t> eos_token_ids;
+  // --chat-template-content-format: how message content reaches the chat template.
+  ChatContentFormat chat_content_format = ChatContentFormat::kAuto;
   // --reasoning-parser: chat messages split into reasoning and content.
   ReasoningParser reasoning_parser = ReasoningParser::kNone;
   // --enable-auto-tool-choice with --tool-call-parser: tool calls parsed out of chat outputs

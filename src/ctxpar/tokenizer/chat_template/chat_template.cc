@@ -1,6 +1,7 @@
 #include "ctxpar/tokenizer/chat_template/chat_template.h"
 
 #include "ctxpar/core/error.h"
+#include "ctxpar/tokenizer/chat_template/content_loops.h"
 #include "ctxpar/tokenizer/chat_template/interpreter.h"
 #include "ctxpar/tokenizer/chat_template/json_io.h"
 #include "ctxpar/tokenizer/chat_template/lexer.h"
@@ -27,6 +28,10 @@ ChatTemplate ChatTemplate::parse(std::string_view source, std::string origin) {
 
 const std::string& ChatTemplate::origin() const {
   return parsed_->origin;
+}
+
+bool ChatTemplate::loops_over_message_content() const {
+  return chat_template::loops_over_message_content(parsed_->body);
 }
 
 namespace {

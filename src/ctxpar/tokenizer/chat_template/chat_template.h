@@ -46,6 +46,10 @@ class ChatTemplate {
 
   const std::string& origin() const;
 
+  // Whether the template loops over a message's content, vLLM's test for giving it content as
+  // a list of parts (content_loops.h).
+  bool loops_over_message_content() const;
+
  private:
   struct Parsed;
   explicit ChatTemplate(std::shared_ptr<const Parsed> parsed) : parsed_(std::move(parsed)) {}
