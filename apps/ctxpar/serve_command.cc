@@ -34,6 +34,7 @@ struct ServeOptions {
   std::string max_body = "32MiB";
   std::string chat_template;  // --chat-template: a file or the template text
   std::string chat_template_content_format = "auto";
+  std::string tokenizer_mode = "auto";
   std::string reasoning_parser;
   bool enable_auto_tool_choice = false;
   std::string tool_call_parser;
@@ -134,6 +135,7 @@ void run(ServeOptions& o) {
   validate_on_every_rank([&] {
     config = finish_engine_config(o.engine);
     o.server.max_body_bytes = static_cast<size_t>(engine::parse_memory_size(o.max_body));
+    const engine::TokenizerMode mode = engine::parse_tokenizer_mode(o.tokenizer_mode);
     o.server.chat_content_format =
         server::parse_chat_content_format(o.chat_template_content_format);
     o.server.reasoning_parser = server::parse_reasoning_parser(o.reasoning_parser);
@@ -145,7 +147,7 @@ void run(ServeOptions& o) {
     const engine::ResolvedEngineConfig resolved = engine::resolve_engine_config(config);
     // Every rank reads the tokenizer files (small), so a bad one stops all ranks alike.
     tok = engine::load_tokenizer(config.model, config.tokenizer);
-    chat = std::make_unique<engine::ChatPrompt>(tok, resolved.model, o.chat_template);
+    chat = std::make_unique<engine::ChatPrompt>(tok, resolved.model, o.chat_template, mode);
   });
   o.server.defaults = defaults_of(tok.generation);
   o.server.eos_token_ids = tok.eos_token_ids;
@@ -199,6 +201,9 @@ void add_serve_command(CLI::App& app) {
                   "require `Authorization: Bearer KEY` on /v1 routes");
   cmd->add_option("--chat-template", o->chat_template,
                   "the chat template: a file, or the template itself (default: the tokenizer's)");
+  cmd->add_option("--tokenizer-mode", o->tokenizer_mode,
+                  "auto, hf or deepseek_v32 (DeepSeek-V3.2's chat encoder for any model)")
+      ->capture_default_str();
   cmd->add_option("--chat-template-content-format", o->chat_template_content_format,
                   "how message content reaches the chat template: string (text), openai (a list "
                   "of {type, text} parts) or auto (openai when the template loops over "

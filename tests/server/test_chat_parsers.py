@@ -4,7 +4,8 @@ only with chat_template_kwargs thinking, glm45 unless they turn the thinking off
 the split output is the unsplit one, a stream's reasoning deltas add up to the whole message's;
 a request with tools and no call in the output keeps its text as content, tool_choice
 "required" is refused, --chat-template-content-format hands the template text or parts as vLLM
-does, and bad flags stop the server with the rule. (The tiny model
+does, --tokenizer-mode deepseek_v32 encodes chats as DeepSeek-V3.2, and bad flags stop the server
+with the rule. (The tiny model
 writes neither </think> nor <tool_call>; the splits themselves are tested in
 reasoning_parser_test.cc, tool_call_parser_test.cc and glm_tool_calls_test.cc.)"""
 
@@ -154,17 +155,22 @@ MESSAGES = [{"role": "user", "content": [{"type": "text", "text": "a"},
             {"role": "assistant", "content": "ok"}, {"role": "user", "content": "c"}]
 
 
-class ContentFormat(unittest.TestCase):
-    """--chat-template-content-format: the prompt each format renders (read back through
+def rendered_prompt(test, flags, messages=MESSAGES):
+    """The chat prompt a server started with `flags` renders for `messages` (read back through
     /tokenize and /detokenize)."""
+    with fx.Server(extra_args=flags) as server:
+        status, tok, _ = server.request("POST", "/tokenize", {"messages": messages})
+        test.assertEqual(status, 200, tok)
+        status, text, _ = server.request("POST", "/detokenize", {"tokens": tok["tokens"]})
+        test.assertEqual(status, 200, text)
+        return text["prompt"]
+
+
+class ContentFormat(unittest.TestCase):
+    """--chat-template-content-format: the prompt each format renders."""
 
     def prompt(self, flags):
-        with fx.Server(extra_args=flags) as server:
-            status, tok, _ = server.request("POST", "/tokenize", {"messages": MESSAGES})
-            self.assertEqual(status, 200, tok)
-            status, text, _ = server.request("POST", "/detokenize", {"tokens": tok["tokens"]})
-            self.assertEqual(status, 200, text)
-            return text["prompt"]
+        return rendered_prompt(self, flags)
 
     def test_each_format_renders_the_content_as_vllm_hands_it_over(self):
         with tempfile.NamedTemporaryFile("w", suffix=".jinja", delete=False) as f:
@@ -192,6 +198,15 @@ class ContentFormat(unittest.TestCase):
                       self.prompt(["--chat-template-content-format", "openai"]))
 
 
+class TokenizerMode(unittest.TestCase):
+    def test_deepseek_v32_mode_encodes_any_models_chats(self):
+        user = [{"role": "user", "content": "hi"}]
+        self.assertEqual(rendered_prompt(self, ["--tokenizer-mode", "deepseek_v32"], user),
+                         "<｜begin▁of▁sentence｜><｜User｜>hi<｜Assistant｜></think>")
+        for flags in ([], ["--tokenizer-mode", "hf"], ["--tokenizer-mode", "auto"]):
+            self.assertEqual(rendered_prompt(self, flags, user), "<|user|>\nhi\n<|assistant|>\n")
+
+
 class BadParserFlags(unittest.TestCase):
     def refused(self, flags, message):
         args = [fx.CTXPAR, "serve", fx.MODEL, *flags, "--port", "0"]
@@ -204,6 +219,8 @@ class BadParserFlags(unittest.TestCase):
                      "'granite' is not supported; use deepseek_r1, qwen3, deepseek_v3 or glm45")
         self.refused(["--enable-auto-tool-choice", "--tool-call-parser", "mistral"],
                      "'mistral' is not supported; use hermes, glm45 or glm47")
+        self.refused(["--tokenizer-mode", "mistral"],
+                     "'mistral' is not supported; use auto, hf or deepseek_v32")
         self.refused(["--chat-template-content-format", "hf"],
                      "'hf' is not supported; use auto, string or openai")
         self.refused(["--enable-auto-tool-choice"],

@@ -35,13 +35,24 @@ std::pair<std::string, std::string> flag_template(const std::string& flag) {
 
 }  // namespace
 
+TokenizerMode parse_tokenizer_mode(std::string_view name) {
+  if (name == "auto") return TokenizerMode::kAuto;
+  if (name == "hf") return TokenizerMode::kHf;
+  if (name == "deepseek_v32") return TokenizerMode::kDeepSeekV32;
+  CTXPAR_INPUT_FAIL("--tokenizer-mode '{}' is not supported; use auto, hf or deepseek_v32", name);
+}
+
 ChatPrompt::ChatPrompt(const tokenizer::LoadedTokenizer& tokenizer, const model::ModelConfig& model,
-                       const std::string& chat_template_flag) {
+                       const std::string& chat_template_flag, TokenizerMode mode) {
   for (const auto& [key, value] : {std::pair{"bos_token", tokenizer.bos_token},
                                    {"eos_token", tokenizer.eos_token},
                                    {"pad_token", tokenizer.pad_token},
                                    {"unk_token", tokenizer.unk_token}}) {
     if (value) special_tokens_[key] = *value;
+  }
+  if (mode == TokenizerMode::kDeepSeekV32) {
+    deepseek_v32_encoder_ = true;
+    return;
   }
   if (!chat_template_flag.empty()) {
     const auto [source, origin] = flag_template(chat_template_flag);
@@ -57,7 +68,7 @@ ChatPrompt::ChatPrompt(const tokenizer::LoadedTokenizer& tokenizer, const model:
         chat_template::ChatTemplate::parse(*source, "the tokenizer's tool_use template");
   }
   if (default_template_ || tool_template_) return;
-  if (model.arch == model::ModelArch::kDeepseekV32) {
+  if (model.arch == model::ModelArch::kDeepseekV32 && mode == TokenizerMode::kAuto) {
     deepseek_v32_encoder_ = true;
   } else if (model::is_builtin_model(model.source)) {
     builtin_ = true;

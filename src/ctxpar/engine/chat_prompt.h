@@ -4,11 +4,19 @@
 // DeepseekV32ForCausalLM, DeepSeek-V3.2's encoder (the model ships no Jinja template); else,
 // for the built-in models, a plain role-tagged template. Any other model is an InputError
 // that names --chat-template.
+//
+// --tokenizer-mode changes the choice as vLLM's does: deepseek_v32 is DeepSeek-V3.2's encoder
+// for any model, whatever templates there are (vLLM's DeepseekV32Tokenizer wraps the model's
+// tokenizer and encodes every chat with encoding_dsv32, ignoring chat templates); hf never
+// uses the encoder (a DeepseekV32ForCausalLM without a template then has none). auto is the
+// order above. (vLLM's auto turns into deepseek_v32 for DeepseekV32ForCausalLM, so there the
+// encoder wins over --chat-template too; here --chat-template still does.)
 #pragma once
 
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "ctxpar/model/model_config.h"
 #include "ctxpar/tokenizer/chat_template/chat_template.h"
@@ -16,13 +24,19 @@
 
 namespace ctxpar::engine {
 
+enum class TokenizerMode { kAuto, kHf, kDeepSeekV32 };
+
+// --tokenizer-mode: "auto", "hf", "deepseek_v32". vLLM's other modes (slow, mistral, custom,
+// deepseek_v4, ...) are an InputError naming the value and the valid ones.
+TokenizerMode parse_tokenizer_mode(std::string_view name);
+
 class ChatPrompt {
  public:
   // chat_template_flag: --chat-template ("" for none): a path to a file, or Jinja text.
   // Parses every template it may use now, so a template ctxpar cannot render fails at
   // start-up (InputError naming its origin, line and column), not at the first request.
   ChatPrompt(const tokenizer::LoadedTokenizer& tokenizer, const model::ModelConfig& model,
-             const std::string& chat_template_flag);
+             const std::string& chat_template_flag, TokenizerMode mode = TokenizerMode::kAuto);
 
   // The prompt text for `request`; its special_tokens default to the tokenizer's (bos_token,
   // eos_token, pad_token, unk_token). Throws InputError when the model has no chat template
