@@ -216,7 +216,8 @@ void add_serve_command(CLI::App& app) {
                 "parse tool calls out of chat outputs (tool_choice auto) with --tool-call-parser");
   cmd->add_option("--tool-call-parser", o->tool_call_parser,
                   "hermes (Qwen, Hermes: JSON calls), glm45 or glm47 (GLM-4.5 / GLM-4.7, GLM-5: "
-                  "<tool_call>name<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>)");
+                  "<tool_call>name<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>), "
+                  "deepseek_v32 (DeepSeek-V3.2: DSML invokes)");
   cmd->add_option("--max-request-body-bytes", o->max_body,
                   "larger request bodies get 413 (e.g. 32MiB)")
       ->capture_default_str();

@@ -148,6 +148,52 @@ TEST(GenerationResponder, GlmReasoningAndToolCallsWholeAndStreamed) {
   EXPECT_EQ(got.finish, "tool_calls");
 }
 
+// The DeepSeek-V3.2 recipe's parsers (deepseek_v3 with thinking, deepseek_v32): one DSML block
+// of two invokes, typed by string="..." and the schema.
+TEST(GenerationResponder, DsmlToolCallsWholeAndStreamed) {
+  SEEDED_RNG(rng);
+  const std::string output =
+      "plan</think>Looking.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"search\">\n"
+      "<｜DSML｜parameter name=\"query\" string=\"true\">杭州</｜DSML｜parameter>\n"
+      "<｜DSML｜parameter name=\"limit\" string=\"false\">5</｜DSML｜parameter>\n"
+      "</｜DSML｜invoke>\n<｜DSML｜invoke name=\"now\">\n</｜DSML｜invoke>\n"
+      "</｜DSML｜function_calls>";
+  const tokenizer::ByteTokenizer tok(512, 256);
+  GenerationPlan plan;
+  plan.endpoint = Endpoint::kChat;
+  plan.id = "chatcmpl-test";
+  plan.prompts = {tok.encode("<｜User｜>hi<｜Assistant｜><think>", false)};
+  plan.choices.resize(1);
+  plan.reasoning_parser = ReasoningParser::kDeepSeekV3;
+  plan.thinking = true;
+  plan.tool_call_parser = ToolCallParser::kDeepSeekV32;
+  plan.tools = json::parse(R"([{"type": "function", "function": {"name": "search",
+      "parameters": {"type": "object", "properties": {"limit": {"type": "integer"}}}}}])");
+  const SamplingRequest request;
+
+  GenerationResponder whole(plan, request, tok);
+  whole.add(pieces(rng, output), false);
+  const json choice = whole.whole_response()["choices"][0];
+  const json& message = choice["message"];
+  EXPECT_EQ(message["reasoning"], "plan");
+  EXPECT_EQ(message["content"], "Looking.\n\n");
+  ASSERT_EQ(message["tool_calls"].size(), 2u);
+  EXPECT_EQ(message["tool_calls"][0]["function"]["arguments"], R"({"query": "杭州", "limit": 5})");
+  EXPECT_EQ(message["tool_calls"][1]["function"]["name"], "now");
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+
+  GenerationResponder stream(plan, request, tok);
+  std::string events = stream.first_events();
+  for (const ChoiceDelta& d : pieces(rng, output)) events += stream.add({d}, true);
+  const Streamed got = add_up(events + stream.final_events());
+  EXPECT_EQ(got.reasoning, "plan");
+  EXPECT_EQ(got.content, "Looking.\n\n");
+  ASSERT_EQ(got.calls.size(), 2u);
+  EXPECT_EQ(got.calls[0]["function"], message["tool_calls"][0]["function"]);
+  EXPECT_EQ(got.calls[1]["index"], 1);
+  EXPECT_EQ(got.finish, "tool_calls");
+}
+
 // A long prompt whose template closed the thinking (it ends in </think>, as Qwen3's with
 // enable_thinking false): the whole output is content, and the reasoning null.
 TEST(GenerationResponder, APromptThatEndsInEndOfThinkingGivesContentOnly) {

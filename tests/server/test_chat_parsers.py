@@ -4,10 +4,11 @@ only with chat_template_kwargs thinking, glm45 unless they turn the thinking off
 the split output is the unsplit one, a stream's reasoning deltas add up to the whole message's;
 a request with tools and no call in the output keeps its text as content, tool_choice
 "required" is refused, --chat-template-content-format hands the template text or parts as vLLM
-does, --tokenizer-mode deepseek_v32 encodes chats as DeepSeek-V3.2, and bad flags stop the server
-with the rule. (The tiny model
+does, --tokenizer-mode deepseek_v32 encodes chats as DeepSeek-V3.2 (and DeepSeek-V3.2's whole
+recipe line serves), and bad flags stop the server with the rule. (The tiny model
 writes neither </think> nor <tool_call>; the splits themselves are tested in
-reasoning_parser_test.cc, tool_call_parser_test.cc and glm_tool_calls_test.cc.)"""
+reasoning_parser_test.cc, tool_call_parser_test.cc, glm_tool_calls_test.cc and
+dsml_tool_calls_test.cc.)"""
 
 import os
 import subprocess
@@ -207,6 +208,69 @@ class TokenizerMode(unittest.TestCase):
             self.assertEqual(rendered_prompt(self, flags, user), "<|user|>\nhi\n<|assistant|>\n")
 
 
+class DeepSeekV32Recipe(unittest.TestCase):
+    """DeepSeek-V3.2's recipe flags on the tiny DeepSeek-V3.2: the encoder writes the prompt
+    (tools in its system part), deepseek_v3 splits with thinking, deepseek_v32 keeps an output
+    without DSML as content."""
+
+    @classmethod
+    def setUpClass(cls):
+        engine = [*fx.ENGINE_ARGS]
+        engine[engine.index("-tp") + 1] = "2"  # sparse attention's DCP needs N == T
+        engine[engine.index("--max-model-len") + 1] = "4096"  # the tools prompt is long
+        engine[engine.index("--kv-cache-memory") + 1] = "64MiB"
+        cls.server = fx.Server(
+            model="builtin:tiny-deepseek-v32", engine_args=engine,
+            extra_args=["--tokenizer-mode", "deepseek_v32", "--tool-call-parser", "deepseek_v32",
+                        "--enable-auto-tool-choice", "--reasoning-parser", "deepseek_v3"]
+        ).__enter__()
+        cls.client = fx.openai_client(cls.server)
+
+    @classmethod
+    def tearDownClass(cls):
+        fx.stop(cls.server)
+
+    TOOLS = [{"type": "function", "function": {
+        "name": "get_weather", "parameters": {"type": "object", "properties": {
+            "location": {"type": "string"}, "days": {"type": "integer"}}}}}]
+
+    def chat(self, thinking, **kwargs):
+        question = "Weather in Hangzhou? " + str(fx.seeded_rng(self).random())
+        return dict(model="builtin:tiny-deepseek-v32",
+                    messages=[{"role": "user", "content": question}], max_completion_tokens=12,
+                    temperature=0, extra_body={"ignore_eos": True, "skip_special_tokens": False,
+                                               "chat_template_kwargs": {"thinking": thinking}},
+                    **kwargs)
+
+    def test_the_encoder_writes_the_prompt_with_the_tools(self):
+        body = {"messages": [{"role": "user", "content": "hi"}], "tools": self.TOOLS,
+                "chat_template_kwargs": {"thinking": True}}
+        status, tok, _ = self.server.request("POST", "/tokenize", body)
+        self.assertEqual(status, 200, tok)
+        status, text, _ = self.server.request("POST", "/detokenize", {"tokens": tok["tokens"]})
+        prompt = text["prompt"]
+        self.assertTrue(prompt.startswith("<｜begin▁of▁sentence｜>"), prompt[:80])
+        self.assertIn("<｜DSML｜function_calls>", prompt)
+        self.assertIn('"name": "get_weather"', prompt)
+        self.assertTrue(prompt.endswith("<｜User｜>hi<｜Assistant｜><think>"), prompt[-80:])
+
+    def test_thinking_splits_and_tools_without_a_call_keep_the_text(self):
+        thought = self.client.chat.completions.create(**self.chat(True)).model_dump()
+        self.assertTrue(thought["choices"][0]["message"]["reasoning"])
+        self.assertIsNone(thought["choices"][0]["message"]["content"])
+        args = self.chat(False, tools=self.TOOLS)
+        whole = self.client.chat.completions.create(**args).model_dump()["choices"][0]
+        self.assertTrue(whole["message"]["content"])
+        self.assertIsNone(whole["message"]["reasoning"])
+        self.assertFalse(whole["message"]["tool_calls"])
+        self.assertEqual(whole["finish_reason"], "length")
+        chunks = [c.model_dump() for c in self.client.chat.completions.create(stream=True, **args)]
+        choices = [c["choices"][0] for c in chunks if c["choices"]]
+        self.assertEqual("".join(c["delta"]["content"] or "" for c in choices),
+                         whole["message"]["content"])
+        self.assertEqual(choices[-1]["finish_reason"], "length")
+
+
 class BadParserFlags(unittest.TestCase):
     def refused(self, flags, message):
         args = [fx.CTXPAR, "serve", fx.MODEL, *flags, "--port", "0"]
@@ -218,13 +282,13 @@ class BadParserFlags(unittest.TestCase):
         self.refused(["--reasoning-parser", "granite"],
                      "'granite' is not supported; use deepseek_r1, qwen3, deepseek_v3 or glm45")
         self.refused(["--enable-auto-tool-choice", "--tool-call-parser", "mistral"],
-                     "'mistral' is not supported; use hermes, glm45 or glm47")
+                     "'mistral' is not supported; use hermes, glm45, glm47 or deepseek_v32")
         self.refused(["--tokenizer-mode", "mistral"],
                      "'mistral' is not supported; use auto, hf or deepseek_v32")
         self.refused(["--chat-template-content-format", "hf"],
                      "'hf' is not supported; use auto, string or openai")
-        self.refused(["--enable-auto-tool-choice"],
-                     "--enable-auto-tool-choice needs --tool-call-parser (hermes, glm45 or glm47)")
+        self.refused(["--enable-auto-tool-choice"], "--enable-auto-tool-choice needs "
+                     "--tool-call-parser (hermes, glm45, glm47 or deepseek_v32)")
 
 
 if __name__ == "__main__":

@@ -25,11 +25,13 @@ TEST(ToolCallParser, NamesAreVllmsAndOthersAreRefused) {
   EXPECT_EQ(parse_tool_call_parser("hermes"), ToolCallParser::kHermes);
   EXPECT_EQ(parse_tool_call_parser("glm45"), ToolCallParser::kGlm45);
   EXPECT_EQ(parse_tool_call_parser("glm47"), ToolCallParser::kGlm47);
+  EXPECT_EQ(parse_tool_call_parser("deepseek_v32"), ToolCallParser::kDeepSeekV32);
   try {
     parse_tool_call_parser("mistral");
     ADD_FAILURE() << "mistral was taken";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("'mistral' is not supported; use hermes, glm45 or glm47"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "'mistral' is not supported; use hermes, glm45, glm47 or deepseek_v32"),
               std::string::npos)
         << e.what();
   }

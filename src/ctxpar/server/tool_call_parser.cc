@@ -1,6 +1,7 @@
 #include "ctxpar/server/tool_call_parser.h"
 
 #include "ctxpar/core/error.h"
+#include "ctxpar/server/dsml_tool_calls.h"
 #include "ctxpar/server/glm_tool_calls.h"
 #include "ctxpar/server/hermes_tool_calls.h"
 #include "ctxpar/server/python_space.h"
@@ -23,6 +24,8 @@ Format format_of(ToolCallParser parser) {
     case ToolCallParser::kGlm45:
     case ToolCallParser::kGlm47:
       return {"<tool_call>", "</tool_call>", false, true};
+    case ToolCallParser::kDeepSeekV32:
+      return {"<｜DSML｜function_calls>", "</｜DSML｜function_calls>", false, false};
     case ToolCallParser::kNone:
       break;
   }
@@ -39,6 +42,8 @@ std::optional<std::vector<ToolCall>> block_calls(ToolCallParser parser, std::str
     case ToolCallParser::kGlm45:
     case ToolCallParser::kGlm47:
       return glm_tool_call(body, parser == ToolCallParser::kGlm47, tools);
+    case ToolCallParser::kDeepSeekV32:
+      return dsml_tool_calls(body, tools);
     case ToolCallParser::kNone:
       break;
   }
@@ -52,12 +57,13 @@ ToolCallParser parse_tool_call_parser(std::string_view name) {
   if (name == "hermes") return ToolCallParser::kHermes;
   if (name == "glm45") return ToolCallParser::kGlm45;
   if (name == "glm47") return ToolCallParser::kGlm47;
+  if (name == "deepseek_v32") return ToolCallParser::kDeepSeekV32;
   CTXPAR_INPUT_FAIL("--tool-call-parser '{}' is not supported; use {}", name,
                     tool_call_parser_names());
 }
 
 std::string_view tool_call_parser_names() {
-  return "hermes, glm45 or glm47";
+  return "hermes, glm45, glm47 or deepseek_v32";
 }
 
 ToolCallSplit split_tool_calls(ToolCallParser parser, std::string_view text,

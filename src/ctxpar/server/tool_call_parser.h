@@ -3,12 +3,16 @@
 //   hermes  (Qwen2.5, Qwen3, Hermes): <tool_call>{"name": ..., "arguments": {...}}</tool_call>
 //   glm45   (GLM-4.5, GLM-4.6), glm47 (GLM-4.7, GLM-5):
 //           <tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>...</tool_call>
-// (the call's text in hermes_tool_calls.h and glm_tool_calls.h).
+//   deepseek_v32 (DeepSeek-V3.2): a DSML block of invokes,
+//           <｜DSML｜function_calls><｜DSML｜invoke name="NAME"><｜DSML｜parameter name="K"
+//           string="true|false">V</｜DSML｜parameter>...</｜DSML｜invoke>...</｜DSML｜function_calls>
+// (the calls' text in hermes_tool_calls.h, glm_tool_calls.h and dsml_tool_calls.h).
 //
 // A whole output, as vLLM splits it: the calls of every closed block (hermes: a block left
 // open at the end counts too), each with its arguments as JSON text in Python's json.dumps form
 // (", " and ": ", keys in the model's order), and the text before the first opening tag as
-// content (null when empty; glm: also when only whitespace). Text after the first call is
+// content (null when empty; glm: also when only whitespace). A DSML block holds any number of
+// calls, the others one. Text after the first call is
 // dropped. A block that is no call is skipped (glm), or makes the output no calls (hermes, and
 // glm when json.dumps refuses a value); without calls the whole output is content.
 // Streamed, text outside blocks goes out as content, and each block goes out as whole calls
@@ -25,12 +29,13 @@
 
 namespace ctxpar::server {
 
-enum class ToolCallParser { kNone, kHermes, kGlm45, kGlm47 };
+enum class ToolCallParser { kNone, kHermes, kGlm45, kGlm47, kDeepSeekV32 };
 
-// "" → kNone; "hermes", "glm45", "glm47". Throws InputError naming the value and the valid ones.
+// "" → kNone; "hermes", "glm45", "glm47", "deepseek_v32". Throws InputError naming the value and
+// the valid ones.
 ToolCallParser parse_tool_call_parser(std::string_view name);
 
-// The names parse_tool_call_parser takes, for messages: "hermes, glm45 or glm47".
+// The names parse_tool_call_parser takes, for messages: "hermes, glm45, glm47 or deepseek_v32".
 std::string_view tool_call_parser_names();
 
 struct ToolCall {
@@ -44,8 +49,8 @@ struct ToolCallSplit {
   std::vector<ToolCall> calls;
 };
 
-// The whole output's calls and content. `tools`: the request's tools (glm types arguments by
-// their schemas).
+// The whole output's calls and content. `tools`: the request's tools (glm and deepseek_v32 type
+// arguments by their schemas).
 ToolCallSplit split_tool_calls(ToolCallParser parser, std::string_view text,
                                const nlohmann::json& tools);
 
