@@ -14,7 +14,8 @@
 //   bf16 activations: GFLOP/s and "of_gemm" = that / the GEMM the path feeds with the
 //   weights already dequantized (oneDNN's sgemm on f32 weights; with bf16 activations on a
 //   CPU with native bf16 matmuls, that matmul on bf16 weights — the label says which), the
-//   two alternated.
+//   two alternated; with bf16 activations also power-of-two (ue8m0) block scales, which the
+//   bf16 path folds into one product over the whole of K.
 // - Decode tokens/s of a DeepSeek-V3-shaped model with dummy weights (hidden 7168, 128 heads,
 //   MLA 1536/512, one dense layer and one MoE layer of 16 routed experts top-8 plus a shared
 //   one, vocab 8192), FP8 linears (quantized at load) against the same model in bf16, both
@@ -131,7 +132,10 @@ void BM_Fp8Prefill(benchmark::State& state) {
   const int64_t out = state.range(0), in = state.range(1), tokens = 512;
   const int threads = static_cast<int>(state.range(2));
   const DType act = state.range(3) == 16 ? DType::kBF16 : DType::kF32;
-  const kernels::Fp8Weight w = random_fp8(out, in, 1);
+  kernels::Fp8Weight w = random_fp8(out, in, 1);
+  if (state.range(4) == 1) {  // ue8m0: powers of two, the bf16 path's one product over K
+    for (int64_t i = 0; i < w.scale_inv.numel(); ++i) w.scale_inv.data<float>()[i] = 0x1p-10f;
+  }
   const kernels::Fp8Linear fp8(w, std::nullopt, act);
   const Tensor dense = kernels::dequantize_fp8(w);
   const kernels::Linear gemm(act == DType::kBF16 ? dense.to(DType::kBF16) : dense);
@@ -157,10 +161,12 @@ void BM_Fp8Prefill(benchmark::State& state) {
                       : "f32"));
 }
 BENCHMARK(BM_Fp8Prefill)
-    ->ArgNames({"out", "in", "threads", "act"})
-    ->ArgsProduct({{2048}, {7168}, {1, 2}, {32, 16}})
-    ->ArgsProduct({{7168}, {2048}, {1, 2}, {32, 16}})
-    ->ArgsProduct({{18432}, {7168}, {2}, {32, 16}})
+    ->ArgNames({"out", "in", "threads", "act", "ue8m0"})
+    ->ArgsProduct({{2048}, {7168}, {1, 2}, {32, 16}, {0}})
+    ->ArgsProduct({{7168}, {2048}, {1, 2}, {32, 16}, {0}})
+    ->ArgsProduct({{18432}, {7168}, {2}, {32, 16}, {0}})
+    ->ArgsProduct({{2048}, {7168}, {1, 2}, {16}, {1}})
+    ->ArgsProduct({{7168}, {2048}, {1, 2}, {16}, {1}})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(5);
 

@@ -52,7 +52,9 @@ class Fp8Test : public SeededTest {
  protected:
   // A random FP8 weight: bytes over every finite code (so subnormals and the largest values
   // occur), scales (per block or per row) spread over a few octaves.
-  Fp8Weight random_weight(int64_t out, int64_t in, Fp8Scaling scaling = Fp8Scaling::kBlock128) {
+  // pow2: powers of two only (ue8m0), which the bf16 prefill folds into the weights.
+  Fp8Weight random_weight(int64_t out, int64_t in, Fp8Scaling scaling = Fp8Scaling::kBlock128,
+                          bool pow2 = false) {
     Fp8Weight w{Tensor::empty({out, in}, DType::kF8E4M3),
                 Tensor::empty(fp8_scale_shape(out, in, scaling), DType::kF32), scaling};
     auto* q = static_cast<uint8_t*>(w.weight.raw());
@@ -65,7 +67,8 @@ class Fp8Test : public SeededTest {
     }
     float* s = w.scale_inv.data<float>();
     for (int64_t i = 0; i < w.scale_inv.numel(); ++i) {
-      s[i] = static_cast<float>(uniform(0.5, 4.0) / 448.0 * std::exp2(uniform_int(-3, 3)));
+      s[i] = pow2 ? std::exp2(static_cast<float>(uniform_int(-12, -4)))
+                  : static_cast<float>(uniform(0.5, 4.0) / 448.0 * std::exp2(uniform_int(-3, 3)));
     }
     return w;
   }
@@ -281,14 +284,18 @@ TEST_F(Fp8Test, EveryTokenCountPathMatchesTheReference) {
 // 64-row multiples that cut 128-row scale blocks and tiles of several blocks).
 TEST_F(Fp8Test, LongPrefillOverAPoolMatchesTheReference) {
   ThreadPool two(2), three(3);
-  for (int rep = 0; rep < 4; ++rep) {
+  // Per dtype: block scales, per-row scales, power-of-two block scales (the bf16 path's
+  // single product over the whole of K for the last two).
+  for (int rep = 0; rep < 6; ++rep) {
     const int64_t out = uniform_int(65, 700), in = uniform_int(1, 300);
     const int64_t tokens = uniform_int(513, 1100);
     const DType act = rep % 2 ? DType::kBF16 : DType::kF32;
-    const Fp8Scaling scaling = rep < 2 ? Fp8Scaling::kBlock128 : Fp8Scaling::kPerRow;
+    const Fp8Scaling scaling = rep / 2 == 1 ? Fp8Scaling::kPerRow : Fp8Scaling::kBlock128;
+    const bool pow2 = rep / 2 == 2;
     SCOPED_TRACE(testing::Message() << out << "x" << in << " tokens " << tokens << " "
-                                    << dtype_name(act) << " " << fp8_scaling_name(scaling));
-    const Fp8Weight w = random_weight(out, in, scaling);
+                                    << dtype_name(act) << " " << fp8_scaling_name(scaling)
+                                    << (pow2 ? " pow2" : ""));
+    const Fp8Weight w = random_weight(out, in, scaling, pow2);
     const Fp8Linear lin(w, std::nullopt, act);
     const Tensor wide = random({tokens, in + 3});
     const Tensor x = wide.slice(1, 1, 1 + in);

@@ -71,6 +71,16 @@ void scale_outputs(float* y, int64_t ldy, int64_t tokens, const float* s, int64_
   }
 }
 
+// Whether every scale is a power of two far enough from bf16's range ends that e4m3 values
+// times it are exact bf16 values (ue8m0 checkpoints).
+bool exact_in_bf16(const Tensor& scales) {
+  for (int64_t i = 0; i < scales.numel(); ++i) {
+    int e = 0;
+    if (std::frexp(scales.data<float>()[i], &e) != 0.5f || e < -100 || e > 100) return false;
+  }
+  return true;
+}
+
 // dst [tokens, in] (row stride in) = src [tokens, in] (row stride ld) rounded to bf16, kept f32.
 void round_to_bf16(const float* src, int64_t ld, int64_t tokens, int64_t in, float* dst) {
   for (int64_t t = 0; t < tokens; ++t) {
@@ -150,6 +160,12 @@ struct Fp8Linear::Impl {
                    ThreadPool* pool) const;
   void prefill_native_bf16(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
                            ThreadPool* pool) const;
+  // Per-row scales, or block scales that are all powers of two (ue8m0): e4m3 · block scale is
+  // then exact in bf16, so one bf16 matmul runs over the whole of K instead of one per K block
+  // (each folded into y with its scales), and per-row scales multiply y once.
+  bool whole_k_bf16 = false;
+  void prefill_native_bf16_whole_k(const float* x, int64_t ldx, int64_t tokens, float* y,
+                                   int64_t ldy, ThreadPool* pool) const;
 };
 
 Fp8Linear::Fp8Linear(Fp8Weight w, std::optional<Tensor> bias, DType activation_dtype)
@@ -188,6 +204,7 @@ Fp8Linear::Fp8Linear(Fp8Weight w, std::optional<Tensor> bias, DType activation_d
   impl_->bias = std::move(bias);
   impl_->activation_dtype = activation_dtype;
   if (impl_->per_row()) impl_->unit_scales.assign(static_cast<size_t>(blocks(impl_->in)), 1.0f);
+  impl_->whole_k_bf16 = impl_->per_row() || exact_in_bf16(impl_->w.scale_inv);
 }
 
 Fp8Linear::~Fp8Linear() = default;
@@ -405,8 +422,60 @@ void Fp8Linear::Impl::prefill_own(const float* x, int64_t ldx, int64_t tokens, f
       });
 }
 
+void Fp8Linear::Impl::prefill_native_bf16_whole_k(const float* x, int64_t ldx, int64_t tokens,
+                                                  float* y, int64_t ldy, ThreadPool* pool) const {
+  const detail::Fp8Kernels& k = detail::fp8_kernels(active_isa());
+  const auto* wq = static_cast<const uint8_t*>(w.weight.raw());
+  const int64_t ldw = row_stride(w.weight);
+  thread_local std::vector<bf16> xb;  // a chunk of x in bf16 [nt, in]
+  xb.resize(static_cast<size_t>(std::min(tokens, detail::kOneDnnTokenChunk) * in));
+  const bf16* xp = xb.data();  // the calling thread's buffer, read by the pool's tasks
+  detail::for_token_chunks(
+      pool, tokens, out, detail::kOneDnnTokenChunk,
+      [&](int64_t t0, int64_t nt) {
+        for (int64_t t = 0; t < nt; ++t) {
+          for (int64_t i = 0; i < in; ++i) xb[t * in + i] = bf16(x[(t0 + t) * ldx + i]);
+        }
+      },
+      [&](int64_t t0, int64_t nt, int64_t o0, int64_t no) {
+        // This pool thread's panel of weight rows as bf16 [rows, in] (e4m3 times its power-of-
+        // two block scale, or unscaled), a few rows first widened to f32.
+        thread_local std::vector<uint16_t> panel;
+        thread_local std::vector<float> rows_f32;
+        panel.resize(static_cast<size_t>(kNativePanel * in));
+        rows_f32.resize(static_cast<size_t>(kConvertRows * in));
+        for (int64_t r0 = o0; r0 < o0 + no; r0 += kNativePanel) {
+          const int64_t nr = std::min(kNativePanel, o0 + no - r0);
+          for (int64_t c0 = 0; c0 < nr; c0 += kConvertRows) {
+            const int64_t nc = std::min(kConvertRows, nr - c0);
+            k.dequantize(wq, ldw, block_scales(), block_scale_stride(), in, r0 + c0, nc,
+                         rows_f32.data(), in);
+            uint16_t* dst = panel.data() + c0 * in;
+            const float* src = rows_f32.data();
+            for (int64_t i = 0; i < nc * in; ++i)
+              dst[i] = static_cast<uint16_t>(f32_bits(src[i]) >> 16);
+          }
+          detail::MatmulShape s;
+          s.m = nt;
+          s.k = in;
+          s.n = nr;
+          s.lda = in;
+          s.ldw = in;
+          s.ldc = ldy;
+          s.a_type = DType::kBF16;
+          s.w_type = DType::kBF16;
+          cache.run(s, xp, panel.data(), nullptr, nullptr, y + t0 * ldy + r0);
+          scale_rows(y, ldy, t0, nt, r0, nr);
+        }
+      });
+}
+
 void Fp8Linear::Impl::prefill_native_bf16(const float* x, int64_t ldx, int64_t tokens, float* y,
                                           int64_t ldy, ThreadPool* pool) const {
+  if (whole_k_bf16) {
+    prefill_native_bf16_whole_k(x, ldx, tokens, y, ldy, pool);
+    return;
+  }
   const detail::Fp8Kernels& k = detail::fp8_kernels(active_isa());
   const auto* wq = static_cast<const uint8_t*>(w.weight.raw());
   const int64_t ldw = row_stride(w.weight);

@@ -18,7 +18,8 @@
 //     per-row scales multiply the finished outputs.
 //   prefill, more tokens, 512 at a time: on AVX2 ctxpar's own GEMM (linear_gemm.h), which
 //     dequantizes W one 16-row panel at a time while packing it; with bf16 activations where
-//     bf16 dot products are fast, oneDNN's bf16 matmul per K block; otherwise tiles of up to
+//     bf16 dot products are fast, oneDNN's bf16 matmul per K block (one over the whole of K
+//     for per-row or power-of-two block scales, exact in bf16); otherwise tiles of up to
 //     512 rows of W dequantized to f32 and oneDNN's f32 matmul.
 // Numerics: products and sums in f32. With activation dtype bf16 (vLLM's --dtype bfloat16 for
 // an FP8 checkpoint: W8A16) x is first rounded to bf16, as for bf16 Linear weights.
