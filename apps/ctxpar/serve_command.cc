@@ -217,7 +217,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--tool-call-parser", o->tool_call_parser,
                   "hermes (Qwen, Hermes: JSON calls), glm45 or glm47 (GLM-4.5 / GLM-4.7, GLM-5: "
                   "<tool_call>name<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>), "
-                  "deepseek_v32 (DeepSeek-V3.2: DSML invokes)");
+                  "deepseek_v32 (DeepSeek-V3.2: DSML invokes), deepseek_v31 or deepseek_v3 "
+                  "(DeepSeek-V3.1, V3 / R1: <｜tool▁call▁begin｜> calls)");
   cmd->add_option("--max-request-body-bytes", o->max_body,
                   "larger request bodies get 413 (e.g. 32MiB)")
       ->capture_default_str();

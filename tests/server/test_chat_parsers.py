@@ -271,6 +271,23 @@ class DeepSeekV32Recipe(unittest.TestCase):
         self.assertEqual(choices[-1]["finish_reason"], "length")
 
 
+class DeepSeekV3Parsers(unittest.TestCase):
+    def test_v31_and_v3_parsers_serve_and_keep_text_without_a_call(self):
+        tools = [{"type": "function", "function": {"name": "f", "parameters": {
+            "type": "object", "properties": {}}}}]
+        for parser in ("deepseek_v31", "deepseek_v3"):
+            with fx.Server(extra_args=["--enable-auto-tool-choice", "--tool-call-parser",
+                                       parser]) as server:
+                client = fx.openai_client(server)
+                whole = client.chat.completions.create(
+                    model=fx.MODEL, messages=[{"role": "user", "content": "hi"}], tools=tools,
+                    max_completion_tokens=8, temperature=0,
+                    extra_body={"ignore_eos": True}).model_dump()["choices"][0]
+                self.assertTrue(whole["message"]["content"], parser)
+                self.assertFalse(whole["message"]["tool_calls"], parser)
+                self.assertEqual(whole["finish_reason"], "length", parser)
+
+
 class BadParserFlags(unittest.TestCase):
     def refused(self, flags, message):
         args = [fx.CTXPAR, "serve", fx.MODEL, *flags, "--port", "0"]
@@ -282,13 +299,15 @@ class BadParserFlags(unittest.TestCase):
         self.refused(["--reasoning-parser", "granite"],
                      "'granite' is not supported; use deepseek_r1, qwen3, deepseek_v3 or glm45")
         self.refused(["--enable-auto-tool-choice", "--tool-call-parser", "mistral"],
-                     "'mistral' is not supported; use hermes, glm45, glm47 or deepseek_v32")
+                     "'mistral' is not supported; use hermes, glm45, glm47, deepseek_v32, "
+                     "deepseek_v31 or deepseek_v3")
         self.refused(["--tokenizer-mode", "mistral"],
                      "'mistral' is not supported; use auto, hf or deepseek_v32")
         self.refused(["--chat-template-content-format", "hf"],
                      "'hf' is not supported; use auto, string or openai")
         self.refused(["--enable-auto-tool-choice"], "--enable-auto-tool-choice needs "
-                     "--tool-call-parser (hermes, glm45, glm47 or deepseek_v32)")
+                     "--tool-call-parser (hermes, glm45, glm47, deepseek_v32, deepseek_v31 or "
+                     "deepseek_v3)")
 
 
 if __name__ == "__main__":

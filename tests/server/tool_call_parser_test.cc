@@ -26,12 +26,15 @@ TEST(ToolCallParser, NamesAreVllmsAndOthersAreRefused) {
   EXPECT_EQ(parse_tool_call_parser("glm45"), ToolCallParser::kGlm45);
   EXPECT_EQ(parse_tool_call_parser("glm47"), ToolCallParser::kGlm47);
   EXPECT_EQ(parse_tool_call_parser("deepseek_v32"), ToolCallParser::kDeepSeekV32);
+  EXPECT_EQ(parse_tool_call_parser("deepseek_v31"), ToolCallParser::kDeepSeekV31);
+  EXPECT_EQ(parse_tool_call_parser("deepseek_v3"), ToolCallParser::kDeepSeekV3);
   try {
     parse_tool_call_parser("mistral");
     ADD_FAILURE() << "mistral was taken";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find(
-                  "'mistral' is not supported; use hermes, glm45, glm47 or deepseek_v32"),
+                  "'mistral' is not supported; use hermes, glm45, glm47, deepseek_v32, "
+                  "deepseek_v31 or deepseek_v3"),
               std::string::npos)
         << e.what();
   }

@@ -1,6 +1,7 @@
 #include "ctxpar/server/tool_call_parser.h"
 
 #include "ctxpar/core/error.h"
+#include "ctxpar/server/deepseek_tool_calls.h"
 #include "ctxpar/server/dsml_tool_calls.h"
 #include "ctxpar/server/glm_tool_calls.h"
 #include "ctxpar/server/hermes_tool_calls.h"
@@ -26,6 +27,10 @@ Format format_of(ToolCallParser parser) {
       return {"<tool_call>", "</tool_call>", false, true};
     case ToolCallParser::kDeepSeekV32:
       return {"<｜DSML｜function_calls>", "</｜DSML｜function_calls>", false, false};
+    case ToolCallParser::kDeepSeekV3:
+    case ToolCallParser::kDeepSeekV31:
+      // vLLM finds the complete calls of a block the output ends in, too.
+      return {"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", true, false};
     case ToolCallParser::kNone:
       break;
   }
@@ -44,6 +49,10 @@ std::optional<std::vector<ToolCall>> block_calls(ToolCallParser parser, std::str
       return glm_tool_call(body, parser == ToolCallParser::kGlm47, tools);
     case ToolCallParser::kDeepSeekV32:
       return dsml_tool_calls(body, tools);
+    case ToolCallParser::kDeepSeekV3:
+      return deepseek_v3_tool_calls(body);
+    case ToolCallParser::kDeepSeekV31:
+      return deepseek_v31_tool_calls(body);
     case ToolCallParser::kNone:
       break;
   }
@@ -58,12 +67,14 @@ ToolCallParser parse_tool_call_parser(std::string_view name) {
   if (name == "glm45") return ToolCallParser::kGlm45;
   if (name == "glm47") return ToolCallParser::kGlm47;
   if (name == "deepseek_v32") return ToolCallParser::kDeepSeekV32;
+  if (name == "deepseek_v31") return ToolCallParser::kDeepSeekV31;
+  if (name == "deepseek_v3") return ToolCallParser::kDeepSeekV3;
   CTXPAR_INPUT_FAIL("--tool-call-parser '{}' is not supported; use {}", name,
                     tool_call_parser_names());
 }
 
 std::string_view tool_call_parser_names() {
-  return "hermes, glm45, glm47 or deepseek_v32";
+  return "hermes, glm45, glm47, deepseek_v32, deepseek_v31 or deepseek_v3";
 }
 
 ToolCallSplit split_tool_calls(ToolCallParser parser, std::string_view text,

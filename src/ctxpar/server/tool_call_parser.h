@@ -6,19 +6,24 @@
 //   deepseek_v32 (DeepSeek-V3.2): a DSML block of invokes,
 //           <｜DSML｜function_calls><｜DSML｜invoke name="NAME"><｜DSML｜parameter name="K"
 //           string="true|false">V</｜DSML｜parameter>...</｜DSML｜invoke>...</｜DSML｜function_calls>
-// (the calls' text in hermes_tool_calls.h, glm_tool_calls.h and dsml_tool_calls.h).
+//   deepseek_v3 (DeepSeek-V3, R1), deepseek_v31 (DeepSeek-V3.1): a block of calls,
+//           <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>...<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>
+// (the calls' text in hermes_tool_calls.h, glm_tool_calls.h, dsml_tool_calls.h and
+// deepseek_tool_calls.h).
 //
-// A whole output, as vLLM splits it: the calls of every closed block (hermes: a block left
-// open at the end counts too), each with its arguments as JSON text in Python's json.dumps form
+// A whole output, as vLLM splits it: the calls of every closed block (hermes, deepseek_v3 and
+// deepseek_v31: a block left open at the end counts too), each with its arguments as JSON text in
+// Python's json.dumps form
 // (", " and ": ", keys in the model's order), and the text before the first opening tag as
-// content (null when empty; glm: also when only whitespace). A DSML block holds any number of
-// calls, the others one. Text after the first call is
+// content (null when empty; glm: also when only whitespace). A DSML or DeepSeek block holds any
+// number of calls, the others one. Text after the first call is
 // dropped. A block that is no call is skipped (glm), or makes the output no calls (hermes, and
 // glm when json.dumps refuses a value); without calls the whole output is content.
 // Streamed, text outside blocks goes out as content, and each block goes out as whole calls
 // once its closing tag arrives (vLLM streams a call's arguments piece by piece; the client's
 // accumulated message is the same); a block that gives no call goes out as content, tags and
-// all, and so does a block still open when the output ends (hermes: parsed, as whole).
+// all, and so does a block still open when the output ends (hermes, deepseek_v3, deepseek_v31:
+// parsed, as whole).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -29,13 +34,21 @@
 
 namespace ctxpar::server {
 
-enum class ToolCallParser { kNone, kHermes, kGlm45, kGlm47, kDeepSeekV32 };
+enum class ToolCallParser {
+  kNone,
+  kHermes,
+  kGlm45,
+  kGlm47,
+  kDeepSeekV32,
+  kDeepSeekV31,
+  kDeepSeekV3
+};
 
-// "" → kNone; "hermes", "glm45", "glm47", "deepseek_v32". Throws InputError naming the value and
-// the valid ones.
+// "" → kNone; "hermes", "glm45", "glm47", "deepseek_v32", "deepseek_v31", "deepseek_v3". Throws
+// InputError naming the value and the valid ones.
 ToolCallParser parse_tool_call_parser(std::string_view name);
 
-// The names parse_tool_call_parser takes, for messages: "hermes, glm45, glm47 or deepseek_v32".
+// The names parse_tool_call_parser takes, for messages ("hermes, glm45, ... or deepseek_v3").
 std::string_view tool_call_parser_names();
 
 struct ToolCall {

@@ -1,0 +1,128 @@
+// --tool-call-parser deepseek_v31 and deepseek_v3 (DeepSeek-V3.1, DeepSeek-V3 / R1): whole
+// outputs split as vLLM's parsers split them (the cases of vLLM's
+// tests/tool_parsers/test_deepseekv31_tool_parser.py and the formats' edges: a call on more than
+// one line, a block the output ends in, a type that is not "function", text without a call),
+// and streams cut at random points that give the same calls.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "ctxpar/server/tool_call_parser.h"
+#include "support/seeded_rng.h"
+
+namespace ctxpar::server {
+namespace {
+
+constexpr std::string_view kBegin = "<｜tool▁calls▁begin｜>", kEnd = "<｜tool▁calls▁end｜>";
+
+ToolCallSplit v31(std::string_view text) {
+  return split_tool_calls(ToolCallParser::kDeepSeekV31, text, nullptr);
+}
+ToolCallSplit v3(std::string_view text) {
+  return split_tool_calls(ToolCallParser::kDeepSeekV3, text, nullptr);
+}
+std::string call31(std::string_view name, std::string_view args) {
+  return fmt::format("<｜tool▁call▁begin｜>{}<｜tool▁sep｜>{}<｜tool▁call▁end｜>", name, args);
+}
+std::string call3(std::string_view name, std::string_view args,
+                  std::string_view type = "function") {
+  return fmt::format("<｜tool▁call▁begin｜>{}<｜tool▁sep｜>{}\n```json\n{}\n```<｜tool▁call▁end｜>",
+                     type, name, args);
+}
+std::string block(std::string_view calls) {
+  return std::string(kBegin) + std::string(calls) + std::string(kEnd);
+}
+
+void expect_no_calls(const ToolCallSplit& got, std::string_view text) {
+  EXPECT_TRUE(got.calls.empty()) << text;
+  EXPECT_EQ(got.content, std::string(text));
+}
+
+TEST(DeepSeekToolCalls, V31CallsAsVllmSplitsThem) {
+  const ToolCallSplit one = v31("normal text" + block(call31("foo", R"({"x":1})")));
+  EXPECT_EQ(one.content, "normal text");
+  ASSERT_EQ(one.calls.size(), 1u);
+  EXPECT_EQ(one.calls[0].name, "foo");
+  EXPECT_EQ(one.calls[0].arguments, R"({"x":1})");  // as the model wrote it
+  EXPECT_EQ(one.calls[0].id.rfind("chatcmpl-tool-", 0), 0u);
+  const ToolCallSplit two =
+      v31("some prefix text" + block(call31("foo", R"({"x":1})") + call31("bar", R"({"y":2})")) +
+          " some suffix text");
+  EXPECT_EQ(two.content, "some prefix text");
+  ASSERT_EQ(two.calls.size(), 2u);
+  EXPECT_EQ(two.calls[1].name, "bar");
+  EXPECT_EQ(two.calls[1].arguments, R"({"y":2})");
+  // A block the output ends in: its complete calls count.
+  const ToolCallSplit open =
+      v31(std::string(kBegin) + call31("foo", "{}") + "<｜tool▁call▁begin｜>bar<｜tool▁sep｜>{");
+  ASSERT_EQ(open.calls.size(), 1u);
+  EXPECT_EQ(open.content, std::nullopt);
+  // vLLM's unparsable blocks, and a call across lines: no call, all content.
+  for (const std::string& text :
+       {std::string("Let me look that up.") + std::string(kBegin) + "get_weather",
+        std::string(kBegin) + R"(foo<｜tool▁sep｜>{"x":1})" + std::string(kEnd),
+        block(call31("foo", "{\n}")), block(call31("fo\no", "{}")), std::string("plain")}) {
+    expect_no_calls(v31(text), text);
+  }
+}
+
+TEST(DeepSeekToolCalls, V3CallsAsVllmSplitsThem) {
+  const ToolCallSplit two = v3("Checking." + block(call3("get_weather", R"({"city": "Paris"})") +
+                                                   "\n" + call3("get_time", "{}")));
+  EXPECT_EQ(two.content, "Checking.");
+  ASSERT_EQ(two.calls.size(), 2u);
+  EXPECT_EQ(two.calls[0].name, "get_weather");
+  EXPECT_EQ(two.calls[0].arguments, R"({"city": "Paris"})");
+  EXPECT_EQ(two.calls[1].name, "get_time");
+  // Arguments on more than one line are no call.
+  const std::string multiline = block(call3("f", "{\n  \"a\": 1\n}"));
+  expect_no_calls(v3(multiline), multiline);
+  // A type that is not "function" makes vLLM's ToolCall refuse it: all content.
+  const std::string typed = block(call3("f", "{}") + call3("g", "{}", "tool")) + "a";
+  expect_no_calls(v3(typed), typed);
+  // The v3.1 shape is no v3 call, and the other way round.
+  const std::string shape31 = block(call31("f", "{}"));
+  expect_no_calls(v3(shape31), shape31);
+}
+
+TEST(DeepSeekToolCalls, RandomlyCutStreamsGiveTheSameCalls) {
+  SEEDED_RNG(rng);
+  for (int round = 0; round < 200; ++round) {
+    const bool is3 = rng() % 2 == 0;
+    const ToolCallParser parser = is3 ? ToolCallParser::kDeepSeekV3 : ToolCallParser::kDeepSeekV31;
+    std::string text = rng() % 2 ? "Let me check." : "";
+    std::string calls;
+    const int n = static_cast<int>(rng() % 3);
+    for (int k = 0; k < n; ++k) {
+      const std::string name = fmt::format("f{}", rng() % 10);
+      const std::string args = fmt::format(R"({{"k": {}}})", rng() % 100);
+      calls += (is3 ? call3(name, args) : call31(name, args)) + (rng() % 2 ? "\n" : "");
+    }
+    text += std::string(kBegin) + calls + (rng() % 3 ? std::string(kEnd) : "");
+    SCOPED_TRACE(text);
+    const ToolCallSplit want = split_tool_calls(parser, text, nullptr);
+    ASSERT_EQ(want.calls.size(), static_cast<size_t>(n));
+    ToolCallStream stream(parser);
+    std::string content;
+    std::vector<ToolCall> got;
+    for (size_t at = 0; at < text.size();) {
+      const size_t len = std::min(text.size() - at, size_t{1} + rng() % 9);
+      ToolCallStream::Delta d =
+          stream.add(std::string_view(text).substr(at, len), at + len == text.size());
+      content += d.content;
+      for (ToolCall& c : d.calls) got.push_back(std::move(c));
+      at += len;
+    }
+    ASSERT_EQ(got.size(), want.calls.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      EXPECT_EQ(got[k].name, want.calls[k].name);
+      EXPECT_EQ(got[k].arguments, want.calls[k].arguments);
+    }
+    EXPECT_EQ(content, n == 0 ? text : want.content.value_or(""));
+  }
+}
+
+}  // namespace
+}  // namespace ctxpar::server
