@@ -83,8 +83,7 @@ void BM_Fp8Gemv(benchmark::State& state) {
       static_cast<int>(std::max<int64_t>(2, ((int64_t{1} << 30) + bytes - 1) / bytes));
   std::vector<kernels::Fp8Linear> layers;
   for (int c = 0; c < copies; ++c)
-    layers.emplace_back(random_fp8(out, in, static_cast<uint64_t>(c)), std::nullopt,
-                        DType::kBF16);
+    layers.emplace_back(random_fp8(out, in, static_cast<uint64_t>(c)), std::nullopt, DType::kBF16);
   ThreadPool pool(threads);
   Tensor x = Tensor::empty({tokens, in}, DType::kF32);
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>((i % 7) - 3);

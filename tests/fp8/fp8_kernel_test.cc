@@ -259,9 +259,9 @@ TEST_F(Fp8Test, EveryTokenCountPathMatchesTheReference) {
     const int64_t out = uniform_int(1, 330);
     const int64_t in = uniform_int(0, 3) == 0 ? uniform_int(1, 40) : uniform_int(100, 700);
     const Fp8Scaling scaling = uniform_int(0, 1) ? Fp8Scaling::kBlock128 : Fp8Scaling::kPerRow;
-    SCOPED_TRACE(testing::Message() << out << "x" << in << " tokens " << tokens << " "
-                                    << fp8_scaling_name(scaling) << " isa "
-                                    << isa_name(active_isa()));
+    SCOPED_TRACE(testing::Message()
+                 << out << "x" << in << " tokens " << tokens << " " << fp8_scaling_name(scaling)
+                 << " isa " << isa_name(active_isa()));
     const Fp8Weight w = random_weight(out, in, scaling);
     const Fp8Linear lin(w, std::nullopt, DType::kBF16);
     const Tensor wide = random({tokens, in + 3});
@@ -292,9 +292,9 @@ TEST_F(Fp8Test, LongPrefillOverAPoolMatchesTheReference) {
     const DType act = rep % 2 ? DType::kBF16 : DType::kF32;
     const Fp8Scaling scaling = rep / 2 == 1 ? Fp8Scaling::kPerRow : Fp8Scaling::kBlock128;
     const bool pow2 = rep / 2 == 2;
-    SCOPED_TRACE(testing::Message() << out << "x" << in << " tokens " << tokens << " "
-                                    << dtype_name(act) << " " << fp8_scaling_name(scaling)
-                                    << (pow2 ? " pow2" : ""));
+    SCOPED_TRACE(testing::Message()
+                 << out << "x" << in << " tokens " << tokens << " " << dtype_name(act) << " "
+                 << fp8_scaling_name(scaling) << (pow2 ? " pow2" : ""));
     const Fp8Weight w = random_weight(out, in, scaling, pow2);
     const Fp8Linear lin(w, std::nullopt, act);
     const Tensor wide = random({tokens, in + 3});

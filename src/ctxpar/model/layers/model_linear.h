@@ -1,6 +1,7 @@
 // ModelLinear: a linear layer's weights as the model keeps them — dense (kernels::Linear, f32
-// or bf16) or FP8 (kernels::Fp8Linear, block or per-row scales) — and the one place that chooses between
-// them (load_model_linear). The tensor-parallel linears (parallel_linear.h) hold one.
+// or bf16) or FP8 (kernels::Fp8Linear, block or per-row scales) — and the one place that
+// chooses between them (load_model_linear). The tensor-parallel linears (parallel_linear.h)
+// hold one.
 #pragma once
 
 #include <string>
@@ -45,10 +46,10 @@ class ModelLinear {
 // The parts stacked along the output rows into one linear (every part has the same input
 // width; a single part may be a column slice, as a row-parallel weight). FP8 when every part
 // is kept FP8 (ModelContext::keeps_fp8) with one scaling and, for block scales with several
-// parts, each part but the last has a whole number of 128-row blocks, so the scales stack too: the activations then follow
-// options.weight_dtype (bf16: rounded to bf16). Dense in options.weight_dtype otherwise (FP8
-// parts dequantized). Biases are f32. `bias_once`: a row-parallel bias, added by TP rank 0
-// only, before the sum over ranks.
+// parts, each part but the last has a whole number of 128-row blocks, so the scales stack too: the
+// activations then follow options.weight_dtype (bf16: rounded to bf16). Dense in
+// options.weight_dtype otherwise (FP8 parts dequantized). Biases are f32. `bias_once`: a
+// row-parallel bias, added by TP rank 0 only, before the sum over ranks.
 ModelLinear load_model_linear(const ModelContext& ctx, const std::vector<LinearPart>& parts,
                               bool bias_once = false);
 
