@@ -7,7 +7,6 @@
 #include <fstream>
 #include <limits>
 #include <optional>
-#include <regex>
 #include <sstream>
 
 #include "ctxpar/core/error.h"
@@ -521,14 +520,11 @@ void parse_compressed_tensors(const Fields& f, const std::string& source, Quanti
   }
   for (std::string& m : string_list(f, "ignore", source)) {
     if (m.starts_with("re:")) {
-      std::string pattern = m.substr(3);
       try {
-        (void)std::regex(pattern);
-      } catch (const std::regex_error& e) {
-        CTXPAR_INPUT_FAIL("{}: quantization_config.ignore entry '{}' is not a valid regex: {}",
-                          source, m, e.what());
+        out.ignore_patterns.emplace_back(std::string_view(m).substr(3));
+      } catch (const InputError& e) {
+        CTXPAR_INPUT_FAIL("{}: quantization_config.ignore: {}", source, e.what());
       }
-      out.ignore_patterns.push_back(std::move(pattern));
     } else {
       out.modules_not_converted.push_back(std::move(m));
     }
@@ -623,9 +619,8 @@ bool QuantizationConfig::excludes(const std::string& tensor_name) const {
   for (const std::string& m : modules_not_converted) {
     if (!m.empty() && padded.find("." + m + ".") != std::string::npos) return true;
   }
-  for (const std::string& p : ignore_patterns) {
-    if (std::regex_search(module, std::regex(p), std::regex_constants::match_continuous))
-      return true;
+  for (const ModulePattern& p : ignore_patterns) {
+    if (p.matches(module)) return true;
   }
   return false;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ctxpar/core/dtype.h"
+#include "ctxpar/model/module_pattern.h"
 
 namespace ctxpar::model {
 
@@ -124,9 +125,9 @@ struct QuantizationConfig {
   // modules_to_not_convert ∪ ignored_layers ∪ compressed-tensors' plain `ignore` names: module
   // names (or dotted suffixes / prefixes of them) whose weights stay unquantized.
   std::vector<std::string> modules_not_converted;
-  // compressed-tensors' "re:" `ignore` entries, without the prefix: a module is ignored when
-  // one matches from the start of its name (Python's re.match).
-  std::vector<std::string> ignore_patterns;
+  // compressed-tensors' "re:" `ignore` entries: a module is ignored when one matches from the
+  // start of its name (Python's re.match).
+  std::vector<ModulePattern> ignore_patterns;
 
   bool is_fp8() const;  // any of the methods above: FP8 weights
   // Whether the module of `tensor_name` (the name without its last component, e.g.
