@@ -11,6 +11,7 @@
 
 #include "ctxpar/server/tool_call_parser.h"
 #include "support/seeded_rng.h"
+#include "tool_call_stream_util.h"
 
 namespace ctxpar::server {
 namespace {
@@ -104,23 +105,9 @@ TEST(DeepSeekToolCalls, RandomlyCutStreamsGiveTheSameCalls) {
     SCOPED_TRACE(text);
     const ToolCallSplit want = split_tool_calls(parser, text, nullptr);
     ASSERT_EQ(want.calls.size(), static_cast<size_t>(n));
-    ToolCallStream stream(parser);
-    std::string content;
-    std::vector<ToolCall> got;
-    for (size_t at = 0; at < text.size();) {
-      const size_t len = std::min(text.size() - at, size_t{1} + rng() % 9);
-      ToolCallStream::Delta d =
-          stream.add(std::string_view(text).substr(at, len), at + len == text.size());
-      content += d.content;
-      for (ToolCall& c : d.calls) got.push_back(std::move(c));
-      at += len;
-    }
-    ASSERT_EQ(got.size(), want.calls.size());
-    for (size_t k = 0; k < got.size(); ++k) {
-      EXPECT_EQ(got[k].name, want.calls[k].name);
-      EXPECT_EQ(got[k].arguments, want.calls[k].arguments);
-    }
-    EXPECT_EQ(content, n == 0 ? text : want.content.value_or(""));
+    const ToolCallStream::Delta got = test::stream_in_random_pieces(parser, nullptr, text, rng, 9);
+    test::expect_same_calls(got.calls, want.calls);
+    EXPECT_EQ(got.content, n == 0 ? text : want.content.value_or(""));
   }
 }
 

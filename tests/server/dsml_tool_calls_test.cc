@@ -12,6 +12,7 @@
 #include "ctxpar/server/tool_call_parser.h"
 #include "ctxpar/server/tool_schema.h"
 #include "support/seeded_rng.h"
+#include "tool_call_stream_util.h"
 
 namespace ctxpar::server {
 namespace {
@@ -204,22 +205,10 @@ TEST(DsmlToolCalls, RandomlyCutStreamsGiveTheSameCalls) {
     }
     SCOPED_TRACE(text);
     const ToolCallSplit want = dsml(text);
-    ToolCallStream stream(ToolCallParser::kDeepSeekV32, &kTools);
-    std::string content;
-    std::vector<ToolCall> calls;
-    for (size_t at = 0; at < text.size();) {
-      const size_t len = std::min(text.size() - at, size_t{1} + rng() % 9);
-      ToolCallStream::Delta d =
-          stream.add(std::string_view(text).substr(at, len), at + len == text.size());
-      content += d.content;
-      for (ToolCall& c : d.calls) calls.push_back(std::move(c));
-      at += len;
-    }
-    ASSERT_EQ(calls.size(), want.calls.size());
-    for (size_t k = 0; k < calls.size(); ++k) {
-      EXPECT_EQ(calls[k].name, want.calls[k].name);
-      EXPECT_EQ(calls[k].arguments, want.calls[k].arguments);
-    }
+    const ToolCallStream::Delta got =
+        test::stream_in_random_pieces(ToolCallParser::kDeepSeekV32, &kTools, text, rng, 9);
+    const std::string& content = got.content;
+    test::expect_same_calls(got.calls, want.calls);
     if (want.calls.empty()) {
       // A block without invokes is no call: streamed, its text is content too.
       EXPECT_EQ(content, text);

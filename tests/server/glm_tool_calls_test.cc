@@ -12,6 +12,7 @@
 #include "ctxpar/server/glm_tool_calls.h"
 #include "ctxpar/server/tool_call_parser.h"
 #include "support/seeded_rng.h"
+#include "tool_call_stream_util.h"
 
 namespace ctxpar::server {
 namespace {
@@ -176,31 +177,15 @@ TEST(GlmToolCalls, ArgumentsAreTypedByTheToolsSchemas) {
 
 // The output's calls and content when streamed in random pieces, the last one finishing.
 ToolCallStream::Delta streamed(ToolCallParser parser, std::string_view text, std::mt19937_64& rng) {
-  ToolCallStream stream(parser, &kTools);
-  ToolCallStream::Delta all;
-  for (size_t at = 0; at < text.size();) {
-    const size_t len = std::min(text.size() - at, size_t{1} + rng() % 6);
-    ToolCallStream::Delta d = stream.add(text.substr(at, len), at + len == text.size());
-    all.content += d.content;
-    for (ToolCall& c : d.calls) all.calls.push_back(std::move(c));
-    at += len;
-  }
-  EXPECT_EQ(stream.calls_sent(), static_cast<int>(all.calls.size()));
-  return all;
+  return test::stream_in_random_pieces(parser, &kTools, text, rng, 6);
 }
 
 TEST(GlmToolCalls, RandomlyCutStreamsGiveTheSameCalls) {
   SEEDED_RNG(rng);
-  const auto words = [&](size_t n) {
-    std::string t;
-    const char letters[] = "ab <>/tol_c\n";
-    for (size_t i = 0; i < n; ++i) t += letters[rng() % (sizeof(letters) - 1)];
-    return t;
-  };
   for (int round = 0; round < 300; ++round) {
     const bool is47 = rng() % 2 == 0;
     const ToolCallParser parser = is47 ? ToolCallParser::kGlm47 : ToolCallParser::kGlm45;
-    const std::string before = words(rng() % 20);
+    const std::string before = test::random_text(rng, rng() % 20, "ab <>/tol_c\n");
     if (before.find("<tool_call>") != std::string::npos) continue;  // a tag drawn by chance
     std::string text = before;
     const int n = static_cast<int>(rng() % 3);
@@ -219,11 +204,7 @@ TEST(GlmToolCalls, RandomlyCutStreamsGiveTheSameCalls) {
     const ToolCallSplit want = split_tool_calls(parser, text, kTools);
     ASSERT_EQ(want.calls.size(), static_cast<size_t>(n));
     const ToolCallStream::Delta got = streamed(parser, text, rng);
-    ASSERT_EQ(got.calls.size(), want.calls.size());
-    for (size_t k = 0; k < got.calls.size(); ++k) {
-      EXPECT_EQ(got.calls[k].name, want.calls[k].name);
-      EXPECT_EQ(got.calls[k].arguments, want.calls[k].arguments);
-    }
+    test::expect_same_calls(got.calls, want.calls);
     // The streamed content is the text outside the calls.
     std::string outside = text;
     for (size_t at; (at = outside.find("<tool_call>")) != std::string::npos;) {

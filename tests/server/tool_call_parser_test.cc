@@ -12,6 +12,7 @@
 
 #include "ctxpar/core/error.h"
 #include "support/seeded_rng.h"
+#include "tool_call_stream_util.h"
 
 namespace ctxpar::server {
 namespace {
@@ -80,12 +81,7 @@ TEST(ToolCallParser, WholeOutputsSplitAsVllmsHermesParser) {
 
 TEST(ToolCallParser, RandomlyCutStreamsGiveTheSameCalls) {
   SEEDED_RNG(rng);
-  const auto words = [&](size_t n) {
-    std::string t;
-    const char letters[] = "ab <>/tol_c\n";
-    for (size_t i = 0; i < n; ++i) t += letters[rng() % (sizeof(letters) - 1)];
-    return t;
-  };
+  const auto words = [&](size_t n) { return test::random_text(rng, n, "ab <>/tol_c\n"); };
   for (int round = 0; round < 200; ++round) {
     const std::string before = words(rng() % 20), after = words(rng() % 10);
     if (before.find("<tool_call>") != std::string::npos ||
@@ -106,25 +102,10 @@ TEST(ToolCallParser, RandomlyCutStreamsGiveTheSameCalls) {
     const ToolCallSplit want = hermes(text);
     ASSERT_EQ(want.calls.size(), names.size());
 
-    ToolCallStream stream(ToolCallParser::kHermes);
-    std::string content;
-    std::vector<ToolCall> calls;
-    for (size_t at = 0; at < text.size();) {
-      const size_t len = std::min(text.size() - at, size_t{1} + rng() % 6);
-      ToolCallStream::Delta d =
-          stream.add(std::string_view(text).substr(at, len), at + len == text.size());
-      content += d.content;
-      for (ToolCall& c : d.calls) calls.push_back(std::move(c));
-      at += len;
-    }
-    EXPECT_EQ(content, want.content.value_or(""));
-    ASSERT_EQ(calls.size(), names.size());
-    EXPECT_EQ(stream.calls_sent(), n);
-    for (int k = 0; k < n; ++k) {
-      EXPECT_EQ(calls[static_cast<size_t>(k)].name, want.calls[static_cast<size_t>(k)].name);
-      EXPECT_EQ(calls[static_cast<size_t>(k)].arguments,
-                want.calls[static_cast<size_t>(k)].arguments);
-    }
+    const ToolCallStream::Delta got =
+        test::stream_in_random_pieces(ToolCallParser::kHermes, nullptr, text, rng, 6);
+    EXPECT_EQ(got.content, want.content.value_or(""));
+    test::expect_same_calls(got.calls, want.calls);
   }
   // A streamed call that is not one goes out as content, tags and all.
   ToolCallStream stream(ToolCallParser::kHermes);
