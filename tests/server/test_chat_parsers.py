@@ -20,6 +20,22 @@ import openai
 import server_fixture as fx
 
 
+def assert_text_stays_content(test, client, args):
+    """A chat with tools whose output holds no call: the whole message and the stream carry
+    the text as content, with no tool_calls, ending by length. Returns the whole choice."""
+    whole = client.chat.completions.create(**args).model_dump()["choices"][0]
+    test.assertTrue(whole["message"]["content"])
+    test.assertFalse(whole["message"]["tool_calls"])
+    test.assertEqual(whole["finish_reason"], "length")
+    chunks = [c.model_dump() for c in client.chat.completions.create(stream=True, **args)]
+    choices = [c["choices"][0] for c in chunks if c["choices"]]
+    test.assertEqual("".join(c["delta"]["content"] or "" for c in choices),
+                     whole["message"]["content"])
+    test.assertFalse(any(c["delta"].get("tool_calls") for c in choices))
+    test.assertEqual(choices[-1]["finish_reason"], "length")
+    return whole
+
+
 class ChatParsers(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -68,16 +84,8 @@ class ChatParsers(unittest.TestCase):
         tools = [{"type": "function", "function": {
             "name": "weather", "parameters": {"type": "object", "properties": {
                 "city": {"type": "string"}}}}}]
-        args = dict(self.chat(self.question(), False), tools=tools)
-        whole = self.client.chat.completions.create(**args).model_dump()["choices"][0]
-        self.assertTrue(whole["message"]["content"])
-        self.assertFalse(whole["message"]["tool_calls"])
-        self.assertEqual(whole["finish_reason"], "length")
-        chunks = [c.model_dump() for c in self.client.chat.completions.create(stream=True, **args)]
-        choices = [c["choices"][0] for c in chunks if c["choices"]]
-        self.assertEqual("".join(c["delta"]["content"] or "" for c in choices),
-                         whole["message"]["content"])
-        self.assertEqual(choices[-1]["finish_reason"], "length")
+        assert_text_stays_content(self, self.client,
+                                  dict(self.chat(self.question(), False), tools=tools))
 
     def test_required_tool_choice_is_refused(self):
         args = dict(self.chat(self.question(), False), tool_choice="required",
@@ -133,17 +141,8 @@ class GlmRecipe(unittest.TestCase):
             "name": "get_weather", "parameters": {"type": "object", "properties": {
                 "city": {"type": "string"}, "days": {"type": "integer"}}}}}]
         question = "Weather in Paris? " + str(fx.seeded_rng(self).random())
-        args = dict(self.chat(question, {"enable_thinking": False}), tools=tools)
-        whole = self.client.chat.completions.create(**args).model_dump()["choices"][0]
-        self.assertTrue(whole["message"]["content"])
-        self.assertFalse(whole["message"]["tool_calls"])
-        self.assertEqual(whole["finish_reason"], "length")
-        chunks = [c.model_dump() for c in self.client.chat.completions.create(stream=True, **args)]
-        choices = [c["choices"][0] for c in chunks if c["choices"]]
-        self.assertEqual("".join(c["delta"]["content"] or "" for c in choices),
-                         whole["message"]["content"])
-        self.assertFalse(any(c["delta"].get("tool_calls") for c in choices))
-        self.assertEqual(choices[-1]["finish_reason"], "length")
+        assert_text_stays_content(
+            self, self.client, dict(self.chat(question, {"enable_thinking": False}), tools=tools))
 
 
 # A template that loops over a message's content, as vLLM's "auto" format looks for.
@@ -258,17 +257,8 @@ class DeepSeekV32Recipe(unittest.TestCase):
         thought = self.client.chat.completions.create(**self.chat(True)).model_dump()
         self.assertTrue(thought["choices"][0]["message"]["reasoning"])
         self.assertIsNone(thought["choices"][0]["message"]["content"])
-        args = self.chat(False, tools=self.TOOLS)
-        whole = self.client.chat.completions.create(**args).model_dump()["choices"][0]
-        self.assertTrue(whole["message"]["content"])
+        whole = assert_text_stays_content(self, self.client, self.chat(False, tools=self.TOOLS))
         self.assertIsNone(whole["message"]["reasoning"])
-        self.assertFalse(whole["message"]["tool_calls"])
-        self.assertEqual(whole["finish_reason"], "length")
-        chunks = [c.model_dump() for c in self.client.chat.completions.create(stream=True, **args)]
-        choices = [c["choices"][0] for c in chunks if c["choices"]]
-        self.assertEqual("".join(c["delta"]["content"] or "" for c in choices),
-                         whole["message"]["content"])
-        self.assertEqual(choices[-1]["finish_reason"], "length")
 
 
 class DeepSeekV3Parsers(unittest.TestCase):
