@@ -62,6 +62,23 @@ Streamed add_up(const std::string& events) {
   return s;
 }
 
+// The plan's one choice answered whole, and what its SSE stream adds up to, each from the same
+// output cut in random pieces.
+struct BothWays {
+  json choice;
+  Streamed streamed;
+};
+BothWays respond_both_ways(const GenerationPlan& plan, const tokenizer::ByteTokenizer& tok,
+                           std::string_view output, std::mt19937_64& rng) {
+  const SamplingRequest request;
+  GenerationResponder whole(plan, request, tok);
+  whole.add(pieces(rng, output), false);
+  GenerationResponder stream(plan, request, tok);
+  std::string events = stream.first_events();
+  for (const ChoiceDelta& d : pieces(rng, output)) events += stream.add({d}, true);
+  return {whole.whole_response()["choices"][0], add_up(events + stream.final_events())};
+}
+
 TEST(GenerationResponder, ReasoningAndToolCallsWholeAndStreamed) {
   SEEDED_RNG(rng);
   const tokenizer::ByteTokenizer tok(512, 256);
@@ -72,11 +89,8 @@ TEST(GenerationResponder, ReasoningAndToolCallsWholeAndStreamed) {
   plan.choices.resize(1);
   plan.reasoning_parser = ReasoningParser::kDeepSeekR1;
   plan.tool_call_parser = ToolCallParser::kHermes;
-  const SamplingRequest request;
 
-  GenerationResponder whole(plan, request, tok);
-  whole.add(pieces(rng), false);
-  const json choice = whole.whole_response()["choices"][0];
+  const auto [choice, streamed] = respond_both_ways(plan, tok, kOutput, rng);
   const json& message = choice["message"];
   EXPECT_EQ(message["reasoning"], "check the weather");
   EXPECT_EQ(message["content"], "On it.");
@@ -87,10 +101,7 @@ TEST(GenerationResponder, ReasoningAndToolCallsWholeAndStreamed) {
   EXPECT_EQ(message["tool_calls"][1]["type"], "function");
   EXPECT_EQ(choice["finish_reason"], "tool_calls");
 
-  GenerationResponder stream(plan, request, tok);
-  std::string events = stream.first_events();
-  for (const ChoiceDelta& d : pieces(rng)) events += stream.add({d}, true);
-  const auto [reasoning, content, calls, finish] = add_up(events + stream.final_events());
+  const auto& [reasoning, content, calls, finish] = streamed;
   EXPECT_EQ(reasoning, "check the weather");
   EXPECT_EQ(content, "On it.\n");  // streamed, the newline between the calls is content too
   ASSERT_EQ(calls.size(), 2u);
@@ -121,11 +132,8 @@ TEST(GenerationResponder, GlmReasoningAndToolCallsWholeAndStreamed) {
   plan.tools = json::parse(R"([{"type": "function", "function": {"name": "get_weather",
       "parameters": {"type": "object", "properties": {"city": {"type": "string"},
       "days": {"type": "integer"}}}}}, {"type": "function", "function": {"name": "get_time"}}])");
-  const SamplingRequest request;
 
-  GenerationResponder whole(plan, request, tok);
-  whole.add(pieces(rng, kGlmOutput), false);
-  const json choice = whole.whole_response()["choices"][0];
+  const auto [choice, got] = respond_both_ways(plan, tok, kGlmOutput, rng);
   const json& message = choice["message"];
   EXPECT_EQ(message["reasoning"], "check the weather");
   EXPECT_EQ(message["content"], "On it.");
@@ -135,10 +143,6 @@ TEST(GenerationResponder, GlmReasoningAndToolCallsWholeAndStreamed) {
   EXPECT_EQ(message["tool_calls"][1]["function"]["arguments"], "{}");
   EXPECT_EQ(choice["finish_reason"], "tool_calls");
 
-  GenerationResponder stream(plan, request, tok);
-  std::string events = stream.first_events();
-  for (const ChoiceDelta& d : pieces(rng, kGlmOutput)) events += stream.add({d}, true);
-  const Streamed got = add_up(events + stream.final_events());
   EXPECT_EQ(got.reasoning, "check the weather");
   EXPECT_EQ(got.content, "On it.");
   ASSERT_EQ(got.calls.size(), 2u);
@@ -169,11 +173,8 @@ TEST(GenerationResponder, DsmlToolCallsWholeAndStreamed) {
   plan.tool_call_parser = ToolCallParser::kDeepSeekV32;
   plan.tools = json::parse(R"([{"type": "function", "function": {"name": "search",
       "parameters": {"type": "object", "properties": {"limit": {"type": "integer"}}}}}])");
-  const SamplingRequest request;
 
-  GenerationResponder whole(plan, request, tok);
-  whole.add(pieces(rng, output), false);
-  const json choice = whole.whole_response()["choices"][0];
+  const auto [choice, got] = respond_both_ways(plan, tok, output, rng);
   const json& message = choice["message"];
   EXPECT_EQ(message["reasoning"], "plan");
   EXPECT_EQ(message["content"], "Looking.\n\n");
@@ -182,10 +183,6 @@ TEST(GenerationResponder, DsmlToolCallsWholeAndStreamed) {
   EXPECT_EQ(message["tool_calls"][1]["function"]["name"], "now");
   EXPECT_EQ(choice["finish_reason"], "tool_calls");
 
-  GenerationResponder stream(plan, request, tok);
-  std::string events = stream.first_events();
-  for (const ChoiceDelta& d : pieces(rng, output)) events += stream.add({d}, true);
-  const Streamed got = add_up(events + stream.final_events());
   EXPECT_EQ(got.reasoning, "plan");
   EXPECT_EQ(got.content, "Looking.\n\n");
   ASSERT_EQ(got.calls.size(), 2u);
