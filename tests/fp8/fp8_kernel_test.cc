@@ -50,6 +50,20 @@ Tensor poisoned(const Shape& shape) {
 
 class Fp8Test : public SeededTest {
  protected:
+  // lin's forward of x on the calling thread (pool null) or over `pool`, into a poisoned y,
+  // within 2e-6 of `want` (the double reference).
+  static void expect_forward(const Fp8Linear& lin, const Tensor& x, const Tensor& want,
+                             ThreadPool* pool) {
+    Tensor y = poisoned({x.size(0), lin.out_features()});
+    if (pool != nullptr) {
+      lin.forward(x, y, *pool);
+    } else {
+      lin.forward(x, y);
+    }
+    if (x.size(0) == 0) return;
+    EXPECT_LE(relative_error(y, want), 2e-6) << (pool ? pool->num_threads() : 1) << " threads";
+  }
+
   // A random FP8 weight: bytes over every finite code (so subnormals and the largest values
   // occur), scales (per block or per row) spread over a few octaves.
   // pow2: powers of two only (ue8m0), which the bf16 prefill folds into the weights.
@@ -236,16 +250,8 @@ TEST_F(Fp8Test, LinearMatchesTheReferenceOnBothPathsWithAndWithoutAPool) {
     const Tensor x = wide.slice(1, 2, 2 + in);
     Tensor want = Tensor::empty({tokens, out}, DType::kF32);
     fp8_linear_reference(x, w, with_bias ? &bias : nullptr, act, want);
-    for (bool use_pool : {false, true}) {
-      Tensor y = poisoned({tokens, out});
-      if (use_pool) {
-        lin.forward(x, y, pool);
-      } else {
-        lin.forward(x, y);
-      }
-      if (tokens == 0) continue;
-      EXPECT_LE(relative_error(y, want), 2e-6) << (use_pool ? "pool" : "no pool");
-    }
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool})
+      expect_forward(lin, x, want, p);
   }
 }
 
@@ -268,15 +274,8 @@ TEST_F(Fp8Test, EveryTokenCountPathMatchesTheReference) {
     const Tensor x = wide.slice(1, 1, 1 + in);
     Tensor want = Tensor::empty({tokens, out}, DType::kF32);
     fp8_linear_reference(x, w, nullptr, DType::kBF16, want);
-    for (bool use_pool : {false, true}) {
-      Tensor y = poisoned({tokens, out});
-      if (use_pool) {
-        lin.forward(x, y, pool);
-      } else {
-        lin.forward(x, y);
-      }
-      EXPECT_LE(relative_error(y, want), 2e-6) << (use_pool ? "pool" : "no pool");
-    }
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool})
+      expect_forward(lin, x, want, p);
   }
 }
 
@@ -301,14 +300,8 @@ TEST_F(Fp8Test, LongPrefillOverAPoolMatchesTheReference) {
     const Tensor x = wide.slice(1, 1, 1 + in);
     Tensor want = Tensor::empty({tokens, out}, DType::kF32);
     fp8_linear_reference(x, w, nullptr, act, want);
-    for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two, &three}) {
-      Tensor y = poisoned({tokens, out});
-      if (pool != nullptr) {
-        lin.forward(x, y, *pool);
-      } else {
-        lin.forward(x, y);
-      }
-      EXPECT_LE(relative_error(y, want), 2e-6) << (pool ? pool->num_threads() : 1) << " threads";
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &two, &three}) {
+      expect_forward(lin, x, want, p);
     }
   }
 }
