@@ -206,6 +206,8 @@ TEST_F(Fp8Files, PerTensorPerChannelAndBlockScaleSiblingsReadAsStored) {
   const kernels::Fp8Weight block = kernels::quantize_fp8(random_f32({out, in}));
   Tensor one = Tensor::empty({1}, DType::kF32);
   one.data<float>()[0] = 0.0123f;
+  Tensor scalar = Tensor::empty({}, DType::kF32);  // AutoFP8 writes 0-d scales
+  scalar.data<float>()[0] = 0.0123f;
   Tensor flat = Tensor::empty({out}, DType::kF32);
   for (int64_t o = 0; o < out; ++o) flat.data<float>()[o] = channel.scale_inv.data<float>()[o];
   write_safetensors(dir_.file("model.safetensors"), {{"c.weight", channel.weight},
@@ -214,10 +216,12 @@ TEST_F(Fp8Files, PerTensorPerChannelAndBlockScaleSiblingsReadAsStored) {
                                                      {"f.weight_scale", flat},
                                                      {"t.weight", channel.weight},
                                                      {"t.weight_scale", one},
+                                                     {"s.weight", channel.weight},
+                                                     {"s.weight_scale", scalar},
                                                      {"b.weight", block.weight},
                                                      {"b.weight_scale", block.scale_inv}});
   const auto ckpt = Checkpoint::open(dir_.path().string());
-  for (const char* name : {"c.weight", "f.weight", "t.weight", "b.weight"}) {
+  for (const char* name : {"c.weight", "f.weight", "t.weight", "s.weight", "b.weight"}) {
     SCOPED_TRACE(name);
     const std::string n = name;
     ASSERT_TRUE(ckpt->is_fp8(n));
@@ -228,7 +232,7 @@ TEST_F(Fp8Files, PerTensorPerChannelAndBlockScaleSiblingsReadAsStored) {
     Tensor want = Tensor::empty({out, in}, DType::kF32);
     const auto* q = static_cast<const uint8_t*>((is_block ? block : channel).weight.raw());
     for (int64_t o = 0; o < out; ++o) {
-      const float s = n == "t.weight"   ? 0.0123f
+      const float s = n == "t.weight" || n == "s.weight" ? 0.0123f
                       : is_block        ? block.scale_inv.data<float>()[(o / 128) * 1]
                       : n == "c.weight" ? channel_bf16.to(DType::kF32).data<float>()[o]
                                         : flat.data<float>()[o];
