@@ -35,6 +35,10 @@ TEST(PythonLiteral, ValuesAsJsonDumpsWritesThem) {
   EXPECT_EQ(dumped("000"), "0");
   EXPECT_EQ(dumped("18446744073709551615"), "18446744073709551615");
   EXPECT_EQ(dumped("-9223372036854775808"), "-9223372036854775808");
+  EXPECT_EQ(dumped("-5"), "-5");
+  // Past int64's negative range a float (Python keeps the exact integer).
+  EXPECT_EQ(dumped("-9223372036854775809"), "-9.223372036854776e+18");
+  EXPECT_EQ(dumped("-18446744073709551615"), "-1.8446744073709552e+19");
   EXPECT_EQ(dumped("3.14"), "3.14");
   EXPECT_EQ(dumped("1."), "1.0");
   EXPECT_EQ(dumped(".5"), "0.5");

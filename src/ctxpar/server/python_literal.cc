@@ -410,15 +410,19 @@ class Parser {
       ++i_;
     }
     if (negative) {
-      if (num.type == Item::Type::kInt && num.json.is_number_integer()) {
-        num.json = -num.json.get<int64_t>();
-      } else if (num.type == Item::Type::kInt && num.json.is_number_unsigned()) {
+      // nlohmann's is_number_integer() is true for unsigned values too: test unsigned first.
+      if (num.type == Item::Type::kInt && num.json.is_number_unsigned()) {
         const uint64_t u = num.json.get<uint64_t>();
-        if (u == uint64_t{1} << 63) {
+        constexpr uint64_t kMinMagnitude = uint64_t{1} << 63;  // |INT64_MIN|
+        if (u < kMinMagnitude) {
+          num.json = -static_cast<int64_t>(u);
+        } else if (u == kMinMagnitude) {
           num.json = std::numeric_limits<int64_t>::min();
         } else {
-          num.json = -static_cast<double>(u);
+          num.json = -static_cast<double>(u);  // past 64 bits: a float (see the header)
         }
+      } else if (num.type == Item::Type::kInt && num.json.is_number_integer()) {
+        num.json = -num.json.get<int64_t>();  // from digits: never INT64_MIN
       } else if (num.type != Item::Type::kComplex) {
         num.json = -num.json.get<double>();
       }
