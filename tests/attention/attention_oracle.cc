@@ -11,6 +11,7 @@
 #include "ctxpar/attention/context_parallel/mla_dcp_attention.h"
 #include "ctxpar/comm/inprocess_communicator.h"
 #include "ctxpar/core/error.h"
+#include "ctxpar/core/fp8.h"
 #include "ctxpar/core/half.h"
 #include "ctxpar/kernels/linear.h"
 
@@ -96,7 +97,7 @@ class RankLayer {
       Tensor kc = Tensor::empty({num_blocks, cfg.block_size, kv_l, d}, cfg.cache_dtype);
       Tensor vc = Tensor::empty({num_blocks, cfg.block_size, kv_l, d}, cfg.cache_dtype);
       kv_bytes_ = static_cast<int64_t>(kc.nbytes() + vc.nbytes());
-      const attention::GqaDims dims{hl, kv_l, d, s.scale};
+      const attention::GqaDims dims{hl, kv_l, d, s.scale, cfg.k_scale, cfg.v_scale};
       if (use_dcp) {
         gqa_ = std::make_unique<attention::GqaDcpAttention>(dims, kc, vc, pool_, dcp, cfg.plan);
       } else {
@@ -301,7 +302,8 @@ RunResult run_layer(const Scenario& s, const RunConfig& cfg) {
   return per_rank[0];
 }
 
-std::vector<Tensor> reference_outputs(const Scenario& s, DType kv_dtype) {
+std::vector<Tensor> reference_outputs(const Scenario& s, DType kv_dtype, float k_scale,
+                                      float v_scale) {
   const LayerShape& sh = s.shape;
   auto mat = [](const Tensor& w, const double* x, int64_t row) {  // (w · x)[row]
     double acc = 0;
@@ -339,6 +341,12 @@ std::vector<Tensor> reference_outputs(const Scenario& s, DType kv_dtype) {
         if (kv_dtype == DType::kBF16) {
           for (std::vector<double>* kv : {&k, &v}) {
             for (double& e : *kv) e = bf16::to_f32(bf16::from_f32(static_cast<float>(e)));
+          }
+        } else if (kv_dtype == DType::kF8E4M3) {
+          for (auto [kv, scale] : {std::pair{&k, k_scale}, std::pair{&v, v_scale}}) {
+            for (double& e : *kv)
+              e = fp8_e4m3::to_f32(fp8_e4m3::from_f32(static_cast<float>(e) / scale)) *
+                  double{scale};
           }
         }
       } else {

@@ -40,6 +40,8 @@ struct RunConfig {
   int block_size = 16;
   attention::DcpCommPlan plan = attention::DcpCommPlan::kAllGatherReduceScatter;
   DType cache_dtype = DType::kF32;
+  float k_scale = 1.0f;  // GQA, e4m3 cache: the checkpoint's per-tensor KV cache scales
+  float v_scale = 1.0f;
   int64_t max_context_chunk = 8192;  // MLA prefill context window bound
   int threads_per_rank = 1;
 };
@@ -77,7 +79,10 @@ RunResult run_layer_rank(Communicator& world, const Scenario& scenario, const Ru
 
 // Double-precision reference outputs, per step [tokens, hidden]. GQA with kv_dtype bf16: the
 // keys (after RoPE) and values rounded to bf16 first, as a bf16 cache holds them.
-std::vector<Tensor> reference_outputs(const Scenario& scenario, DType kv_dtype = DType::kF32);
+// kv_dtype bf16 or e4m3: GQA's k and v as the cache rounds them (e4m3: k_scale · e4m3(k /
+// k_scale), likewise v).
+std::vector<Tensor> reference_outputs(const Scenario& scenario, DType kv_dtype = DType::kF32,
+                                      float k_scale = 1.0f, float v_scale = 1.0f);
 
 using test_support::relative_error;
 

@@ -80,6 +80,56 @@ TEST(GqaOracleBf16Cache, AllStepsMatchTheReferenceOnRoundedKv) {
   }
 }
 
+// An e4m3 cache with an FP8 checkpoint's per-tensor k_scale and v_scale: keys and values
+// a few hundred times larger than e4m3's ±448, which only the scales bring into range. Every
+// step, prefill chunks and DCP merges included, matches the reference on k_scale · e4m3(k /
+// k_scale) and v_scale · e4m3(v / v_scale), as vLLM's cache stores and reads them; the same
+// run with the scales left at 1 saturates and misses it by far. 150 runs: with the scales
+// median 1.4e-6, at most 9.7e-5 (a value near an e4m3 midpoint, computed in f32 here and in
+// double there, rounds the other way); without them at least 0.022, median 0.045.
+TEST(GqaOracleFp8Cache, ScaledKvMatchesTheReferenceOnScaledRoundedKv) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  std::mt19937 rng(seed);
+  LayerShape shape;
+  shape.hidden = 32;
+  shape.head_dim = 32;
+  shape.num_kv_heads = 1;
+  // 12 rows a token: 4 to 12 per rank (AVX-512 kernel below 8, AMX above), or 24: 8 to 24.
+  shape.num_heads = rng() % 2 ? 12 : 24;
+  Scenario s = make_scenario(shape, rng, 4, 40);
+  std::uniform_real_distribution<float> u(200, 600);
+  const float k_big = u(rng), v_big = u(rng);
+  for (auto [w, big] : {std::pair{&s.wk, k_big}, std::pair{&s.wv, v_big}}) {
+    for (int64_t i = 0; i < w->numel(); ++i) w->data<float>()[i] *= big;
+  }
+  s.scale /= k_big;  // the scores keep their spread
+  // Scales as calibration picks them (the largest |x| / 448), give or take a factor of 2.
+  std::uniform_real_distribution<float> f(0.5f, 2.0f);
+  const float k_scale = k_big * f(rng) / 448, v_scale = v_big * f(rng) / 448;
+  SCOPED_TRACE(fmt::format("{} heads, k x{} scale {}, v x{} scale {}", shape.num_heads, k_big,
+                           k_scale, v_big, v_scale));
+  const std::vector<Tensor> want = reference_outputs(s, DType::kF8E4M3, k_scale, v_scale);
+  for (const TpDcp p : {TpDcp{1, 1}, TpDcp{2, 2}, TpDcp{3, 3}}) {
+    RunConfig cfg;
+    cfg.tp = p.tp;
+    cfg.dcp = p.dcp;
+    cfg.block_size = 1 + static_cast<int>(rng() % 16);
+    cfg.cache_dtype = DType::kF8E4M3;
+    cfg.k_scale = k_scale;
+    cfg.v_scale = v_scale;
+    cfg.threads_per_rank = 2;
+    const RunResult got = run_layer(s, cfg);
+    ASSERT_EQ(got.outputs.size(), want.size());
+    EXPECT_LE(relative_error_over_steps(got.outputs, want), 2e-3)
+        << "T=" << p.tp << " N=" << p.dcp << " B=" << cfg.block_size;
+  }
+  RunConfig unscaled;
+  unscaled.cache_dtype = DType::kF8E4M3;
+  EXPECT_GE(relative_error_over_steps(run_layer(s, unscaled).outputs, want), 5e-3)
+      << "the scales must matter here";
+}
+
 TEST(GqaOracleConfig, InvalidDcpIsRejectedBeforeRunning) {
   std::mt19937 rng(std::random_device{}());
   LayerShape shape;

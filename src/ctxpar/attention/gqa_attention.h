@@ -19,6 +19,10 @@ struct GqaDims {
   int64_t num_kv_heads = 0;  // KV heads on this rank; num_heads % num_kv_heads == 0
   int64_t head_dim = 0;
   float scale = 1.0f;  // softmax scale, usually head_dim^-1/2
+  // An e4m3 cache's per-tensor scales (model/kv_cache_scales.h): the cache holds k / k_scale
+  // and v / v_scale; 1 for other caches.
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
 };
 
 class GqaAttention {
@@ -29,7 +33,8 @@ class GqaAttention {
   virtual ~GqaAttention() = default;
 
   // q [tokens, H_l, d], k and v [tokens, Hkv_l, d] (f32, roped); out [tokens, H_l, d] f32,
-  // caller-allocated and fully written.
+  // caller-allocated and fully written. With k / v scales, every key and value, new ones
+  // included, is attended as the cache holds it: scale · cache_dtype(x / scale).
   void forward(const AttentionMetadata& md, const Tensor& q, const Tensor& k, const Tensor& v,
                Tensor& out);
 
@@ -48,6 +53,9 @@ class GqaAttention {
   ThreadPool& pool() { return pool_; }
 
  private:
+  // The softmax scale on stored keys: dims_.scale · k_scale.
+  float score_scale() const { return dims_.scale * dims_.k_scale; }
+
   GqaDims dims_;
   Tensor k_cache_;
   Tensor v_cache_;
