@@ -4,7 +4,8 @@
 // with per-tensor or per-channel `_scale`s) or dequantized (any slice); bad scales are errors
 // naming the tensor; dummy FP8 weights
 // (quantized at load) give the same greedy tokens for every (T, N), and FP8 linears give the
-// logits of a dense model holding the same dequantized weights.
+// logits of a dense model holding the same dequantized weights; an e4m3 KV cache's k/v scales
+// are read under vLLM's names and act as the same scales folded into the weights.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -24,6 +25,7 @@
 #include "ctxpar/model/causal_lm.h"
 #include "ctxpar/model/checkpoint.h"
 #include "ctxpar/model/dummy_weights.h"
+#include "ctxpar/model/kv_cache_scales.h"
 #include "ctxpar/model/layers/model_linear.h"
 #include "ctxpar/model/safetensors.h"
 #include "ctxpar/model/sfa_mode.h"
@@ -301,6 +303,109 @@ TEST_F(Fp8Files, ScaleSiblingsOfNoKnownLayoutAreErrorsNamingTheValidShapes) {
   EXPECT_NE(msg.find("F32 or BF16"), std::string::npos) << msg;
 }
 
+// An e4m3 KV cache's per-tensor scales, under every name vLLM remaps, in any float dtype and
+// any one-element shape; ignored unless the cache is e4m3, as in vLLM.
+TEST_F(Fp8Files, KvCacheScalesReadUnderEveryNameVllmRemaps) {
+  std::uniform_real_distribution<float> u(0.01f, 4.0f);
+  const auto value = [&](const Shape& shape, DType dtype, float* stored) {
+    Tensor t = Tensor::empty(shape, DType::kF32);
+    t.data<float>()[0] = u(rng_);
+    Tensor out = t.to(dtype);
+    *stored = out.to(DType::kF32).data<float>()[0];  // what the dtype keeps
+    return out;
+  };
+  struct Layout {
+    std::string k, v;  // suffixes after "model.layers.<i>.self_attn."; v "" = none stored
+  };
+  const std::vector<Layout> layouts{{"k_scale", "v_scale"},
+                                    {"k_proj.k_scale", "v_proj.v_scale"},
+                                    {"qkv_proj.k_scale", "qkv_proj.v_scale"},
+                                    {"k_proj.output_scale", "v_proj.output_scale"},
+                                    {"kv_scale", ""},
+                                    {"k_scale", ""}};
+  const std::vector<std::pair<Shape, DType>> forms{
+      {{}, DType::kF32}, {{1}, DType::kBF16}, {{1, 1}, DType::kF16}};
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  std::vector<std::pair<float, float>> want;
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    const std::string p = fmt::format("model.layers.{}.self_attn.", i);
+    float k = 0, v = 0;
+    const auto& [kshape, kdtype] = forms[rng_() % forms.size()];
+    tensors.emplace_back(p + layouts[i].k, value(kshape, kdtype, &k));
+    if (!layouts[i].v.empty()) {
+      const auto& [vshape, vdtype] = forms[rng_() % forms.size()];
+      tensors.emplace_back(p + layouts[i].v, value(vshape, vdtype, &v));
+    } else {
+      v = k;  // kv_scale, or a lone k_scale: vLLM scales v with it too
+    }
+    want.emplace_back(k, v);
+  }
+  write_safetensors(dir_.file("model.safetensors"), tensors);
+  const auto ckpt = Checkpoint::open(dir_.path().string());
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    SCOPED_TRACE(layouts[i].k);
+    const std::string p = fmt::format("model.layers.{}.self_attn", i);
+    const KvCacheScales got = read_kv_cache_scales(*ckpt, p, DType::kF8E4M3);
+    EXPECT_TRUE(got.from_checkpoint);
+    EXPECT_EQ(got.k, want[i].first);
+    EXPECT_EQ(got.v, want[i].second);
+    for (DType other : {DType::kBF16, DType::kF32}) {
+      const KvCacheScales ignored = read_kv_cache_scales(*ckpt, p, other);
+      EXPECT_FALSE(ignored.from_checkpoint);
+      EXPECT_EQ(ignored.k, 1.0f);
+      EXPECT_EQ(ignored.v, 1.0f);
+    }
+  }
+  // A layer without scales, and dummy weights (every name "exists" there), scale by 1.
+  const DummyWeights dummy(3);
+  for (const WeightSource* w :
+       {static_cast<const WeightSource*>(ckpt.get()), static_cast<const WeightSource*>(&dummy)}) {
+    const KvCacheScales none = read_kv_cache_scales(*w, "model.layers.9.self_attn", DType::kF8E4M3);
+    EXPECT_FALSE(none.from_checkpoint);
+    EXPECT_EQ(none.k, 1.0f);
+    EXPECT_EQ(none.v, 1.0f);
+  }
+}
+
+TEST_F(Fp8Files, BadKvCacheScalesAreErrorsNamingTheTensor) {
+  const auto scalar = [](float v) {
+    Tensor t = Tensor::empty({1}, DType::kF32);
+    t.data<float>()[0] = v;
+    return t;
+  };
+  write_safetensors(dir_.file("model.safetensors"),
+                    {{"model.layers.0.self_attn.v_scale", scalar(0.5f)},
+                     {"model.layers.1.self_attn.k_scale", scalar(0.5f)},
+                     {"model.layers.1.self_attn.k_proj.k_scale", scalar(0.5f)},
+                     {"model.layers.2.self_attn.k_scale", scalar(-0.5f)},
+                     {"model.layers.2.self_attn.v_scale", scalar(0.5f)},
+                     {"model.layers.3.self_attn.k_scale", Tensor::zeros({2}, DType::kF32)},
+                     {"model.layers.4.self_attn.kv_scale", scalar(0.5f)},
+                     {"model.layers.4.self_attn.v_scale", scalar(0.5f)},
+                     {"model.layers.5.self_attn.k_scale", scalar(INFINITY)}});
+  const auto ckpt = Checkpoint::open(dir_.path().string());
+  const auto msg = [&](int layer) {
+    return error_of([&] {
+      read_kv_cache_scales(*ckpt, fmt::format("model.layers.{}.self_attn", layer), DType::kF8E4M3);
+    });
+  };
+  const std::vector<std::vector<std::string>> want{
+      {"'model.layers.0.self_attn.v_scale'", "no k scale"},
+      {"'model.layers.1.self_attn.k_scale'", "'model.layers.1.self_attn.k_proj.k_scale'", "twice"},
+      {"'model.layers.2.self_attn.k_scale' is -0.5", "positive finite"},
+      {"'model.layers.3.self_attn.k_scale'", "[2]", "one value"},
+      {"'model.layers.4.self_attn.kv_scale'", "'model.layers.4.self_attn.v_scale'", "one form"},
+      {"'model.layers.5.self_attn.k_scale' is inf", "positive finite"}};
+  for (int layer = 0; layer < static_cast<int>(want.size()); ++layer) {
+    const std::string m = msg(layer);
+    for (const std::string& part : want[static_cast<size_t>(layer)])
+      EXPECT_NE(m.find(part), std::string::npos) << part << " in: " << m;
+  }
+  // A bf16 cache never reads them.
+  EXPECT_EQ(
+      error_of([&] { read_kv_cache_scales(*ckpt, "model.layers.2.self_attn", DType::kBF16); }), "");
+}
+
 // A DeepSeek-V3-shaped tiny config whose tensor-parallel cuts fall on 128-row blocks for T = 2:
 // q_b rows 4·64, o_proj columns 4·64, intermediates 256; hidden 192 ends in a partial block.
 constexpr const char* kAlignedMla = R"json({
@@ -446,6 +551,105 @@ TEST(Fp8Dummy, Fp8LinearsGiveTheLogitsOfTheDequantizedDenseModel) {
       EXPECT_LE(std::sqrt(num / den), 1e-4);
     }
   }
+}
+
+// A Llama-shaped model (GQA: 4 query heads over 1 KV head, so T = 2 can run N = 2).
+constexpr const char* kTinyLlama = R"json({
+  "architectures": ["LlamaForCausalLM"], "vocab_size": 512, "hidden_size": 64,
+  "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+  "num_key_value_heads": 1, "max_position_embeddings": 512, "rms_norm_eps": 1e-5})json";
+
+// Dummy weights as an FP8-KV checkpoint stores them: k_scale and v_scale on every layer
+// (`folded` false), or the same model with the scales folded into its weights instead (none
+// stored): k_proj / k_scale with q_proj · k_scale keep every score, v_proj / v_scale with
+// o_proj · v_scale every output, and its scale-1 cache holds the same e4m3 bytes. Powers of two
+// keep the folding exact.
+class KvScaledDummy : public WeightSource {
+ public:
+  KvScaledDummy(float k_scale, float v_scale, bool folded)
+      : dummy_(17), k_(k_scale), v_(v_scale), folded_(folded) {}
+  bool has(const std::string& name) const override { return dummy_.has(name); }
+  std::optional<float> stored_scalar(const std::string& name) const override {
+    if (folded_) return std::nullopt;
+    if (name.ends_with(".self_attn.k_scale")) return k_;
+    if (name.ends_with(".self_attn.v_scale")) return v_;
+    return std::nullopt;
+  }
+  Tensor get(const std::string& name, const Shape& full_shape, DType want,
+             const Slice& slice) const override {
+    Tensor t = dummy_.get(name, full_shape, DType::kF32, slice);
+    const float factor = !folded_                          ? 1.0f
+                         : name.ends_with("q_proj.weight") ? k_
+                         : name.ends_with("k_proj.weight") ? 1.0f / k_
+                         : name.ends_with("v_proj.weight") ? 1.0f / v_
+                         : name.ends_with("o_proj.weight") ? v_
+                                                           : 1.0f;
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] *= factor;
+    return t.to(want);
+  }
+
+ private:
+  DummyWeights dummy_;
+  float k_, v_;
+  bool folded_;
+};
+
+double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t v = 0; v < a.size(); ++v) {
+    num += (a[v] - b[v]) * (a[v] - b[v]);
+    den += b[v] * b[v];
+  }
+  return std::sqrt(num / den);
+}
+
+// With --kv-cache-dtype fp8, a model whose checkpoint stores k_scale 2^-8 and v_scale 2^6 gives
+// the logits and greedy tokens of the same model with those scales folded into its weights
+// (which stores the same e4m3 bytes at scale 1), for every (T, N); the scales are far enough
+// from 1 (keys ×256 saturate, values /64 go subnormal) that the model without them differs.
+TEST(Fp8KvCache, CheckpointScalesActAsScalesFoldedIntoTheWeights) {
+  const ModelConfig config = parse_model_config(kTinyLlama, "tiny-llama");
+  const std::vector<int32_t> prompt = random_prompt(11);
+  const float k_scale = 1.0f / 256, v_scale = 64.0f;
+  const KvScaledDummy stored(k_scale, v_scale, false), folded(k_scale, v_scale, true);
+  const KvScaledDummy unscaled(1.0f, 1.0f, false);
+  ModelOptions fp8_kv;
+  fp8_kv.kv_cache_dtype = DType::kF8E4M3;
+  const auto want = greedy(config, folded, fp8_kv, 1, 1, prompt, 5);
+  EXPECT_GE(
+      relative_difference(greedy(config, unscaled, fp8_kv, 1, 1, prompt, 0).second, want.second),
+      1e-2)
+      << "the scales must matter here";
+  for (const auto& [tp, dcp] : std::vector<std::pair<int, int>>{{1, 1}, {2, 1}, {2, 2}}) {
+    SCOPED_TRACE(fmt::format("T={} N={}", tp, dcp));
+    const auto got = greedy(config, stored, fp8_kv, tp, dcp, prompt, 5);
+    EXPECT_LE(relative_difference(got.second, want.second), 1e-5);
+    EXPECT_EQ(got.first, want.first);
+  }
+}
+
+// ctxpar's e4m3 latent cache has no scales yet: an MLA checkpoint that stores them is refused
+// with an e4m3 cache, naming the layer and the cache dtypes that run it; a bf16 cache ignores
+// them, as vLLM does.
+TEST(Fp8KvCache, MlaCheckpointScalesAreRefusedWithAnE4m3CacheOnly) {
+  const ModelConfig config = parse_model_config(kAlignedMla, "aligned-mla");
+  const KvScaledDummy stored(0.5f, 0.25f, false);
+  const auto build = [&](DType kv_dtype) {
+    return error_of([&] {
+      run_inprocess_ranks(1, [&](Communicator& world) {
+        ParallelGroups groups(world, 1, 1);
+        ThreadPool pool(1);
+        ModelOptions options;
+        options.kv_cache_dtype = kv_dtype;
+        CausalLM lm(config, ModelContext{stored, groups, options, pool});
+      });
+    });
+  };
+  const std::string msg = build(DType::kF8E4M3);
+  for (const char* part : {"MLA layer 'model.layers.0.self_attn'", "k 0.5, v 0.25",
+                           "--kv-cache-dtype auto or bfloat16"})
+    EXPECT_NE(msg.find(part), std::string::npos) << part << " in: " << msg;
+  EXPECT_EQ(build(DType::kBF16), "");
 }
 
 }  // namespace

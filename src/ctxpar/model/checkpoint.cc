@@ -202,6 +202,16 @@ Tensor Checkpoint::read_scale(const std::string& name, const Shape& full_shape, 
   return out;
 }
 
+std::optional<float> Checkpoint::stored_scalar(const std::string& name) const {
+  if (!has(name)) return std::nullopt;
+  const Shape& shape = info(name).shape;
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  CTXPAR_CHECK_INPUT(numel == 1, "'{}' in checkpoint '{}' has shape {}; it must hold one value",
+                     name, path_, shape_str(shape));
+  return get(name, shape, DType::kF32, Slice::full()).data<float>()[0];
+}
+
 kernels::Fp8Weight Checkpoint::get_fp8(const std::string& name, const Shape& full_shape,
                                        const Slice& slice) const {
   CTXPAR_CHECK(is_fp8(name), "tensor '{}' in checkpoint '{}' is not stored as F8_E4M3", name,

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -34,6 +35,8 @@ class Checkpoint : public WeightSource {
   kernels::Fp8Scaling fp8_scaling(const std::string& name) const override;
   kernels::Fp8Weight get_fp8(const std::string& name, const Shape& full_shape,
                              const Slice& slice) const override;
+
+  std::optional<float> stored_scalar(const std::string& name) const override;
 
   // The stored description of a tensor (dtype, shape); throws like get() when missing.
   const SafetensorsTensorInfo& info(const std::string& name) const;

@@ -5,6 +5,7 @@
 // tensor it does not keep.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "ctxpar/core/tensor.h"
@@ -46,6 +47,14 @@ class WeightSource {
   // otherwise, or when the scale is missing or mis-shaped.
   virtual kernels::Fp8Weight get_fp8(const std::string& name, const Shape& full_shape,
                                      const Slice& slice) const;
+
+  // A one-element tensor stored under `name` ([], [1], [1, 1], any float dtype) as f32;
+  // nullopt when the source stores no such tensor (dummy weights store none: every name
+  // "exists" there, but a made-up scale would be no scale at all). Throws Error naming the
+  // tensor when it holds more than one value.
+  virtual std::optional<float> stored_scalar(const std::string& /*name*/) const {
+    return std::nullopt;
+  }
 
   // Gives back memory held only for reading (a checkpoint's mapped pages) once the model has
   // copied its weights out; every method above keeps working (pages are read again).

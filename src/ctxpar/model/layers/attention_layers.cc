@@ -8,6 +8,7 @@
 #include "ctxpar/core/error.h"
 #include "ctxpar/kernels/batched_matmul.h"
 #include "ctxpar/kernels/norm.h"
+#include "ctxpar/model/kv_cache_scales.h"
 
 namespace ctxpar::model {
 namespace {
@@ -99,6 +100,10 @@ GqaAttentionLayer::GqaAttentionLayer(const ModelContext& ctx, const ModelConfig&
         d.num_kv_heads = c.num_key_value_heads >= t ? c.num_key_value_heads / t : 1;
         d.head_dim = c.head_dim;
         d.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+        const KvCacheScales kv_scales =
+            read_kv_cache_scales(ctx.weights, attn_prefix(layer), ctx.options.kv_cache_dtype);
+        d.k_scale = kv_scales.k;
+        d.v_scale = kv_scales.v;
         return d;
       }()),
       qkv_([&] {
@@ -215,6 +220,12 @@ MlaAttentionLayer::MlaAttentionLayer(const ModelContext& ctx, const ModelConfig&
               {c.hidden_size, c.num_attention_heads * c.mla.v_head_dim}),
       rope_(std::move(rope)) {
   const std::string p = attn_prefix(layer);
+  const KvCacheScales kv_scales = read_kv_cache_scales(ctx.weights, p, ctx.options.kv_cache_dtype);
+  CTXPAR_CHECK_INPUT(!kv_scales.from_checkpoint,
+                     "the checkpoint has FP8 KV cache scales for MLA layer '{}' (k {}, v {}), and "
+                     "ctxpar's e4m3 latent cache runs with a scale of 1 only; use "
+                     "--kv-cache-dtype auto or bfloat16",
+                     p, kv_scales.k, kv_scales.v);
   const int64_t qk = c.mla.qk_nope_head_dim + c.mla.qk_rope_head_dim;
   const Slice head_rows =
       heads == Heads::kAll ? Slice::full() : Slice::column_parallel(ctx.tp_rank(), ctx.tp_size());
