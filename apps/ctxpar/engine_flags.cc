@@ -13,6 +13,7 @@
 #include "ctxpar/engine/chat_prompt.h"
 #include "ctxpar/engine/tokenizer_loader.h"
 #include "ctxpar/model/model_config.h"
+#include "ctxpar/model/model_location.h"
 
 namespace ctxpar::app {
 namespace {
@@ -60,8 +61,14 @@ void last_value_wins(CLI::App* cmd) {
 
 void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
   engine::EngineConfig& c = f.config;
-  cmd->add_option("--model", c.model, "builtin:NAME, a Hugging Face model directory or config.json")
+  cmd->add_option("--model", c.model,
+                  "builtin:NAME, a Hugging Face model directory or config.json, or a repo id "
+                  "(OWNER/NAME) in the Hugging Face cache")
       ->capture_default_str();
+  cmd->add_option("--revision", f.revision, "the repo id's branch, tag or commit (default main)");
+  cmd->add_option("--download-dir", f.download_dir,
+                  "the Hugging Face cache holding the repo id (default: HF_HUB_CACHE, HF_HOME/hub "
+                  "or ~/.cache/huggingface/hub)");
   cmd->add_option("--tokenizer", c.tokenizer,
                   "directory of tokenizer.json (and tokenizer_config.json); default: the model's");
   cmd->add_option("--tensor-parallel-size", c.tensor_parallel_size, "ranks (T); alias -tp")
@@ -124,6 +131,7 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
 engine::EngineConfig finish_engine_config(const EngineFlags& f) {
   engine::EngineConfig c = f.config;
   c.kv_cache_memory = engine::parse_memory_size(f.kv_cache_memory);
+  c.model = model::locate_model(c.model, f.revision, f.download_dir);
   if (!f.ignored.empty() && is_output_rank()) {
     std::string names;
     for (const std::string& flag : f.ignored) names += (names.empty() ? "" : ", ") + flag;

@@ -15,14 +15,19 @@ namespace ctxpar::app {
 struct EngineFlags {
   engine::EngineConfig config;
   std::string kv_cache_memory = "512MiB";
+  // A Hugging Face repo id as the model is looked up in the hub cache (model/model_location.h)
+  // at this revision, in --download-dir when given.
+  std::string revision;
+  std::string download_dir;
   // vLLM flags given that only tune GPU execution ("--gpu-memory-utilization 0.9"): accepted
   // so that a pasted `vllm serve` line runs, and named once on stderr as ignored.
   std::vector<std::string> ignored;
 };
 
 void add_engine_flags(CLI::App* cmd, EngineFlags& flags);
-// Applies the string-typed flags (memory sizes) to flags.config and, on the output rank, names
-// the ignored vLLM flags on stderr; throws ctxpar::InputError.
+// Applies the string-typed flags (memory sizes) to flags.config, turns a Hugging Face repo id
+// into its cached snapshot directory (config.model; flags.config.model keeps the name as given)
+// and, on the output rank, names the ignored vLLM flags on stderr; throws ctxpar::InputError.
 engine::EngineConfig finish_engine_config(const EngineFlags& flags);
 
 struct PromptFlags {

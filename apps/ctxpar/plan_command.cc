@@ -10,6 +10,7 @@
 #include "ctxpar/engine/engine_config.h"
 #include "ctxpar/kv/kv_cache_spec.h"
 #include "ctxpar/model/kv_cache_plan.h"
+#include "ctxpar/model/model_location.h"
 #include "ctxpar/model/parallel_validation.h"
 #include "output_format.h"
 
@@ -60,7 +61,7 @@ Column plan_column(const PlanOptions& o, const model::ModelConfig& config, int d
 }
 
 void run(const PlanOptions& o) {
-  const model::ModelConfig config = model::resolve_model_config(o.model);
+  const model::ModelConfig config = model::resolve_model_config(model::locate_model(o.model));
   model::validate_for_parallel(config, o.tp, o.dcp);
   const int64_t memory = engine::parse_memory_size(o.kv_cache_memory);
   const int64_t max_len = o.max_model_len > 0 ? o.max_model_len : config.max_position_embeddings;
@@ -120,7 +121,9 @@ void add_plan_command(CLI::App& app) {
   auto o = std::make_shared<PlanOptions>();
   CLI::App* cmd =
       app.add_subcommand("plan", "KV capacity per rank with and without DCP (no weights read)");
-  cmd->add_option("--model", o->model, "builtin:NAME, a model directory or config.json")
+  cmd->add_option("--model", o->model,
+                  "builtin:NAME, a model directory or config.json, or a repo id in the Hugging "
+                  "Face cache")
       ->capture_default_str();
   cmd->add_option("--tensor-parallel-size", o->tp)->capture_default_str();
   cmd->add_option("--decode-context-parallel-size", o->dcp)->capture_default_str();

@@ -151,8 +151,9 @@ void run(ServeOptions& o) {
   });
   o.server.defaults = defaults_of(tok.generation);
   o.server.eos_token_ids = tok.eos_token_ids;
-  if (o.server.served_model_name.empty()) o.server.served_model_name = config.model;
-  o.server.model_root = config.model;
+  // Named as given: a repo id, not the cache directory it was found in (vLLM's names).
+  if (o.server.served_model_name.empty()) o.server.served_model_name = o.engine.config.model;
+  o.server.model_root = o.engine.config.model;
 
   // On every rank: the other ranks ignore the signals too (rank 0 stops them).
   const StopSignals signals;
@@ -218,7 +219,8 @@ void add_serve_command(CLI::App& app) {
                   "hermes (Qwen, Hermes: JSON calls), glm45 or glm47 (GLM-4.5 / GLM-4.7, GLM-5: "
                   "<tool_call>name<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>), "
                   "deepseek_v32 (DeepSeek-V3.2: DSML invokes), deepseek_v31 or deepseek_v3 "
-                  "(DeepSeek-V3.1, V3 / R1: <｜tool▁call▁begin｜> calls)");
+                  "(DeepSeek-V3.1, V3 / R1: <｜tool▁call▁begin｜> calls), llama3_json (Llama "
+                  "3.1-3.3: {\"name\": ..., \"parameters\": {...}} objects, `;` between them)");
   cmd->add_option("--max-request-body-bytes", o->max_body,
                   "larger request bodies get 413 (e.g. 32MiB)")
       ->capture_default_str();

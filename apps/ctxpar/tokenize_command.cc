@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "ctxpar/core/error.h"
 #include "ctxpar/engine/tokenizer_loader.h"
+#include "ctxpar/model/model_location.h"
 #include "output_format.h"
 
 namespace ctxpar::app {
@@ -24,7 +25,9 @@ struct TokenizeOptions {
 };
 
 void add_common(CLI::App* cmd, TokenizeOptions& o) {
-  cmd->add_option("--model", o.model, "builtin:NAME or a Hugging Face model directory")
+  cmd->add_option("--model", o.model,
+                  "builtin:NAME, a Hugging Face model directory, or a repo id in the Hugging "
+                  "Face cache")
       ->capture_default_str();
   cmd->add_option("--tokenizer", o.tokenizer, "directory of tokenizer.json; default: the model's");
   cmd->add_flag("--json", o.json, "one JSON object per input (vLLM's response fields)");
@@ -36,7 +39,8 @@ std::string json_line(const nlohmann::json& j) {
 }
 
 void tokenize(const TokenizeOptions& o) {
-  const tokenizer::LoadedTokenizer t = engine::load_tokenizer(o.model, o.tokenizer);
+  const tokenizer::LoadedTokenizer t =
+      engine::load_tokenizer(model::locate_model(o.model), o.tokenizer);
   for (const std::string& text : o.inputs) {
     const std::vector<int32_t> ids = t.tokenizer->encode(text, !o.no_special_tokens);
     std::vector<std::string> strs;
@@ -75,7 +79,8 @@ std::vector<int32_t> parse_id_list(const std::string& text) {
 }
 
 void detokenize(const TokenizeOptions& o) {
-  const tokenizer::LoadedTokenizer t = engine::load_tokenizer(o.model, o.tokenizer);
+  const tokenizer::LoadedTokenizer t =
+      engine::load_tokenizer(model::locate_model(o.model), o.tokenizer);
   for (const std::string& list : o.inputs) {
     const std::string text = t.tokenizer->decode(parse_id_list(list), o.no_special_tokens);
     if (o.json) {

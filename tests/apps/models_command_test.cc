@@ -1,9 +1,13 @@
 // The model and FP8 surface of the `ctxpar` command: `plan` on the config-only built-ins
 // answers the GLM-5 capacity question (replicated index keys included), config-only entries
 // are refused for runs, `--quantization fp8` runs dummy weights FP8 and the FP8 fixture runs
-// under tensor parallelism, and bad values exit 2 naming them.
+// under tensor parallelism, a Hugging Face repo id runs from the hub cache, and bad values exit 2
+// naming them.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -141,6 +145,60 @@ TEST(ModelsCommand, CompressedTensorsFp8CheckpointGeneratesTransformersGreedyTok
   EXPECT_NE(r.err.find("model config (compressed-tensors) does not match"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("`quantization` argument (fp8)"), std::string::npos) << r.err;
+}
+
+// `ctxpar generate --model OWNER/NAME` as vLLM takes it: the compressed-tensors fixture laid out
+// in a Hugging Face hub cache as huggingface_hub writes it (refs/main naming a snapshot of
+// symlinks), found through HF_HUB_CACHE or --download-dir, at --revision, gives transformers'
+// greedy tokens; a repo id not in the cache exits 2 saying how to download it.
+TEST(ModelsCommand, RepoIdsRunFromTheHuggingFaceCache) {
+  namespace fs = std::filesystem;
+  const fs::path fixture = fs::path(CTXPAR_FIXTURES_DIR) / "tiny-qwen3-fp8-fixture";
+  std::string pattern = (fs::temp_directory_path() / "ctxpar_hf_cache_XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  const fs::path cache = pattern;
+  const std::string commit = "5c4b8e2f0d9a7b6c5e4f3a2b1c0d9e8f7a6b5c4d";
+  const fs::path repo = cache / "models--RedHatAI--tiny-qwen3-fp8";
+  fs::create_directories(repo / "refs");
+  std::ofstream(repo / "refs" / "main") << commit;
+  std::ofstream(repo / "refs" / "v1") << commit;
+  fs::create_directories(repo / "snapshots" / commit);
+  for (const auto& f : fs::directory_iterator(fixture))
+    fs::create_symlink(f.path(), repo / "snapshots" / commit / f.path().filename());
+
+  std::ifstream in(fixture / "golden.json");
+  const auto golden = nlohmann::json::parse(in);
+  std::string prompt;
+  for (const auto& id : golden["prompts"][1]) {
+    if (!prompt.empty()) prompt += ',';
+    prompt += std::to_string(id.get<int>());
+  }
+  const auto run = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"generate",     "--json",
+                                     "--dtype",      "float32",
+                                     "--max-tokens", "8",
+                                     "--ignore-eos", "--prompt-token-ids",
+                                     prompt,         "--kv-cache-memory",
+                                     "16MiB"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_command(CTXPAR_BINARY, args);
+  };
+  const auto tokens = [&](const CommandResult& c) {
+    EXPECT_EQ(c.exit_status, 0) << c.err;
+    return c.exit_status == 0 ? nlohmann::json::parse(c.out)["requests"][0]["output_token_ids"]
+                              : nlohmann::json();
+  };
+  EXPECT_EQ(tokens(run({"--model", "RedHatAI/tiny-qwen3-fp8", "--download-dir", cache.string()})),
+            golden["greedy"][1]);
+  ::setenv("HF_HUB_CACHE", cache.c_str(), 1);
+  EXPECT_EQ(tokens(run({"--model", "RedHatAI/tiny-qwen3-fp8", "--revision", "v1"})),
+            golden["greedy"][1]);
+  const CommandResult missing = run({"--model", "RedHatAI/tiny-qwen3-fp9"});
+  ::unsetenv("HF_HUB_CACHE");
+  EXPECT_EQ(missing.exit_status, 2) << missing.err;
+  EXPECT_NE(missing.err.find("hf download RedHatAI/tiny-qwen3-fp9"), std::string::npos)
+      << missing.err;
+  fs::remove_all(cache);
 }
 
 }  // namespace
