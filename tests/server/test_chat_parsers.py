@@ -11,6 +11,7 @@ reasoning_parser_test.cc, tool_call_parser_test.cc, glm_tool_calls_test.cc and
 dsml_tool_calls_test.cc.)"""
 
 import os
+import re
 import subprocess
 import tempfile
 import unittest
@@ -278,6 +279,30 @@ class DeepSeekV3Parsers(unittest.TestCase):
                 self.assertEqual(whole["finish_reason"], "length", parser)
 
 
+class LlamaJsonParser(unittest.TestCase):
+    """The Llama 3.x recipe's --tool-call-parser llama3_json: an output without a call keeps its
+    text, whole and streamed, and special tokens are skipped as vLLM skips them for this parser
+    (only parsers such as hermes ask vLLM to keep them)."""
+
+    def test_text_stays_content_and_special_tokens_are_skipped(self):
+        tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string"}}}}}]
+        question = "Weather in Paris? " + str(fx.seeded_rng(self).random())
+        args = dict(model=fx.MODEL, messages=[{"role": "user", "content": question}],
+                    tools=tools, max_completion_tokens=20, temperature=0)
+        with fx.Server(extra_args=["--enable-auto-tool-choice", "--tool-call-parser",
+                                   "llama3_json"]) as server:
+            client = fx.openai_client(server)
+            kept = assert_text_stays_content(
+                self, client, dict(args, extra_body={"ignore_eos": True,
+                                                     "skip_special_tokens": False}))
+            skipped = client.chat.completions.create(
+                **args, extra_body={"ignore_eos": True}).model_dump()["choices"][0]
+        self.assertRegex(kept["message"]["content"], r"<\|\d+\|>")
+        self.assertEqual(skipped["message"]["content"] or "",
+                         re.sub(r"<\|\d+\|>", "", kept["message"]["content"]))
+
+
 class BadParserFlags(unittest.TestCase):
     def refused(self, flags, message):
         args = [fx.CTXPAR, "serve", fx.MODEL, *flags, "--port", "0"]
@@ -290,14 +315,14 @@ class BadParserFlags(unittest.TestCase):
                      "'granite' is not supported; use deepseek_r1, qwen3, deepseek_v3 or glm45")
         self.refused(["--enable-auto-tool-choice", "--tool-call-parser", "mistral"],
                      "'mistral' is not supported; use hermes, glm45, glm47, deepseek_v32, "
-                     "deepseek_v31 or deepseek_v3")
+                     "deepseek_v31, deepseek_v3 or llama3_json")
         self.refused(["--tokenizer-mode", "mistral"],
                      "'mistral' is not supported; use auto, hf or deepseek_v32")
         self.refused(["--chat-template-content-format", "hf"],
                      "'hf' is not supported; use auto, string or openai")
         self.refused(["--enable-auto-tool-choice"], "--enable-auto-tool-choice needs "
-                     "--tool-call-parser (hermes, glm45, glm47, deepseek_v32, deepseek_v31 or "
-                     "deepseek_v3)")
+                     "--tool-call-parser (hermes, glm45, glm47, deepseek_v32, deepseek_v31, "
+                     "deepseek_v3 or llama3_json)")
 
 
 if __name__ == "__main__":

@@ -271,9 +271,9 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
   plan->prompts.push_back(chat_prompt_tokens(r));
   add_choices(*plan, r, options_, engine_.config().scheduler.max_model_len,
               "max_completion_tokens");
-  // As vLLM's tool call parsers: their tags may be special tokens in some vocabularies.
+  // As vLLM's tool call parsers that ask for it: their tags may be special tokens.
   const bool skip_special =
-      r.skip_special_tokens && plan->tool_call_parser == ToolCallParser::kNone;
+      r.skip_special_tokens && !tool_call_parser_keeps_special_tokens(plan->tool_call_parser);
   run_generation(engine_, metrics_, tokenizer_, options_, state_.open_streams, std::move(plan), r,
                  skip_special, arrival, res);
 }

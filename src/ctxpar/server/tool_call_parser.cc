@@ -5,6 +5,7 @@
 #include "ctxpar/server/dsml_tool_calls.h"
 #include "ctxpar/server/glm_tool_calls.h"
 #include "ctxpar/server/hermes_tool_calls.h"
+#include "ctxpar/server/llama_tool_calls.h"
 #include "ctxpar/server/python_space.h"
 #include "ctxpar/server/text_tags.h"
 
@@ -31,10 +32,11 @@ Format format_of(ToolCallParser parser) {
     case ToolCallParser::kDeepSeekV31:
       // vLLM finds the complete calls of a block the output ends in, too.
       return {"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", true, false};
+    case ToolCallParser::kLlama3Json:
     case ToolCallParser::kNone:
       break;
   }
-  CTXPAR_FAIL("no tool call parser");
+  CTXPAR_FAIL("not a tagged tool call format");
 }
 
 // The calls of one block's text: empty when it holds none, nullopt when the whole output must
@@ -53,10 +55,11 @@ std::optional<std::vector<ToolCall>> block_calls(ToolCallParser parser, std::str
       return deepseek_v3_tool_calls(body);
     case ToolCallParser::kDeepSeekV31:
       return deepseek_v31_tool_calls(body);
+    case ToolCallParser::kLlama3Json:
     case ToolCallParser::kNone:
       break;
   }
-  CTXPAR_FAIL("no tool call parser");
+  CTXPAR_FAIL("not a tagged tool call format");
 }
 
 }  // namespace
@@ -69,16 +72,22 @@ ToolCallParser parse_tool_call_parser(std::string_view name) {
   if (name == "deepseek_v32") return ToolCallParser::kDeepSeekV32;
   if (name == "deepseek_v31") return ToolCallParser::kDeepSeekV31;
   if (name == "deepseek_v3") return ToolCallParser::kDeepSeekV3;
+  if (name == "llama3_json") return ToolCallParser::kLlama3Json;
   CTXPAR_INPUT_FAIL("--tool-call-parser '{}' is not supported; use {}", name,
                     tool_call_parser_names());
 }
 
 std::string_view tool_call_parser_names() {
-  return "hermes, glm45, glm47, deepseek_v32, deepseek_v31 or deepseek_v3";
+  return "hermes, glm45, glm47, deepseek_v32, deepseek_v31, deepseek_v3 or llama3_json";
+}
+
+bool tool_call_parser_keeps_special_tokens(ToolCallParser parser) {
+  return parser != ToolCallParser::kNone && parser != ToolCallParser::kLlama3Json;
 }
 
 ToolCallSplit split_tool_calls(ToolCallParser parser, std::string_view text,
                                const nlohmann::json& tools) {
+  if (parser == ToolCallParser::kLlama3Json) return split_llama3_json(text);
   const Format f = format_of(parser);
   const size_t first = text.find(f.open);
   ToolCallSplit all_content{std::string(text), {}};
@@ -105,6 +114,43 @@ ToolCallSplit split_tool_calls(ToolCallParser parser, std::string_view text,
 }
 
 ToolCallStream::Delta ToolCallStream::add(std::string_view text, bool finished) {
+  if (parser_ == ToolCallParser::kLlama3Json) return add_llama3_json(text, finished);
+  return add_tagged(text, finished);
+}
+
+ToolCallStream::Delta ToolCallStream::add_llama3_json(std::string_view text, bool finished) {
+  Delta d;
+  if (all_content_) {
+    d.content = text;
+    return d;
+  }
+  if (!in_block_) {
+    const size_t brace = text.find('{');
+    d.content = text.substr(0, brace);
+    if (brace == std::string_view::npos) return d;
+    in_block_ = true;
+    text.remove_prefix(brace);
+  }
+  held_ += text;
+  LlamaJsonScan scan = scan_llama3_json(held_, finished);
+  switch (scan.outcome) {
+    case LlamaJsonScan::Outcome::kUndecided:
+      break;
+    case LlamaJsonScan::Outcome::kContent:
+      d.content += held_;
+      held_.clear();
+      all_content_ = true;
+      break;
+    case LlamaJsonScan::Outcome::kCalls:
+      calls_sent_ += static_cast<int>(scan.calls.size());
+      d.calls = std::move(scan.calls);
+      held_.clear();  // the text around the calls, which vLLM drops
+      break;
+  }
+  return d;
+}
+
+ToolCallStream::Delta ToolCallStream::add_tagged(std::string_view text, bool finished) {
   const Format f = format_of(parser_);
   Delta d;
   std::string buf = held_ + std::string(text);

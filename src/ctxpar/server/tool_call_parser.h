@@ -9,7 +9,8 @@
 //   deepseek_v3 (DeepSeek-V3, R1), deepseek_v31 (DeepSeek-V3.1): a block of calls,
 //           <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>...<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>
 // (the calls' text in hermes_tool_calls.h, glm_tool_calls.h, dsml_tool_calls.h and
-// deepseek_tool_calls.h).
+// deepseek_tool_calls.h). llama3_json (Llama 3.x) has no tags: JSON objects anywhere in the
+// output are the calls (llama_tool_calls.h, which says how it splits a whole output).
 //
 // A whole output, as vLLM splits it: the calls of every closed block (hermes, deepseek_v3 and
 // deepseek_v31: a block left open at the end counts too), each with its arguments as JSON text in
@@ -24,6 +25,13 @@
 // accumulated message is the same); a block that gives no call goes out as content, tags and
 // all, and so does a block still open when the output ends (hermes, deepseek_v3, deepseek_v31:
 // parsed, as whole).
+// llama3_json streams the text before the first `{` as content and holds the rest: one `{` that
+// is not a call turns the whole output into content, so no call is certain before the output
+// ends (a `;` and the next call's start do not make the one before it final). The calls go out
+// when the output ends; as soon as a `{` is known not to start a call, the held text and all
+// that follows go out as content. The accumulated message is then the whole output's split,
+// except that text before the first `{` of an output with calls was already sent as content
+// (vLLM's own stream sends all of such an output as content, calls included).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -41,15 +49,21 @@ enum class ToolCallParser {
   kGlm47,
   kDeepSeekV32,
   kDeepSeekV31,
-  kDeepSeekV3
+  kDeepSeekV3,
+  kLlama3Json
 };
 
-// "" → kNone; "hermes", "glm45", "glm47", "deepseek_v32", "deepseek_v31", "deepseek_v3". Throws
-// InputError naming the value and the valid ones.
+// "" → kNone; "hermes", "glm45", "glm47", "deepseek_v32", "deepseek_v31", "deepseek_v3",
+// "llama3_json". Throws InputError naming the value and the valid ones.
 ToolCallParser parse_tool_call_parser(std::string_view name);
 
-// The names parse_tool_call_parser takes, for messages ("hermes, glm45, ... or deepseek_v3").
+// The names parse_tool_call_parser takes, for messages ("hermes, glm45, ... or llama3_json").
 std::string_view tool_call_parser_names();
+
+// Whether chat outputs keep special tokens in their text for this parser, as vLLM's parser asks
+// (hermes sets skip_special_tokens false, its tags may be special tokens; llama3_json leaves it,
+// so Llama's <|python_tag|> is skipped as in vLLM).
+bool tool_call_parser_keeps_special_tokens(ToolCallParser parser);
 
 struct ToolCall {
   std::string id;  // "chatcmpl-tool-" + 32 hex digits, as vLLM's
@@ -87,8 +101,12 @@ class ToolCallStream {
  private:
   ToolCallParser parser_;
   const nlohmann::json* tools_;
-  std::string held_;       // a tail that may begin the opening tag, or an open block's text
-  bool in_block_ = false;  // held_ is the text of a block after its opening tag
+  Delta add_tagged(std::string_view text, bool finished);
+  Delta add_llama3_json(std::string_view text, bool finished);
+
+  std::string held_;          // a tail that may begin the opening tag, or an open block's text
+  bool in_block_ = false;     // held_ is the text of a block after its opening tag
+  bool all_content_ = false;  // llama3_json: the output was found to hold no calls
   int calls_sent_ = 0;
 };
 
