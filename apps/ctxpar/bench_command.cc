@@ -89,7 +89,8 @@ void run(const BenchOptions& o) {
         // decodes in every decode step (with a real prefill, the first requests decode while
         // later ones prefill, in steps counted as prefill; "decode batch" shows the rest).
         if (c.dummy_context) {
-          c.max_num_batched_tokens = std::max(c.max_num_batched_tokens, batch * context);
+          c.max_num_batched_tokens = std::max(
+              {c.max_num_batched_tokens, engine::kDefaultMaxNumBatchedTokens, batch * context});
         }
         const engine::GenerationResult r = engine::generate(c, requests, run_options);
         if (!is_output_rank()) continue;

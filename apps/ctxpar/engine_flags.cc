@@ -36,19 +36,43 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   return ids;
 }
 
-// vLLM flags with no meaning on CPU ranks: GPU memory, CUDA graphs, custom all-reduce, swap
-// and offload space, remote code (ctxpar runs none), request logging. Each takes a value or not.
-struct VllmGpuFlag {
+// vLLM flags that change nothing in ctxpar, accepted so that a pasted `vllm serve` line runs
+// and named once on stderr, per group: GPU execution (memory, CUDA graphs, custom all-reduce,
+// swap and offload space, compilation), remote code (ctxpar runs none), logging and the API
+// server's documentation pages. Each takes a value or not.
+struct VllmNoOpFlag {
   const char* name;
   bool takes_value;
+  const char* group;  // EngineFlags::ignored's key; kIgnoredNotes says why
 };
-constexpr VllmGpuFlag kVllmGpuFlags[] = {
-    {"--gpu-memory-utilization", true}, {"--swap-space", true},
-    {"--cpu-offload-gb", true},         {"--max-seq-len-to-capture", true},
-    {"--enforce-eager", false},         {"--disable-custom-all-reduce", false},
-    {"--trust-remote-code", false},     {"--disable-log-requests", false},
-    {"--disable-log-stats", false},
+constexpr const char* kGpu = "GPU-only";
+constexpr const char* kLogging = "logging";
+constexpr VllmNoOpFlag kVllmNoOpFlags[] = {
+    {"--gpu-memory-utilization", true, kGpu},
+    {"--swap-space", true, kGpu},
+    {"--cpu-offload-gb", true, kGpu},
+    {"--max-seq-len-to-capture", true, kGpu},
+    {"--cuda-graph-sizes", true, kGpu},
+    {"--compilation-config", true, kGpu},
+    {"--enforce-eager", false, kGpu},
+    {"--disable-custom-all-reduce", false, kGpu},
+    {"--enable-sleep-mode", false, kGpu},
+    {"--trust-remote-code", false, kGpu},
+    {"--disable-log-requests", false, kLogging},
+    {"--enable-log-requests", false, kLogging},
+    {"--enable-log-outputs", false, kLogging},
+    {"--disable-log-stats", false, kLogging},
+    {"--max-log-len", true, kLogging},
+    {"--uvicorn-log-level", true, kLogging},
+    {"--disable-uvicorn-access-log", false, kLogging},
+    {"--disable-fastapi-docs", false, kLogging},
 };
+
+// What a group's line adds after the flags.
+std::string ignored_note(const std::string& group) {
+  if (group == kGpu) return " (the KV cache size is --kv-cache-memory)";
+  return "";
+}
 
 }  // namespace
 
@@ -85,8 +109,9 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
   cmd->add_option("--max-model-len", c.max_model_len, "0: the model's max_position_embeddings")
       ->capture_default_str();
   cmd->add_option("--max-num-seqs", c.max_num_seqs)->capture_default_str();
-  cmd->add_option("--max-num-batched-tokens", c.max_num_batched_tokens, "token budget per step")
-      ->capture_default_str();
+  cmd->add_option("--max-num-batched-tokens", c.max_num_batched_tokens,
+                  "token budget per step (default 2048; without chunked prefill at least "
+                  "--max-model-len)");
   cmd->add_option("--kv-cache-memory,--kv-cache-memory-bytes", f.kv_cache_memory,
                   "KV cache bytes per rank (512MiB, 8GiB, or bytes as vLLM's "
                   "--kv-cache-memory-bytes)")
@@ -115,14 +140,24 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
   cmd->add_flag("--prefill-only", c.prefill_only,
                 "the prefill role: each request stops at the token sampled from its prefill "
                 "(max tokens 1, no decode step); reports prefill throughput");
-  auto* gpu = cmd->add_option_group("vLLM GPU flags", "accepted and ignored on CPU ranks");
-  for (const VllmGpuFlag& flag : kVllmGpuFlags) {
-    const std::string name = flag.name;
+  cmd->add_flag("--enable-chunked-prefill,!--no-enable-chunked-prefill", c.enable_chunked_prefill,
+                "prefill prompts longer than a step's token budget over several steps (default "
+                "on)");
+  cmd->add_option("--pipeline-parallel-size", f.pipeline_parallel_size,
+                  "1 only: ctxpar splits a model with -tp and -dcp; alias -pp");
+  cmd->add_option("--data-parallel-size", f.data_parallel_size,
+                  "1 only: run one server per replica; alias -dp");
+  cmd->add_flag("--enable-expert-parallel", f.enable_expert_parallel,
+                "accepted: experts are split by tensor parallelism (the same outputs)");
+  auto* noop = cmd->add_option_group("vLLM flags with no effect here", "accepted and ignored");
+  for (const VllmNoOpFlag& flag : kVllmNoOpFlags) {
+    const std::string name = flag.name, group = flag.group;
     if (flag.takes_value) {
-      gpu->add_option_function<std::string>(
-          name, [&f, name](const std::string& v) { f.ignored.push_back(name + " " + v); });
+      noop->add_option_function<std::string>(name, [&f, name, group](const std::string& v) {
+        f.ignored[group].push_back(name + " " + v);
+      });
     } else {
-      gpu->add_flag_callback(name, [&f, name] { f.ignored.push_back(name); });
+      noop->add_flag_callback(name, [&f, name, group] { f.ignored[group].push_back(name); });
     }
   }
   last_value_wins(cmd);
@@ -132,13 +167,28 @@ engine::EngineConfig finish_engine_config(const EngineFlags& f) {
   engine::EngineConfig c = f.config;
   c.kv_cache_memory = engine::parse_memory_size(f.kv_cache_memory);
   c.model = model::locate_model(c.model, f.revision, f.download_dir);
-  if (!f.ignored.empty() && is_output_rank()) {
-    std::string names;
-    for (const std::string& flag : f.ignored) names += (names.empty() ? "" : ", ") + flag;
-    std::fprintf(stderr,
-                 "ctxpar: ignoring vLLM's GPU-only flags: %s (the KV cache size is "
-                 "--kv-cache-memory)\n",
-                 names.c_str());
+  CTXPAR_CHECK_INPUT(f.pipeline_parallel_size == 1,
+                     "--pipeline-parallel-size {}: ctxpar has no pipeline parallelism; split the "
+                     "model over ranks with --tensor-parallel-size (-tp) and the context with "
+                     "--decode-context-parallel-size (-dcp)",
+                     f.pipeline_parallel_size);
+  CTXPAR_CHECK_INPUT(
+      f.data_parallel_size == 1,
+      "--data-parallel-size {}: ctxpar runs one engine per server; start one "
+      "`ctxpar serve` per replica (on its own cores or hosts) behind a load balancer",
+      f.data_parallel_size);
+  if (is_output_rank()) {
+    for (const auto& [group, flags] : f.ignored) {
+      std::string names;
+      for (const std::string& flag : flags) names += (names.empty() ? "" : ", ") + flag;
+      std::fprintf(stderr, "ctxpar: ignoring vLLM's %s flags: %s%s\n", group.c_str(), names.c_str(),
+                   ignored_note(group).c_str());
+    }
+    if (f.enable_expert_parallel) {
+      std::fprintf(stderr,
+                   "ctxpar: --enable-expert-parallel: experts are split by tensor parallelism, "
+                   "whose outputs are the same\n");
+    }
   }
   return c;
 }

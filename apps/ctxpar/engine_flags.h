@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,9 +20,15 @@ struct EngineFlags {
   // at this revision, in --download-dir when given.
   std::string revision;
   std::string download_dir;
-  // vLLM flags given that only tune GPU execution ("--gpu-memory-utilization 0.9"): accepted
-  // so that a pasted `vllm serve` line runs, and named once on stderr as ignored.
-  std::vector<std::string> ignored;
+  // vLLM's -pp and -dp: only 1 runs here (finish_engine_config says what to use instead).
+  int pipeline_parallel_size = 1;
+  int data_parallel_size = 1;
+  // vLLM's --enable-expert-parallel: experts stay split by tensor parallelism (same outputs).
+  bool enable_expert_parallel = false;
+  // vLLM flags given that change nothing here ("--gpu-memory-utilization 0.9"), by group
+  // ("GPU-only", "logging"): accepted so that a pasted `vllm serve` line runs, and named once
+  // on stderr as ignored.
+  std::map<std::string, std::vector<std::string>> ignored;
 };
 
 void add_engine_flags(CLI::App* cmd, EngineFlags& flags);

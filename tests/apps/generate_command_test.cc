@@ -130,15 +130,19 @@ TEST(GenerateCommand, VllmGpuOnlyFlagsAreNamedAsIgnored) {
       "generate", "--prompt-token-ids", "1,2,3", "--max-tokens", "2", "--json"};
   std::vector<std::string> args = base;
   for (const char* a : {"--gpu-memory-utilization", "0.9", "--enforce-eager", "--trust-remote-code",
-                        "--kv-cache-memory-bytes", "8388608"}) {
+                        "--kv-cache-memory-bytes", "8388608", "--uvicorn-log-level", "warning",
+                        "--disable-log-requests", "--enable-expert-parallel", "-pp", "1", "-dp",
+                        "1", "--enable-chunked-prefill"}) {
     args.push_back(a);
   }
   const CommandResult r = run_command(CTXPAR_BINARY, args);
   ASSERT_EQ(r.exit_status, 0) << r.err;
-  EXPECT_NE(r.err.find("ignoring vLLM's GPU-only flags: --gpu-memory-utilization 0.9, "
-                       "--enforce-eager, --trust-remote-code"),
-            std::string::npos)
-      << r.err;
+  for (const char* line :
+       {"ignoring vLLM's GPU-only flags: --gpu-memory-utilization 0.9, --enforce-eager, "
+        "--trust-remote-code",
+        "ignoring vLLM's logging flags: ", "--uvicorn-log-level warning", "--disable-log-requests",
+        "--enable-expert-parallel: experts are split by tensor parallelism"})
+    EXPECT_NE(r.err.find(line), std::string::npos) << line << " in: " << r.err;
   const CommandResult plain = run_command(CTXPAR_BINARY, base);
   ASSERT_EQ(plain.exit_status, 0) << plain.err;
   EXPECT_EQ(plain.err.find("ignoring"), std::string::npos) << plain.err;
@@ -153,6 +157,46 @@ TEST(GenerateCommand, VllmGpuOnlyFlagsAreNamedAsIgnored) {
   const CommandResult bad = run_command(CTXPAR_BINARY, args);
   EXPECT_EQ(bad.exit_status, 2);
   EXPECT_NE(bad.err.find("--gpu-memory-fraction"), std::string::npos) << bad.err;
+}
+
+// vLLM's -pp and -dp run at 1 only and say what ctxpar uses instead; --no-enable-chunked-prefill
+// prefills a prompt longer than the default budget in one step (its budget grows to
+// max_model_len, as vLLM's) with the same tokens, and refuses a budget below max_model_len.
+TEST(GenerateCommand, ParallelSizesAndChunkedPrefillAsVllmTakesThem) {
+  std::string prompt;
+  for (int i = 0; i < 600; ++i) {
+    if (i > 0) prompt += ',';
+    prompt += std::to_string(1 + i % 200);
+  }
+  const std::vector<std::string> base = {"generate",           "--json", "--max-tokens",    "3",
+                                         "--max-num-seqs",     "4",      "--max-model-len", "1024",
+                                         "--prompt-token-ids", prompt};
+  const auto run = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_command(CTXPAR_BINARY, args);
+  };
+  const CommandResult chunked = run({"--max-num-batched-tokens", "256"});
+  const CommandResult whole = run({"--no-enable-chunked-prefill"});
+  ASSERT_EQ(chunked.exit_status, 0) << chunked.err;
+  ASSERT_EQ(whole.exit_status, 0) << whole.err;
+  const auto a = nlohmann::json::parse(chunked.out), b = nlohmann::json::parse(whole.out);
+  EXPECT_EQ(a["requests"], b["requests"]);
+  // 600 prompt tokens: three prefill steps of at most 256, or one; then the decodes.
+  EXPECT_EQ(a["timing"]["steps"].get<int>() - b["timing"]["steps"].get<int>(), 2);
+  const CommandResult small =
+      run({"--no-enable-chunked-prefill", "--max-num-batched-tokens", "512"});
+  EXPECT_EQ(small.exit_status, 2);
+  EXPECT_NE(small.err.find("max_num_batched_tokens (512) is smaller than max_model_len (1024)"),
+            std::string::npos)
+      << small.err;
+  for (const auto& [flag, says] : std::vector<std::pair<std::string, std::string>>{
+           {"-pp", "--pipeline-parallel-size 2: ctxpar has no pipeline parallelism"},
+           {"--data-parallel-size", "--data-parallel-size 2: ctxpar runs one engine per server"}}) {
+    const CommandResult r = run({flag, "2"});
+    EXPECT_EQ(r.exit_status, 2) << flag;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
 }
 
 // A prompts-file id is range-checked before it is narrowed to int32: 2^32 + 1 must not run as

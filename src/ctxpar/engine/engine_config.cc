@@ -210,10 +210,26 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& c) {
   CTXPAR_CHECK_INPUT(model_max <= 0 || max_len <= model_max,
                      "--max-model-len {} exceeds the model's max_position_embeddings {}", max_len,
                      model_max);
+  CTXPAR_CHECK_INPUT(c.max_num_batched_tokens >= 0,
+                     "--max-num-batched-tokens {} must be positive (or 0 for the default)",
+                     c.max_num_batched_tokens);
+  const int64_t budget = c.max_num_batched_tokens > 0 ? c.max_num_batched_tokens
+                         : c.enable_chunked_prefill
+                             ? kDefaultMaxNumBatchedTokens
+                             : std::max(max_len, kDefaultMaxNumBatchedTokens);
+  CTXPAR_CHECK_INPUT(c.enable_chunked_prefill || budget >= max_len,
+                     "max_num_batched_tokens ({}) is smaller than max_model_len ({}) with "
+                     "--no-enable-chunked-prefill: no prompt longer than the budget could run; "
+                     "increase --max-num-batched-tokens or decrease --max-model-len",
+                     budget, max_len);
+  CTXPAR_CHECK_INPUT(budget >= c.max_num_seqs,
+                     "max_num_batched_tokens ({}) must be greater than or equal to max_num_seqs "
+                     "({}): a decode step of every running request must fit",
+                     budget, c.max_num_seqs);
   r.scheduler.max_num_seqs = c.max_num_seqs;
-  r.scheduler.max_num_batched_tokens = c.max_num_batched_tokens;
+  r.scheduler.max_num_batched_tokens = budget;
   r.scheduler.max_model_len = max_len;
-  r.scheduler.enable_chunked_prefill = true;
+  r.scheduler.enable_chunked_prefill = c.enable_chunked_prefill;
   r.scheduler.layout = layout;
   // Checked even with caching off, as vLLM checks the choice.
   r.scheduler.block_hash = kv::block_hash_function(c.prefix_caching_hash_algo);

@@ -11,6 +11,8 @@
 
 namespace ctxpar::engine {
 
+inline constexpr int64_t kDefaultMaxNumBatchedTokens = 2048;
+
 struct EngineConfig {
   std::string model = "builtin:tiny-llama";  // builtin:NAME, a HF directory or config.json
   std::string tokenizer;  // --tokenizer DIR: where tokenizer.json lives ("": the model's)
@@ -26,7 +28,12 @@ struct EngineConfig {
   std::string dcp_comm_backend = "ag_rs";  // ag_rs | a2a
   int64_t max_model_len = 0;               // 0: the model's max_position_embeddings
   int32_t max_num_seqs = 256;
-  int64_t max_num_batched_tokens = 2048;
+  // 0: vLLM's default, kDefaultMaxNumBatchedTokens, or without chunked prefill
+  // max(max_model_len, kDefaultMaxNumBatchedTokens) so that a whole prompt fits a step.
+  int64_t max_num_batched_tokens = 0;
+  // --enable-chunked-prefill / --no-enable-chunked-prefill (on by default, as in vLLM v1): a
+  // prompt longer than a step's token budget is prefilled over several steps.
+  bool enable_chunked_prefill = true;
   int64_t kv_cache_memory = int64_t{512} << 20;  // bytes per rank
   std::string dtype = "auto";                    // auto | float32 | bfloat16
   std::string kv_cache_dtype = "auto";  // auto (= weight dtype) | float32 | bfloat16 | fp8 (e4m3)
@@ -81,7 +88,7 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& config);
 int64_t parse_memory_size(const std::string& text);
 
 // --kv-cache-dtype: "auto" (the weights' dtype), "float32", "bfloat16", or "fp8" / "fp8_e4m3"
-// (e4m3 with a per-tensor scale of 1, as vLLM's fp8 on a checkpoint without k/v scales).
+// (e4m3 with the checkpoint's per-tensor k/v scales, else 1; model/kv_cache_scales.h).
 // Throws InputError naming the value and the valid ones.
 DType parse_kv_cache_dtype(const std::string& name, DType weights);
 
