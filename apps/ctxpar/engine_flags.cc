@@ -106,7 +106,8 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
                   "consecutive tokens per rank (I), divides B")
       ->capture_default_str();
   cmd->add_option("--dcp-comm-backend", c.dcp_comm_backend, "ag_rs or a2a")->capture_default_str();
-  cmd->add_option("--max-model-len", c.max_model_len, "0: the model's max_position_embeddings")
+  cmd->add_option("--max-model-len", c.max_model_len,
+                  "0: the model's max_position_embeddings (times a linear or YaRN RoPE factor)")
       ->capture_default_str();
   cmd->add_option("--max-num-seqs", c.max_num_seqs)->capture_default_str();
   cmd->add_option("--max-num-batched-tokens", c.max_num_batched_tokens,
@@ -127,6 +128,8 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
                   "fp8: block-scaled FP8 weights (quantized at load unless stored so)");
   cmd->add_option("--seed", c.seed)->capture_default_str();
   cmd->add_option("--additional-config", c.additional_config, "JSON object")->capture_default_str();
+  cmd->add_option("--hf-overrides", c.hf_overrides,
+                  "JSON object replacing config.json keys, e.g. a YaRN rope_scaling");
   cmd->add_option("--distributed-executor-backend", c.distributed_executor_backend,
                   "mp (in-process ranks, default) or mpi (under mpirun)");
   cmd->add_option("--threads-per-rank", c.threads_per_rank, "0: cores / ranks")

@@ -1,8 +1,8 @@
 // The model and FP8 surface of the `ctxpar` command: `plan` on the config-only built-ins
 // answers the GLM-5 capacity question (replicated index keys included), config-only entries
 // are refused for runs, `--quantization fp8` runs dummy weights FP8 and the FP8 fixture runs
-// under tensor parallelism, a Hugging Face repo id runs from the hub cache, and bad values exit 2
-// naming them.
+// under tensor parallelism, a Hugging Face repo id runs from the hub cache, --hf-overrides
+// extends a context with YaRN, and bad values exit 2 naming them.
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
@@ -199,6 +199,46 @@ TEST(ModelsCommand, RepoIdsRunFromTheHuggingFaceCache) {
   EXPECT_NE(missing.err.find("hf download RedHatAI/tiny-qwen3-fp9"), std::string::npos)
       << missing.err;
   fs::remove_all(cache);
+}
+
+// vLLM's --hf-overrides as Qwen's YaRN recipe gives it: the Qwen3 fixture (256 positions) runs
+// a 300-token prompt at --max-model-len 512 with a YaRN rope_scaling of factor 2, the same
+// tokens at T = 1 and 2; without it the length is refused with a message naming the flag.
+TEST(ModelsCommand, HfOverridesExtendTheContextWithYarn) {
+  const std::string fixture = std::string(CTXPAR_FIXTURES_DIR) + "/tiny-qwen3-fixture";
+  std::string prompt;
+  for (int i = 0; i < 300; ++i) {
+    if (i > 0) prompt += ',';
+    prompt += std::to_string(1 + (i * 37) % 150);
+  }
+  const std::string yarn = R"({"rope_scaling": {"rope_type": "yarn", "factor": 2.0,)"
+                           R"( "original_max_position_embeddings": 256}})";
+  const auto run = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"generate",     "--json",
+                                     "--model",      fixture,
+                                     "--dtype",      "float32",
+                                     "--max-tokens", "4",
+                                     "--ignore-eos", "--max-model-len",
+                                     "512",          "--prompt-token-ids",
+                                     prompt,         "--kv-cache-memory",
+                                     "16MiB"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_command(CTXPAR_BINARY, args);
+  };
+  const CommandResult refused = run({});
+  EXPECT_EQ(refused.exit_status, 2);
+  EXPECT_NE(refused.err.find("exceeds the 256 tokens the model supports"), std::string::npos)
+      << refused.err;
+  EXPECT_NE(refused.err.find("--hf-overrides"), std::string::npos) << refused.err;
+  const CommandResult one = run({"--hf-overrides", yarn});
+  const CommandResult two = run({"--hf-overrides", yarn, "-tp", "2"});
+  ASSERT_EQ(one.exit_status, 0) << one.err;
+  ASSERT_EQ(two.exit_status, 0) << two.err;
+  const auto tokens = [](const CommandResult& c) {
+    return nlohmann::json::parse(c.out)["requests"][0]["output_token_ids"];
+  };
+  EXPECT_EQ(tokens(one).size(), 4u);
+  EXPECT_EQ(tokens(one), tokens(two));
 }
 
 }  // namespace

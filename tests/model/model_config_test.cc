@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include <random>
 #include <string>
 
 #include "ctxpar/core/error.h"
@@ -830,6 +832,64 @@ TEST(ModelConfig, YarnAttentionFactorReachesTheRopeMagnitude) {
   const ModelConfig v2 = parse_model_config(j.dump(), "v2.json");
   EXPECT_EQ(v2.moe.scoring_func, ScoringFunc::kSoftmax);
   EXPECT_EQ(v2.moe.topk_method, TopkMethod::kGreedy);
+}
+
+// vLLM's --hf-overrides: the keys of a JSON object replace config.json's before it is parsed, for
+// a directory, a config.json path and a built-in alike. A rope_scaling override of a
+// transformers-5 config (RoPE in rope_parameters, with its theta) lands in rope_parameters, so
+// the scaling is not lost and the theta stays. The derived maximum context follows vLLM: YaRN's
+// original context times its factor, linear scaling's max_position_embeddings times its factor.
+TEST(ModelConfigFile, HfOverridesReplaceConfigKeysBeforeParsing) {
+  CTXPAR_SEEDED_RNG(rng);
+  const GqaSizes sizes = random_gqa(rng);
+  json j = llama_json(sizes);
+  j["max_position_embeddings"] = 4096;
+  j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 500000.0}};
+  testing::TempDir dir;
+  { std::ofstream(dir.file("config.json")) << j.dump(); }
+  const int64_t original = uniform_int(rng, 1000, 8000);
+  const double factor = 2.0 + static_cast<double>(uniform_int(rng, 0, 6));
+  const json yarn = {
+      {"rope_scaling",
+       {{"rope_type", "yarn"}, {"factor", factor}, {"original_max_position_embeddings", original}}},
+      {"max_position_embeddings", 9000}};
+  for (const std::string& model : {dir.path().string(), dir.file("config.json")}) {
+    SCOPED_TRACE(model);
+    const ModelConfig plain = resolve_model_config(model);
+    EXPECT_EQ(plain.rope.type, RopeType::kDefault);
+    EXPECT_EQ(derived_max_model_len(plain), 4096);
+    EXPECT_EQ(resolve_model_config(model, "{}").max_position_embeddings, 4096);
+    const ModelConfig c = resolve_model_config(model, yarn.dump());
+    EXPECT_EQ(c.max_position_embeddings, 9000);
+    EXPECT_EQ(c.rope.type, RopeType::kYarn);
+    EXPECT_EQ(c.rope.factor, factor);
+    EXPECT_EQ(c.rope.theta, 500000.0) << "rope_parameters' theta stays";
+    EXPECT_EQ(c.rope.original_max_position_embeddings, original);
+    EXPECT_EQ(derived_max_model_len(c),
+              static_cast<int64_t>(static_cast<double>(original) * factor));
+    EXPECT_EQ(c.hidden_size, sizes.hidden) << "keys not overridden stay";
+  }
+  // Linear scaling on a built-in (rope_scaling form); llama3 keeps max_position_embeddings.
+  const ModelConfig linear = resolve_model_config(
+      "builtin:tiny-llama", R"({"rope_scaling": {"type": "linear", "factor": 3.0}})");
+  EXPECT_EQ(linear.rope.type, RopeType::kLinear);
+  EXPECT_EQ(derived_max_model_len(linear), 3 * linear.max_position_embeddings);
+  const ModelConfig llama3 = resolve_model_config(
+      "builtin:tiny-llama",
+      R"({"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+          "high_freq_factor": 4.0, "original_max_position_embeddings": 64}})");
+  EXPECT_EQ(derived_max_model_len(llama3), llama3.max_position_embeddings);
+
+  for (const char* bad : {"[1, 2]", "\"yarn\"", "{rope", "3"}) {
+    const std::string msg = error_of([&] { resolve_model_config(dir.path().string(), bad); });
+    EXPECT_NE(msg.find("--hf-overrides"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(bad), std::string::npos) << msg;
+  }
+  // An override is parsed like the file: a bad value is the parser's error.
+  const std::string msg = error_of([&] {
+    resolve_model_config(dir.path().string(), R"({"rope_scaling": {"rope_type": "warp"}})");
+  });
+  EXPECT_NE(msg.find("warp"), std::string::npos) << msg;
 }
 
 }  // namespace

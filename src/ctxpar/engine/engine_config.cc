@@ -155,7 +155,7 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& c) {
   r.additional = parse_additional_config(c.additional_config);
   if (flashcomm1_from_environment()) r.additional.enable_flashcomm1 = true;
 
-  r.model = model::resolve_model_config(c.model);
+  r.model = model::resolve_model_config(c.model, c.hf_overrides);
   // generation_config.json's EOS ids end generation too (vLLM adds them to the stop ids;
   // Llama-3.1 lists three).
   for (const int32_t id :
@@ -204,12 +204,17 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& c) {
   // (T, N), the SFA mode and the options against the model, before any weight is read.
   model::validate_model_options(r.model, t, n, r.options);
 
-  const int64_t model_max = r.model.max_position_embeddings;
+  const int64_t model_max = model::derived_max_model_len(r.model);
   const int64_t max_len = c.max_model_len > 0 ? c.max_model_len : model_max;
   CTXPAR_CHECK_INPUT(max_len >= 1, "--max-model-len {} must be >= 1", max_len);
   CTXPAR_CHECK_INPUT(model_max <= 0 || max_len <= model_max,
-                     "--max-model-len {} exceeds the model's max_position_embeddings {}", max_len,
-                     model_max);
+                     "--max-model-len {} exceeds the {} tokens the model supports "
+                     "(max_position_embeddings {}, RoPE {} factor {}); a longer context needs "
+                     "RoPE scaling, e.g. --hf-overrides '{{\"rope_scaling\": {{\"rope_type\": "
+                     "\"yarn\", \"factor\": 4.0, \"original_max_position_embeddings\": {}}}}}'",
+                     max_len, model_max, r.model.max_position_embeddings,
+                     model::rope_type_name(r.model.rope.type), r.model.rope.factor,
+                     r.model.max_position_embeddings);
   CTXPAR_CHECK_INPUT(c.max_num_batched_tokens >= 0,
                      "--max-num-batched-tokens {} must be positive (or 0 for the default)",
                      c.max_num_batched_tokens);

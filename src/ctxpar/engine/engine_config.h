@@ -40,6 +40,9 @@ struct EngineConfig {
   int64_t max_context_chunk = 8192;
   int threads_per_rank = 0;                  // 0: the machine's cores shared by the ranks
   std::string additional_config = "{}";      // JSON object (vLLM's --additional-config)
+  // vLLM's --hf-overrides: a JSON object whose keys replace config.json's (e.g. rope_scaling
+  // for YaRN); "" or "{}": none.
+  std::string hf_overrides;
   std::string distributed_executor_backend;  // "" or "mp": in-process ranks; "mpi"
   // The prefill role (`ctxpar generate --prefill-only`): every request stops after the token
   // sampled from its prefill (max_tokens 1), so no decode step runs; its KV is written to the

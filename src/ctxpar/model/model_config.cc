@@ -759,12 +759,20 @@ ModelConfig parse_model_config(std::string_view json_text, const std::string& so
   return c;
 }
 
-ModelConfig load_model_config(const std::string& path) {
+namespace {
+
+std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   CTXPAR_CHECK_INPUT(in.good(), "cannot read model config '{}': file missing or unreadable", path);
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_model_config(text.str(), path);
+  return text.str();
+}
+
+}  // namespace
+
+ModelConfig load_model_config(const std::string& path) {
+  return parse_model_config(read_text(path), path);
 }
 
 std::vector<std::string> builtin_model_names() {
@@ -777,12 +785,54 @@ bool is_builtin_model(const std::string& model) {
   return model.rfind("builtin:", 0) == 0;
 }
 
-ModelConfig resolve_model_config(const std::string& model) {
+namespace {
+
+// config.json text with vLLM's --hf-overrides applied: each key of the JSON object replaces the
+// config's top-level key (the text models here have no sub-configs to merge into).
+std::string with_hf_overrides(const std::string& text, const std::string& hf_overrides,
+                              const std::string& source) {
+  if (hf_overrides.empty()) return text;
+  json overrides;
+  try {
+    overrides = json::parse(hf_overrides);
+  } catch (const json::exception& e) {
+    CTXPAR_INPUT_FAIL("--hf-overrides '{}' is not JSON: {}", hf_overrides, e.what());
+  }
+  CTXPAR_CHECK_INPUT(overrides.is_object(),
+                     "--hf-overrides '{}' must be a JSON object of config.json keys, e.g. "
+                     "'{{\"rope_scaling\": {{\"rope_type\": \"yarn\", \"factor\": 4.0, "
+                     "\"original_max_position_embeddings\": 32768}}}}'",
+                     hf_overrides);
+  if (overrides.empty()) return text;
+  json config;
+  try {
+    config = json::parse(text);
+  } catch (const json::exception& e) {
+    CTXPAR_INPUT_FAIL("{}: not valid JSON: {}", source, e.what());
+  }
+  CTXPAR_CHECK_INPUT(config.is_object(), "{}: must be a JSON object", source);
+  for (const auto& [key, value] : overrides.items()) config[key] = value;
+  // transformers 5 writes RoPE as rope_parameters (its rope_theta included), which parse_rope
+  // reads before rope_scaling: a rope_scaling override (the form vLLM's recipes give) goes
+  // into it, so the theta stays and the scaling is not silently lost.
+  if (overrides.contains("rope_scaling") && overrides["rope_scaling"].is_object() &&
+      !overrides.contains("rope_parameters") && config.contains("rope_parameters") &&
+      config["rope_parameters"].is_object()) {
+    for (const auto& [key, value] : overrides["rope_scaling"].items())
+      config["rope_parameters"][key == "type" ? "rope_type" : key] = value;
+  }
+  return config.dump();
+}
+
+}  // namespace
+
+ModelConfig resolve_model_config(const std::string& model, const std::string& hf_overrides) {
   if (is_builtin_model(model)) {
     const std::string name = model.substr(8);
     for (const BuiltinConfig& b : builtin_configs()) {
       if (b.name == name) {
-        ModelConfig c = parse_model_config(b.json, model);
+        ModelConfig c =
+            parse_model_config(with_hf_overrides(std::string(b.json), hf_overrides, model), model);
         c.config_only = b.config_only;
         return c;
       }
@@ -795,18 +845,30 @@ ModelConfig resolve_model_config(const std::string& model) {
   }
   namespace fs = std::filesystem;
   std::error_code ec;
+  std::string path = model;
   if (fs::is_directory(model, ec)) {
-    const fs::path config = fs::path(model) / "config.json";
-    CTXPAR_CHECK_INPUT(fs::is_regular_file(config, ec),
-                       "model directory '{}' has no config.json (looked for '{}')", model,
-                       config.string());
-    return load_model_config(config.string());
+    path = (fs::path(model) / "config.json").string();
+    CTXPAR_CHECK_INPUT(fs::is_regular_file(path, ec),
+                       "model directory '{}' has no config.json (looked for '{}')", model, path);
+  } else {
+    CTXPAR_CHECK_INPUT(fs::is_regular_file(model, ec),
+                       "model '{}' is neither builtin:NAME, a directory with config.json, nor a "
+                       "config.json file",
+                       model);
   }
-  CTXPAR_CHECK_INPUT(fs::is_regular_file(model, ec),
-                     "model '{}' is neither builtin:NAME, a directory with config.json, nor a "
-                     "config.json file",
-                     model);
-  return load_model_config(model);
+  return parse_model_config(with_hf_overrides(read_text(path), hf_overrides, path), path);
+}
+
+int64_t derived_max_model_len(const ModelConfig& c) {
+  switch (c.rope.type) {
+    case RopeType::kLinear:
+      return static_cast<int64_t>(static_cast<double>(c.max_position_embeddings) * c.rope.factor);
+    case RopeType::kYarn:
+      return static_cast<int64_t>(static_cast<double>(c.rope.original_max_position_embeddings) *
+                                  c.rope.factor);
+    default:  // default RoPE, llama3 (whose max_position_embeddings is already the long one)
+      return c.max_position_embeddings;
+  }
 }
 
 }  // namespace ctxpar::model

@@ -198,8 +198,15 @@ ModelConfig load_model_config(const std::string& path);
 std::vector<std::string> builtin_model_names();
 bool is_builtin_model(const std::string& model);  // starts with "builtin:"
 
-// --model: "builtin:NAME", a directory holding config.json, or a path to a config.json.
-// Throws Error naming the path (or listing the built-ins) when none of these fits.
-ModelConfig resolve_model_config(const std::string& model);
+// --model: "builtin:NAME", a directory holding config.json, or a path to a config.json, with
+// vLLM's --hf-overrides (a JSON object whose keys replace config.json's top-level keys; "" or
+// "{}": none). Throws Error naming the path (or listing the built-ins) when none of these fits,
+// or the flag when the overrides are not a JSON object.
+ModelConfig resolve_model_config(const std::string& model, const std::string& hf_overrides = "");
+
+// The longest context the model supports, as vLLM derives its default --max-model-len:
+// max_position_embeddings, times the factor under linear RoPE scaling; under YaRN the original
+// context times the factor (Qwen3 with YaRN factor 4 over 32768: 131072).
+int64_t derived_max_model_len(const ModelConfig& config);
 
 }  // namespace ctxpar::model
