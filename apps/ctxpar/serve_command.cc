@@ -220,7 +220,9 @@ void add_serve_command(CLI::App& app) {
                   "<tool_call>name<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>), "
                   "deepseek_v32 (DeepSeek-V3.2: DSML invokes), deepseek_v31 or deepseek_v3 "
                   "(DeepSeek-V3.1, V3 / R1: <｜tool▁call▁begin｜> calls), llama3_json (Llama "
-                  "3.1-3.3: {\"name\": ..., \"parameters\": {...}} objects, `;` between them)");
+                  "3.1-3.3: {\"name\": ..., \"parameters\": {...}} objects, `;` between them), "
+                  "qwen3_coder (Qwen3-Coder: <tool_call><function=name><parameter=k>v</parameter>"
+                  "</function></tool_call>)");
   cmd->add_option("--max-request-body-bytes", o->max_body,
                   "larger request bodies get 413 (e.g. 32MiB)")
       ->capture_default_str();

@@ -279,19 +279,19 @@ class DeepSeekV3Parsers(unittest.TestCase):
                 self.assertEqual(whole["finish_reason"], "length", parser)
 
 
-class LlamaJsonParser(unittest.TestCase):
-    """The Llama 3.x recipe's --tool-call-parser llama3_json: an output without a call keeps its
-    text, whole and streamed, and special tokens are skipped as vLLM skips them for this parser
-    (only parsers such as hermes ask vLLM to keep them)."""
+class RecipeParsersThatSkipSpecialTokens(unittest.TestCase):
+    """The Llama 3.x and Qwen3-Coder recipes' tool call parsers: an output without a call keeps
+    its text, whole and streamed, and special tokens are skipped as vLLM skips them for these
+    parsers (only parsers such as hermes ask vLLM to keep them)."""
 
-    def test_text_stays_content_and_special_tokens_are_skipped(self):
+    def check(self, parser):
         tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
             "type": "object", "properties": {"city": {"type": "string"}}}}}]
         question = "Weather in Paris? " + str(fx.seeded_rng(self).random())
         args = dict(model=fx.MODEL, messages=[{"role": "user", "content": question}],
                     tools=tools, max_completion_tokens=20, temperature=0)
         with fx.Server(extra_args=["--enable-auto-tool-choice", "--tool-call-parser",
-                                   "llama3_json"]) as server:
+                                   parser]) as server:
             client = fx.openai_client(server)
             kept = assert_text_stays_content(
                 self, client, dict(args, extra_body={"ignore_eos": True,
@@ -301,6 +301,12 @@ class LlamaJsonParser(unittest.TestCase):
         self.assertRegex(kept["message"]["content"], r"<\|\d+\|>")
         self.assertEqual(skipped["message"]["content"] or "",
                          re.sub(r"<\|\d+\|>", "", kept["message"]["content"]))
+
+    def test_llama3_json(self):
+        self.check("llama3_json")
+
+    def test_qwen3_coder(self):
+        self.check("qwen3_coder")
 
 
 class BadParserFlags(unittest.TestCase):
@@ -315,14 +321,14 @@ class BadParserFlags(unittest.TestCase):
                      "'granite' is not supported; use deepseek_r1, qwen3, deepseek_v3 or glm45")
         self.refused(["--enable-auto-tool-choice", "--tool-call-parser", "mistral"],
                      "'mistral' is not supported; use hermes, glm45, glm47, deepseek_v32, "
-                     "deepseek_v31, deepseek_v3 or llama3_json")
+                     "deepseek_v31, deepseek_v3, llama3_json or qwen3_coder")
         self.refused(["--tokenizer-mode", "mistral"],
                      "'mistral' is not supported; use auto, hf or deepseek_v32")
         self.refused(["--chat-template-content-format", "hf"],
                      "'hf' is not supported; use auto, string or openai")
         self.refused(["--enable-auto-tool-choice"], "--enable-auto-tool-choice needs "
                      "--tool-call-parser (hermes, glm45, glm47, deepseek_v32, deepseek_v31, "
-                     "deepseek_v3 or llama3_json)")
+                     "deepseek_v3, llama3_json or qwen3_coder)")
 
 
 if __name__ == "__main__":

@@ -30,13 +30,14 @@ TEST(ToolCallParser, NamesAreVllmsAndOthersAreRefused) {
   EXPECT_EQ(parse_tool_call_parser("deepseek_v31"), ToolCallParser::kDeepSeekV31);
   EXPECT_EQ(parse_tool_call_parser("deepseek_v3"), ToolCallParser::kDeepSeekV3);
   EXPECT_EQ(parse_tool_call_parser("llama3_json"), ToolCallParser::kLlama3Json);
+  EXPECT_EQ(parse_tool_call_parser("qwen3_coder"), ToolCallParser::kQwen3Coder);
   try {
     parse_tool_call_parser("mistral");
     ADD_FAILURE() << "mistral was taken";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find(
                   "'mistral' is not supported; use hermes, glm45, glm47, deepseek_v32, "
-                  "deepseek_v31, deepseek_v3 or llama3_json"),
+                  "deepseek_v31, deepseek_v3, llama3_json or qwen3_coder"),
               std::string::npos)
         << e.what();
   }

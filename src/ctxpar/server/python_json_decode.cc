@@ -307,4 +307,16 @@ PythonJsonValue python_json_raw_decode(std::string_view text, size_t at) {
   return Decoder(text).run(at);
 }
 
+std::optional<nlohmann::ordered_json> python_json_loads(std::string_view text) {
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  size_t at = 0;
+  while (at < text.size() && is_space(text[at])) ++at;
+  PythonJsonValue v = python_json_raw_decode(text, at);
+  if (v.status != PythonJsonValue::Status::kOk) return std::nullopt;
+  for (size_t i = v.end; i < text.size(); ++i) {
+    if (!is_space(text[i])) return std::nullopt;  // "Extra data"
+  }
+  return std::move(v.value);
+}
+
 }  // namespace ctxpar::server

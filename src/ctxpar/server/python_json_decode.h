@@ -12,6 +12,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
 
 namespace ctxpar::server {
@@ -30,5 +31,8 @@ struct PythonJsonValue {
 // A number or literal at the very end of `text` outside any bracket is read as it stands (kOk),
 // as raw_decode reads it; inside brackets the end of the text is kIncomplete.
 PythonJsonValue python_json_raw_decode(std::string_view text, size_t at);
+
+// json.loads(text): one value, JSON whitespace around it; nullopt where Python raises.
+std::optional<nlohmann::ordered_json> python_json_loads(std::string_view text);
 
 }  // namespace ctxpar::server

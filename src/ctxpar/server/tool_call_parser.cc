@@ -7,10 +7,13 @@
 #include "ctxpar/server/hermes_tool_calls.h"
 #include "ctxpar/server/llama_tool_calls.h"
 #include "ctxpar/server/python_space.h"
+#include "ctxpar/server/qwen3_coder_tool_calls.h"
 #include "ctxpar/server/text_tags.h"
 
 namespace ctxpar::server {
 namespace {
+
+constexpr std::string_view kQwen3Function = "<function=";
 
 // How one format marks its calls and splits a whole output.
 struct Format {
@@ -32,6 +35,9 @@ Format format_of(ToolCallParser parser) {
     case ToolCallParser::kDeepSeekV31:
       // vLLM finds the complete calls of a block the output ends in, too.
       return {"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", true, false};
+    case ToolCallParser::kQwen3Coder:
+      // vLLM reads a block left open at the end; blank content is null in its chat serving.
+      return {"<tool_call>", "</tool_call>", true, true};
     case ToolCallParser::kLlama3Json:
     case ToolCallParser::kNone:
       break;
@@ -42,7 +48,7 @@ Format format_of(ToolCallParser parser) {
 // The calls of one block's text: empty when it holds none, nullopt when the whole output must
 // be content.
 std::optional<std::vector<ToolCall>> block_calls(ToolCallParser parser, std::string_view body,
-                                                 const nlohmann::json& tools) {
+                                                 bool closed, const nlohmann::json& tools) {
   switch (parser) {
     case ToolCallParser::kHermes:
       return hermes_tool_call(body);
@@ -55,6 +61,8 @@ std::optional<std::vector<ToolCall>> block_calls(ToolCallParser parser, std::str
       return deepseek_v3_tool_calls(body);
     case ToolCallParser::kDeepSeekV31:
       return deepseek_v31_tool_calls(body);
+    case ToolCallParser::kQwen3Coder:
+      return qwen3_coder_tool_calls(body, closed, tools);
     case ToolCallParser::kLlama3Json:
     case ToolCallParser::kNone:
       break;
@@ -73,21 +81,25 @@ ToolCallParser parse_tool_call_parser(std::string_view name) {
   if (name == "deepseek_v31") return ToolCallParser::kDeepSeekV31;
   if (name == "deepseek_v3") return ToolCallParser::kDeepSeekV3;
   if (name == "llama3_json") return ToolCallParser::kLlama3Json;
+  if (name == "qwen3_coder") return ToolCallParser::kQwen3Coder;
   CTXPAR_INPUT_FAIL("--tool-call-parser '{}' is not supported; use {}", name,
                     tool_call_parser_names());
 }
 
 std::string_view tool_call_parser_names() {
-  return "hermes, glm45, glm47, deepseek_v32, deepseek_v31, deepseek_v3 or llama3_json";
+  return "hermes, glm45, glm47, deepseek_v32, deepseek_v31, deepseek_v3, llama3_json or "
+         "qwen3_coder";
 }
 
 bool tool_call_parser_keeps_special_tokens(ToolCallParser parser) {
-  return parser != ToolCallParser::kNone && parser != ToolCallParser::kLlama3Json;
+  return parser != ToolCallParser::kNone && parser != ToolCallParser::kLlama3Json &&
+         parser != ToolCallParser::kQwen3Coder;
 }
 
 ToolCallSplit split_tool_calls(ToolCallParser parser, std::string_view text,
                                const nlohmann::json& tools) {
   if (parser == ToolCallParser::kLlama3Json) return split_llama3_json(text);
+  if (parser == ToolCallParser::kQwen3Coder) return split_qwen3_coder(text, tools);
   const Format f = format_of(parser);
   const size_t first = text.find(f.open);
   ToolCallSplit all_content{std::string(text), {}};
@@ -99,7 +111,8 @@ ToolCallSplit split_tool_calls(ToolCallParser parser, std::string_view text,
     if (close == std::string_view::npos && !f.open_block_counts) break;
     const std::string_view block =
         close == std::string_view::npos ? text.substr(body) : text.substr(body, close - body);
-    std::optional<std::vector<ToolCall>> calls = block_calls(parser, block, tools);
+    std::optional<std::vector<ToolCall>> calls =
+        block_calls(parser, block, close != std::string_view::npos, tools);
     if (!calls) return all_content;
     for (ToolCall& call : *calls) out.calls.push_back(std::move(call));
     if (close == std::string_view::npos) break;
@@ -152,14 +165,30 @@ ToolCallStream::Delta ToolCallStream::add_llama3_json(std::string_view text, boo
 
 ToolCallStream::Delta ToolCallStream::add_tagged(std::string_view text, bool finished) {
   const Format f = format_of(parser_);
+  const nlohmann::json& tools = tools_ != nullptr ? *tools_ : nlohmann::json();
   Delta d;
   std::string buf = held_ + std::string(text);
   held_.clear();
+  if (held_to_end_) return add_held_to_end(std::move(buf), finished);
   for (;;) {
     if (!in_block_) {
+      // qwen3_coder: a <function= before any <tool_call> is a call without its tags, unless a
+      // <tool_call> follows anywhere (vLLM then reads only the blocks): it waits for the end.
+      const std::string_view bare =
+          parser_ == ToolCallParser::kQwen3Coder && !block_seen_ ? kQwen3Function : "";
       const size_t open = buf.find(f.open);
+      const size_t bare_at = bare.empty() ? std::string::npos : buf.find(bare);
+      if (bare_at < open) {
+        d.content += buf.substr(0, bare_at);
+        held_to_end_ = true;
+        Delta rest = add_held_to_end(buf.substr(bare_at), finished);
+        d.content += rest.content;
+        d.calls = std::move(rest.calls);
+        return d;
+      }
       if (open == std::string::npos) {
-        const size_t keep = finished ? 0 : partial_tag_tail(buf, f.open);
+        const size_t keep =
+            finished ? 0 : std::max(partial_tag_tail(buf, f.open), partial_tag_tail(buf, bare));
         d.content += buf.substr(0, buf.size() - keep);
         held_ = buf.substr(buf.size() - keep);
         return d;
@@ -167,6 +196,7 @@ ToolCallStream::Delta ToolCallStream::add_tagged(std::string_view text, bool fin
       d.content += buf.substr(0, open);
       buf.erase(0, open + f.open.size());
       in_block_ = true;
+      block_seen_ = true;
     }
     const size_t close = buf.find(f.close);
     if (close == std::string::npos && !finished) {
@@ -176,7 +206,7 @@ ToolCallStream::Delta ToolCallStream::add_tagged(std::string_view text, bool fin
     const std::string body = buf.substr(0, close);
     std::optional<std::vector<ToolCall>> calls;
     if (close != std::string::npos || f.open_block_counts) {
-      calls = block_calls(parser_, body, tools_ != nullptr ? *tools_ : nlohmann::json());
+      calls = block_calls(parser_, body, close != std::string::npos, tools);
     }
     if (calls && !calls->empty()) {
       calls_sent_ += static_cast<int>(calls->size());
@@ -189,6 +219,20 @@ ToolCallStream::Delta ToolCallStream::add_tagged(std::string_view text, bool fin
     if (close == std::string::npos) return d;
     buf.erase(0, close + f.close.size());
   }
+}
+
+ToolCallStream::Delta ToolCallStream::add_held_to_end(std::string text, bool finished) {
+  Delta d;
+  held_ = std::move(text);
+  if (!finished) return d;
+  // Everything before held_ went out as content and holds no tag, so the split of held_ alone
+  // has the output's calls, and its content is the rest of the output's.
+  ToolCallSplit split = split_qwen3_coder(held_, tools_ != nullptr ? *tools_ : nlohmann::json());
+  d.content = split.calls.empty() ? held_ : held_.substr(0, qwen3_coder_content_end(held_));
+  calls_sent_ += static_cast<int>(split.calls.size());
+  d.calls = std::move(split.calls);
+  held_.clear();
+  return d;
 }
 
 }  // namespace ctxpar::server

@@ -6,25 +6,30 @@
 //   deepseek_v32 (DeepSeek-V3.2): a DSML block of invokes,
 //           <｜DSML｜function_calls><｜DSML｜invoke name="NAME"><｜DSML｜parameter name="K"
 //           string="true|false">V</｜DSML｜parameter>...</｜DSML｜invoke>...</｜DSML｜function_calls>
+//   qwen3_coder (Qwen3-Coder): <tool_call><function=NAME><parameter=K>V</parameter>...
+//           </function></tool_call>, values typed by the tools' schemas
 //   deepseek_v3 (DeepSeek-V3, R1), deepseek_v31 (DeepSeek-V3.1): a block of calls,
 //           <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>...<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>
-// (the calls' text in hermes_tool_calls.h, glm_tool_calls.h, dsml_tool_calls.h and
-// deepseek_tool_calls.h). llama3_json (Llama 3.x) has no tags: JSON objects anywhere in the
-// output are the calls (llama_tool_calls.h, which says how it splits a whole output).
+// (the calls' text in hermes_tool_calls.h, glm_tool_calls.h, dsml_tool_calls.h,
+// qwen3_coder_tool_calls.h and deepseek_tool_calls.h). llama3_json (Llama 3.x) has no tags: JSON
+// objects anywhere in the output are the calls (llama_tool_calls.h says how it splits an output).
 //
-// A whole output, as vLLM splits it: the calls of every closed block (hermes, deepseek_v3 and
-// deepseek_v31: a block left open at the end counts too), each with its arguments as JSON text in
-// Python's json.dumps form
-// (", " and ": ", keys in the model's order), and the text before the first opening tag as
-// content (null when empty; glm: also when only whitespace). A DSML or DeepSeek block holds any
-// number of calls, the others one. Text after the first call is
-// dropped. A block that is no call is skipped (glm), or makes the output no calls (hermes, and
-// glm when json.dumps refuses a value); without calls the whole output is content.
+// A whole output, as vLLM splits it: the calls of every closed block (hermes, qwen3_coder,
+// deepseek_v3 and deepseek_v31: a block left open at the end counts too), each with its
+// arguments as JSON text in Python's json.dumps form (", " and ": ", keys in the model's order),
+// and the text before the first opening tag as content (null when empty; glm and qwen3_coder:
+// also when only whitespace). A DSML, DeepSeek or qwen3_coder block holds any number of calls,
+// the others one. Text after the first call is dropped. A block that is no call is skipped (glm,
+// qwen3_coder), or makes the output no calls (hermes, glm when json.dumps refuses a value,
+// qwen3_coder when vLLM's parser raises); without calls the whole output is content. qwen3_coder
+// also reads calls without any <tool_call> (see its header).
 // Streamed, text outside blocks goes out as content, and each block goes out as whole calls
 // once its closing tag arrives (vLLM streams a call's arguments piece by piece; the client's
 // accumulated message is the same); a block that gives no call goes out as content, tags and
-// all, and so does a block still open when the output ends (hermes, deepseek_v3, deepseek_v31:
-// parsed, as whole).
+// all, and so does a block still open when the output ends (hermes, qwen3_coder, deepseek_v3,
+// deepseek_v31: parsed, as whole). qwen3_coder holds a <function= that comes before any
+// <tool_call>, and all after it, until the output ends, and then sends that part's split: vLLM
+// reads such a call only if no <tool_call> follows anywhere.
 // llama3_json streams the text before the first `{` as content and holds the rest: one `{` that
 // is not a call turns the whole output into content, so no call is certain before the output
 // ends (a `;` and the next call's start do not make the one before it final). The calls go out
@@ -50,19 +55,20 @@ enum class ToolCallParser {
   kDeepSeekV32,
   kDeepSeekV31,
   kDeepSeekV3,
-  kLlama3Json
+  kLlama3Json,
+  kQwen3Coder
 };
 
 // "" → kNone; "hermes", "glm45", "glm47", "deepseek_v32", "deepseek_v31", "deepseek_v3",
-// "llama3_json". Throws InputError naming the value and the valid ones.
+// "llama3_json", "qwen3_coder". Throws InputError naming the value and the valid ones.
 ToolCallParser parse_tool_call_parser(std::string_view name);
 
-// The names parse_tool_call_parser takes, for messages ("hermes, glm45, ... or llama3_json").
+// The names parse_tool_call_parser takes, for messages ("hermes, glm45, ... or qwen3_coder").
 std::string_view tool_call_parser_names();
 
 // Whether chat outputs keep special tokens in their text for this parser, as vLLM's parser asks
-// (hermes sets skip_special_tokens false, its tags may be special tokens; llama3_json leaves it,
-// so Llama's <|python_tag|> is skipped as in vLLM).
+// (hermes sets skip_special_tokens false, its tags may be special tokens; llama3_json and
+// qwen3_coder leave it, so Llama's <|python_tag|> is skipped as in vLLM).
 bool tool_call_parser_keeps_special_tokens(ToolCallParser parser);
 
 struct ToolCall {
@@ -102,11 +108,15 @@ class ToolCallStream {
   ToolCallParser parser_;
   const nlohmann::json* tools_;
   Delta add_tagged(std::string_view text, bool finished);
+  // qwen3_coder after a <function= outside any block: `text` waits for the end of the output.
+  Delta add_held_to_end(std::string text, bool finished);
   Delta add_llama3_json(std::string_view text, bool finished);
 
   std::string held_;          // a tail that may begin the opening tag, or an open block's text
   bool in_block_ = false;     // held_ is the text of a block after its opening tag
   bool all_content_ = false;  // llama3_json: the output was found to hold no calls
+  bool block_seen_ = false;   // an opening tag has come
+  bool held_to_end_ = false;  // qwen3_coder: held_ waits for the end (add_held_to_end)
   int calls_sent_ = 0;
 };
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 
+#include "ctxpar/server/python_json_decode.h"
 #include "ctxpar/server/python_space.h"
 
 namespace ctxpar::server {
@@ -205,7 +206,11 @@ std::vector<std::string> schema_types(const nlohmann::json& schema) {
   return {types.begin(), types.end()};
 }
 
-ordered_json coerce_to_schema_type(std::string_view value, const std::vector<std::string>& types) {
+namespace {
+
+// coerce_to_schema_type's two versions (see the header); nullopt where vLLM raises.
+std::optional<ordered_json> coerce(std::string_view value, const std::vector<std::string>& types,
+                                   bool legacy) {
   static const std::pair<std::string_view, std::string_view> kAliases[] = {
       {"str", "string"},     {"text", "string"},      {"varchar", "string"}, {"char", "string"},
       {"enum", "string"},    {"int", "integer"},      {"int32", "integer"},  {"int64", "integer"},
@@ -221,13 +226,19 @@ ordered_json coerce_to_schema_type(std::string_view value, const std::vector<std
     }
     normalized.insert(std::move(key));
   }
+  const auto json_of = [legacy](std::string_view text) {
+    return legacy ? python_json_loads(text) : finite_json(text);
+  };
   const auto allows = [&](const char* type) { return normalized.count(type) > 0; };
   if (allows("null") && ascii_lower(value) == "null") return nullptr;
   if (allows("integer")) {
     if (std::optional<ordered_json> v = python_int(value)) return *v;
   }
   if (allows("number")) {
-    if (const std::optional<double> d = python_float(value); d && std::isfinite(*d)) {
+    const std::optional<double> d = python_float(value);
+    // The legacy version's int(float(value)) raises OverflowError on inf, past its except.
+    if (legacy && d && std::isinf(*d)) return std::nullopt;
+    if (d && std::isfinite(*d)) {
       // A whole number is an int, as Python's int(val).
       if (*d != std::trunc(*d)) return *d;
       if (std::fabs(*d) < 9.2e18) return static_cast<int64_t>(*d);
@@ -241,11 +252,22 @@ ordered_json coerce_to_schema_type(std::string_view value, const std::vector<std
     if (b == "false" || b == "0") return false;
   }
   if (allows("object") || allows("array")) {
-    if (std::optional<ordered_json> v = finite_json(value)) return *v;
+    if (std::optional<ordered_json> v = json_of(value)) return *v;
   }
   if (allows("string")) return std::string(value);
-  if (std::optional<ordered_json> v = finite_json(value)) return *v;
+  if (std::optional<ordered_json> v = json_of(value)) return *v;
   return std::string(value);
+}
+
+}  // namespace
+
+ordered_json coerce_to_schema_type(std::string_view value, const std::vector<std::string>& types) {
+  return *coerce(value, types, /*legacy=*/false);
+}
+
+std::optional<ordered_json> legacy_coerce_to_schema_type(std::string_view value,
+                                                         const std::vector<std::string>& types) {
+  return coerce(value, types, /*legacy=*/true);
 }
 
 }  // namespace ctxpar::server

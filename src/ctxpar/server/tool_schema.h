@@ -5,6 +5,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,5 +36,12 @@ std::vector<std::string> schema_types(const nlohmann::json& schema);
 // order; else finite JSON, else the text. Integers past 64 bits become floats.
 nlohmann::ordered_json coerce_to_schema_type(std::string_view value,
                                              const std::vector<std::string>& types);
+
+// The coerce_to_schema_type of vLLM 0.23, which qwen3coder_tool_parser.py calls: the same, except
+// that JSON text is taken as Python's json.loads reads it, NaN and infinities included, and that
+// for a number a text float() reads as infinite raises (int() of it: OverflowError), which is
+// nullopt here (vLLM's parser then gives up on the output).
+std::optional<nlohmann::ordered_json> legacy_coerce_to_schema_type(
+    std::string_view value, const std::vector<std::string>& types);
 
 }  // namespace ctxpar::server
