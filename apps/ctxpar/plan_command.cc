@@ -64,7 +64,8 @@ void run(const PlanOptions& o) {
   const model::ModelConfig config = model::resolve_model_config(model::locate_model(o.model));
   model::validate_for_parallel(config, o.tp, o.dcp);
   const int64_t memory = engine::parse_memory_size(o.kv_cache_memory);
-  const int64_t max_len = o.max_model_len > 0 ? o.max_model_len : config.max_position_embeddings;
+  const int64_t max_len =
+      o.max_model_len > 0 ? o.max_model_len : model::derived_max_model_len(config);
   CTXPAR_CHECK_INPUT(max_len >= 1, "--max-model-len {} must be >= 1", max_len);
   // "auto" is the checkpoint's dtype, as the engine resolves it without --dtype.
   const DType dtype = engine::parse_kv_cache_dtype(
@@ -131,7 +132,7 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--cp-kv-cache-interleave-size", o->interleave)->capture_default_str();
   cmd->add_option("--kv-cache-memory", o->kv_cache_memory, "bytes per rank (8GiB)")
       ->capture_default_str();
-  cmd->add_option("--max-model-len", o->max_model_len, "0: max_position_embeddings")
+  cmd->add_option("--max-model-len", o->max_model_len, "0: the model's (vLLM's derived maximum)")
       ->capture_default_str();
   cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype,
                   "auto, bfloat16, float32 or fp8 (e4m3; a sparse model's index keys stay bf16)")

@@ -29,10 +29,12 @@ Tensor rms_normed(const Tensor& x, const Tensor& weight, float eps) {
 
 int64_t rope_max_positions(const ModelConfig& c) {
   // Positions beyond the trained context are still valid under rope scaling; the cache must
-  // cover --max-model-len, which the engine bounds by max_position_embeddings·factor.
+  // cover --max-model-len, which the engine bounds by derived_max_model_len.
   const double factor = c.rope.type == RopeType::kDefault ? 1.0 : std::max(1.0, c.rope.factor);
-  return static_cast<int64_t>(static_cast<double>(std::max<int64_t>(c.max_position_embeddings, 1)) *
-                              factor) +
+  return std::max(
+             static_cast<int64_t>(
+                 static_cast<double>(std::max<int64_t>(c.max_position_embeddings, 1)) * factor),
+             derived_max_model_len(c)) +
          1;
 }
 
