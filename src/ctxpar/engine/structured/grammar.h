@@ -1,0 +1,83 @@
+// Grammar: a JSON schema compiled into a graph of nodes that the byte-level matcher
+// (json_automaton.h) walks. Tokenizer-independent.
+//
+// Concrete nodes describe one JSON value: an object, an array, a string, a number or a literal
+// (the exact bytes of a const, an enum value, true, false or null). Union nodes (anyOf, oneOf,
+// type arrays, enums, $ref) only point at other nodes; compile() flattens every node into the
+// list of concrete nodes a value may start as (`alternatives`), so the matcher never follows a
+// union at run time.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ctxpar::structured {
+
+enum class NodeKind : uint8_t { kObject, kArray, kString, kNumber, kLiteral, kUnion };
+
+struct ObjectNode {
+  struct Property {
+    std::string key;  // the key's bytes between the quotes, as the grammar demands them
+    int32_t value = -1;
+    bool required = false;
+  };
+  std::vector<Property> properties;  // in the schema's order: the order they must appear in
+  // Property indices sorted by key bytes: the keys that begin with a prefix are a range.
+  std::vector<int32_t> by_key;
+  int32_t additional = -1;  // node of properties not declared (after the declared ones); -1: none
+  int32_t last_required = -1;  // index of the last required property; -1: none
+  // next_required[i]: the first required index >= i, or properties.size() (size n + 1).
+  std::vector<int32_t> next_required;
+};
+
+struct ArrayNode {
+  std::vector<int32_t> prefix;  // prefixItems: every one must be present, in order
+  int32_t items = -1;           // node of the items after the prefix; -1: none allowed
+  int64_t min_items = 0;
+  int64_t max_items = -1;  // -1: unbounded
+};
+
+struct StringNode {
+  int64_t min_length = 0;  // code points, as Python's len() counts them
+  int64_t max_length = -1;
+};
+
+struct NumberNode {
+  bool integer = false;
+  // Integers only: inclusive bounds (exclusive ones are folded in).
+  std::optional<int64_t> minimum, maximum;
+};
+
+struct Node {
+  NodeKind kind = NodeKind::kUnion;
+  ObjectNode object;
+  ArrayNode array;
+  StringNode string;
+  NumberNode number;
+  std::string literal;           // kLiteral: the exact bytes
+  std::vector<int32_t> members;  // kUnion: the nodes it may be (before flattening)
+  // Filled by Grammar::finalize(): the concrete nodes a value of this node starts as.
+  std::vector<int32_t> alternatives;
+};
+
+struct Grammar {
+  std::vector<Node> nodes;
+  int32_t root = -1;
+
+  int32_t add(Node node) {
+    nodes.push_back(std::move(node));
+    return static_cast<int32_t>(nodes.size()) - 1;
+  }
+  std::span<const int32_t> alternatives(int32_t node) const {
+    return nodes[static_cast<size_t>(node)].alternatives;
+  }
+  // Flattens unions into `alternatives` and precomputes the object tables. Throws
+  // ctxpar::InputError for a union that reaches itself without reading a byte (a $ref or anyOf
+  // loop) and for a schema no value satisfies (a node with no alternatives).
+  void finalize();
+};
+
+}  // namespace ctxpar::structured

@@ -1,0 +1,493 @@
+#include "ctxpar/engine/structured/json_automaton.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "ctxpar/core/error.h"
+#include "ctxpar/engine/structured/string_scan.h"
+
+namespace ctxpar::structured {
+
+namespace {
+
+// What a frame does with a byte.
+enum class Step : uint8_t {
+  kReject,      // the frame refuses the byte
+  kConsumed,    // the frame took the byte and goes on
+  kDone,        // the frame took the byte, which ended its value
+  kDoneRefeed,  // the value ended before the byte (a number): the parent reads the byte
+  kPush,        // a value starts with the byte: push it and let it read the byte
+};
+
+// Phases of each frame kind.
+enum StringPhase : uint8_t { kStrOpen = 0, kStrIn = 1 };
+enum NumberPhase : uint8_t {
+  kNumStart = 0,
+  kNumMinus = 1,
+  kNumZero = 2,
+  kNumInt = 3,
+  kNumDot = 4,
+  kNumFrac = 5,
+  kNumE = 6,
+  kNumESign = 7,
+  kNumExp = 8
+};
+enum ObjectPhase : uint8_t {
+  kObjOpen = 0,
+  kObjFirst = 1,  // after '{'
+  kObjKey = 2,
+  kObjColon = 3,
+  kObjValue = 4,  // after ':' (and while the value is read)
+  kObjAfter = 5,  // after a value
+  kObjNext = 6    // after ','
+};
+enum ArrayPhase : uint8_t {
+  kArrOpen = 0,
+  kArrFirst = 1,  // after '['
+  kArrItem = 2,   // an item is being read
+  kArrAfter = 3,  // after an item
+  kArrNext = 4    // after ','
+};
+
+bool is_ws(uint8_t b) {
+  return b == ' ' || b == '\n' || b == '\t';
+}
+bool is_digit(uint8_t b) {
+  return b >= '0' && b <= '9';
+}
+
+__extension__ using i128 = __int128;
+
+// Whether a bounded integer whose text so far is a sign and `digits` digits of magnitude `mag`
+// can still end inside [lo, hi] by appending digits (none after a leading zero).
+bool integer_viable(const NumberNode& n, bool negative, int32_t digits, int64_t mag, bool zero) {
+  const i128 lo = n.minimum ? i128(*n.minimum) : -(i128(1) << 100);
+  const i128 hi = n.maximum ? i128(*n.maximum) : (i128(1) << 100);
+  if (digits == 0) return negative ? lo <= 0 : true;  // "-" reaches 0 (as -0) and every negative
+  if (digits > 19) return false;                      // beyond any int64 bound
+  i128 p = 1;
+  for (int32_t k = 0; k <= 19 - digits; ++k, p *= 10) {
+    if (k > 0 && zero) break;
+    const i128 a = i128(mag) * p;
+    const i128 b = a + p - 1;
+    const i128 from = negative ? -b : a;
+    const i128 to = negative ? -a : b;
+    if (from <= hi && to >= lo) return true;
+  }
+  return false;
+}
+
+bool integer_in_bounds(const NumberNode& n, bool negative, int64_t mag) {
+  const i128 v = negative ? -i128(mag) : i128(mag);
+  return (!n.minimum || v >= *n.minimum) && (!n.maximum || v <= *n.maximum);
+}
+
+bool number_complete(const Frame& f, const NumberNode& n) {
+  const bool done =
+      f.phase == kNumZero || f.phase == kNumInt || f.phase == kNumFrac || f.phase == kNumExp;
+  if (!done) return false;
+  if (n.integer && (n.minimum || n.maximum)) return integer_in_bounds(n, f.negative, f.value);
+  return true;
+}
+
+bool bounded(const NumberNode& n) {
+  return n.minimum.has_value() || n.maximum.has_value();
+}
+
+// Objects: whether declared property p may be the next key.
+bool candidate(const ObjectNode& o, const Frame& f, int32_t p) {
+  return !f.additional && p > f.last && p <= o.next_required[static_cast<size_t>(f.last + 1)];
+}
+// Whether an undeclared key may come now (every required property read already).
+bool additional_now(const ObjectNode& o, const Frame& f) {
+  return o.additional >= 0 && f.last >= o.last_required;
+}
+bool can_close_object(const ObjectNode& o, const Frame& f) {
+  return f.last >= o.last_required;
+}
+bool any_candidate(const ObjectNode& o, const Frame& f) {
+  for (int32_t i = f.key_lo; i < f.key_hi; ++i) {
+    if (candidate(o, f, o.by_key[static_cast<size_t>(i)])) return true;
+  }
+  return false;
+}
+bool can_start_key(const ObjectNode& o, const Frame& f) {
+  if (additional_now(o, f)) return true;
+  if (f.additional) return false;
+  const auto n = static_cast<int32_t>(o.properties.size());
+  return f.last + 1 < n;  // the next one is always a candidate
+}
+
+int64_t array_min(const ArrayNode& a) {
+  return std::max<int64_t>(a.min_items, static_cast<int64_t>(a.prefix.size()));
+}
+bool can_add_item(const ArrayNode& a, const Frame& f) {
+  if (a.max_items >= 0 && f.count >= a.max_items) return false;
+  return f.count < static_cast<int64_t>(a.prefix.size()) || a.items >= 0;
+}
+int32_t item_node(const ArrayNode& a, const Frame& f) {
+  return f.count < static_cast<int64_t>(a.prefix.size()) ? a.prefix[static_cast<size_t>(f.count)]
+                                                         : a.items;
+}
+
+}  // namespace
+
+JsonAutomaton::JsonAutomaton(std::shared_ptr<const Grammar> grammar)
+    : grammar_(std::move(grammar)) {
+  CTXPAR_CHECK(grammar_ && grammar_->root >= 0, "a JsonAutomaton needs a finalized grammar");
+}
+
+Frame JsonAutomaton::open(int32_t node) const {
+  Frame f;
+  f.node = node;
+  return f;
+}
+
+StateSet JsonAutomaton::initial() const {
+  StateSet s;
+  for (const int32_t a : grammar_->alternatives(grammar_->root)) {
+    const Frame f = open(a);
+    push(s, std::span(&f, 1));
+  }
+  return s;
+}
+
+void JsonAutomaton::push(StateSet& out, std::span<const Frame> stack) {
+  // Two ways of reading the same bytes that reach the same stack are one.
+  for (size_t i = 0; i < out.size(); ++i) {
+    const auto other = out.stack(i);
+    if (other.size() == stack.size() && std::equal(other.begin(), other.end(), stack.begin())) {
+      return;
+    }
+  }
+  out.frames.insert(out.frames.end(), stack.begin(), stack.end());
+  out.ends.push_back(static_cast<uint32_t>(out.frames.size()));
+}
+
+void JsonAutomaton::child_done(std::vector<Frame>& stack) const {
+  if (stack.empty()) return;
+  Frame& f = stack.back();
+  const Node& n = grammar_->nodes[static_cast<size_t>(f.node)];
+  if (n.kind == NodeKind::kObject) {
+    if (f.pending >= 0) f.last = f.pending;
+    f.pending = -1;
+    ++f.count;
+    f.phase = kObjAfter;
+  } else {
+    ++f.count;
+    f.phase = kArrAfter;
+  }
+}
+
+namespace {
+
+struct Stepped {
+  Step kind;
+  int32_t node = -1;
+};
+
+Stepped step_string(const StringNode& n, Frame& f, uint8_t b) {
+  if (f.phase == kStrOpen) {
+    if (b != '"') return {Step::kReject};
+    f.phase = kStrIn;
+    return {Step::kConsumed};
+  }
+  const bool full = n.max_length >= 0 && f.count >= n.max_length;
+  switch (scan_string_byte(f.scan, b, full)) {
+    case ScanResult::kReject:
+      return {Step::kReject};
+    case ScanResult::kClose:
+      return {f.count >= n.min_length ? Step::kDone : Step::kReject};
+    case ScanResult::kChar:
+      ++f.count;
+      return {Step::kConsumed};
+    default:
+      return {Step::kConsumed};
+  }
+}
+
+Stepped step_number(const NumberNode& n, Frame& f, uint8_t b) {
+  const auto digit = [&](bool zero) {
+    if (bounded(n)) {
+      f.value = f.value * 10 + (b - '0');
+      ++f.pos;
+      if (!integer_viable(n, f.negative, f.pos, f.value, zero)) return false;
+    }
+    return true;
+  };
+  const auto end = [&]() -> Stepped {
+    return {number_complete(f, n) ? Step::kDoneRefeed : Step::kReject};
+  };
+  switch (f.phase) {
+    case kNumStart:
+      if (b == '-') {
+        if (n.integer && bounded(n) && !integer_viable(n, true, 0, 0, false))
+          return {Step::kReject};
+        f.negative = true;
+        f.phase = kNumMinus;
+        return {Step::kConsumed};
+      }
+      [[fallthrough]];
+    case kNumMinus:
+      if (b == '0') {
+        if (!digit(true)) return {Step::kReject};
+        f.phase = kNumZero;
+        return {Step::kConsumed};
+      }
+      if (b >= '1' && b <= '9') {
+        if (!digit(false)) return {Step::kReject};
+        f.phase = kNumInt;
+        return {Step::kConsumed};
+      }
+      return {Step::kReject};
+    case kNumZero:
+    case kNumInt:
+      if (is_digit(b)) {
+        if (f.phase == kNumZero || !digit(false)) return {Step::kReject};
+        return {Step::kConsumed};
+      }
+      if (!n.integer && b == '.') {
+        f.phase = kNumDot;
+        return {Step::kConsumed};
+      }
+      if (!n.integer && (b == 'e' || b == 'E')) {
+        f.phase = kNumE;
+        return {Step::kConsumed};
+      }
+      return end();
+    case kNumDot:
+      if (!is_digit(b)) return {Step::kReject};
+      f.phase = kNumFrac;
+      return {Step::kConsumed};
+    case kNumFrac:
+      if (is_digit(b)) return {Step::kConsumed};
+      if (b == 'e' || b == 'E') {
+        f.phase = kNumE;
+        return {Step::kConsumed};
+      }
+      return end();
+    case kNumE:
+      if (b == '+' || b == '-') {
+        f.phase = kNumESign;
+        return {Step::kConsumed};
+      }
+      [[fallthrough]];
+    case kNumESign:
+      if (!is_digit(b)) return {Step::kReject};
+      f.phase = kNumExp;
+      return {Step::kConsumed};
+    case kNumExp:
+      if (is_digit(b)) return {Step::kConsumed};
+      return end();
+    default:
+      return {Step::kReject};
+  }
+}
+
+Stepped step_literal(const std::string& lit, Frame& f, uint8_t b) {
+  if (static_cast<uint8_t>(lit[static_cast<size_t>(f.pos)]) != b) return {Step::kReject};
+  ++f.pos;
+  return {static_cast<size_t>(f.pos) == lit.size() ? Step::kDone : Step::kConsumed};
+}
+
+void start_key(const ObjectNode& o, Frame& f) {
+  f.phase = kObjKey;
+  f.scan = StringScan{};
+  f.pos = 0;
+  f.key_lo = 0;
+  f.key_hi = static_cast<int32_t>(o.properties.size());
+}
+
+Stepped step_key(const ObjectNode& o, Frame& f, uint8_t b) {
+  const ScanResult r = scan_string_byte(f.scan, b, false);
+  if (r == ScanResult::kReject) return {Step::kReject};
+  if (r == ScanResult::kClose) {
+    // A declared key, written exactly as declared, sorts first among the keys it begins.
+    if (f.key_lo < f.key_hi) {
+      const int32_t p = o.by_key[static_cast<size_t>(f.key_lo)];
+      if (o.properties[static_cast<size_t>(p)].key.size() == static_cast<size_t>(f.pos)) {
+        if (!candidate(o, f, p)) return {Step::kReject};  // a declared name is never undeclared
+        f.pending = p;
+        f.phase = kObjColon;
+        return {Step::kConsumed};
+      }
+    }
+    if (!additional_now(o, f)) return {Step::kReject};
+    f.pending = -2;
+    f.additional = true;
+    f.phase = kObjColon;
+    return {Step::kConsumed};
+  }
+  // Narrow the declared keys to those whose byte at pos is b.
+  int32_t lo = f.key_lo;
+  int32_t hi = f.key_hi;
+  const auto byte_at = [&](int32_t i) -> int {
+    const std::string& k = o.properties[static_cast<size_t>(o.by_key[static_cast<size_t>(i)])].key;
+    return static_cast<size_t>(f.pos) < k.size()
+               ? static_cast<uint8_t>(k[static_cast<size_t>(f.pos)])
+               : -1;
+  };
+  while (lo < hi && byte_at(lo) < b) ++lo;
+  int32_t end = lo;
+  while (end < hi && byte_at(end) == b) ++end;
+  f.key_lo = lo;
+  f.key_hi = end;
+  ++f.pos;
+  if (additional_now(o, f) || any_candidate(o, f)) return {Step::kConsumed};
+  return {Step::kReject};
+}
+
+Stepped step_object(const ObjectNode& o, Frame& f, uint8_t b) {
+  switch (f.phase) {
+    case kObjOpen:
+      if (b != '{') return {Step::kReject};
+      f.phase = kObjFirst;
+      return {Step::kConsumed};
+    case kObjFirst:
+    case kObjNext:
+      if (is_ws(b)) return {Step::kConsumed};
+      if (b == '"' && can_start_key(o, f)) {
+        start_key(o, f);
+        return {Step::kConsumed};
+      }
+      if (b == '}' && f.phase == kObjFirst && can_close_object(o, f)) return {Step::kDone};
+      return {Step::kReject};
+    case kObjKey:
+      return step_key(o, f, b);
+    case kObjColon:
+      if (is_ws(b)) return {Step::kConsumed};
+      if (b != ':') return {Step::kReject};
+      f.phase = kObjValue;
+      return {Step::kConsumed};
+    case kObjValue:
+      if (is_ws(b)) return {Step::kConsumed};
+      return {Step::kPush,
+              f.pending >= 0 ? o.properties[static_cast<size_t>(f.pending)].value : o.additional};
+    case kObjAfter:
+      if (is_ws(b)) return {Step::kConsumed};
+      if (b == ',' && can_start_key(o, f)) {
+        f.phase = kObjNext;
+        return {Step::kConsumed};
+      }
+      if (b == '}' && can_close_object(o, f)) return {Step::kDone};
+      return {Step::kReject};
+    default:
+      return {Step::kReject};
+  }
+}
+
+Stepped step_array(const ArrayNode& a, Frame& f, uint8_t b) {
+  switch (f.phase) {
+    case kArrOpen:
+      if (b != '[') return {Step::kReject};
+      f.phase = kArrFirst;
+      return {Step::kConsumed};
+    case kArrFirst:
+    case kArrNext:
+      if (is_ws(b)) return {Step::kConsumed};
+      if (b == ']' && f.phase == kArrFirst) {
+        return {f.count >= array_min(a) ? Step::kDone : Step::kReject};
+      }
+      if (!can_add_item(a, f)) return {Step::kReject};
+      f.phase = kArrItem;
+      return {Step::kPush, item_node(a, f)};
+    case kArrAfter:
+      if (is_ws(b)) return {Step::kConsumed};
+      if (b == ',' && can_add_item(a, f)) {
+        f.phase = kArrNext;
+        return {Step::kConsumed};
+      }
+      if (b == ']' && f.count >= array_min(a)) return {Step::kDone};
+      return {Step::kReject};
+    default:
+      return {Step::kReject};
+  }
+}
+
+}  // namespace
+
+void JsonAutomaton::run(std::vector<Frame>& stack, uint8_t b, StateSet& out) const {
+  for (;;) {
+    if (stack.empty()) return;  // a finished document takes no more bytes
+    Frame& f = stack.back();
+    const Node& n = grammar_->nodes[static_cast<size_t>(f.node)];
+    Stepped r{Step::kReject};
+    switch (n.kind) {
+      case NodeKind::kString:
+        r = step_string(n.string, f, b);
+        break;
+      case NodeKind::kNumber:
+        r = step_number(n.number, f, b);
+        break;
+      case NodeKind::kLiteral:
+        r = step_literal(n.literal, f, b);
+        break;
+      case NodeKind::kObject:
+        r = step_object(n.object, f, b);
+        break;
+      case NodeKind::kArray:
+        r = step_array(n.array, f, b);
+        break;
+      case NodeKind::kUnion:
+        CTXPAR_FAIL("a union node {} on the matcher's stack", f.node);
+    }
+    switch (r.kind) {
+      case Step::kReject:
+        return;
+      case Step::kConsumed:
+        push(out, stack);
+        return;
+      case Step::kDone:
+        stack.pop_back();
+        child_done(stack);
+        push(out, stack);
+        return;
+      case Step::kDoneRefeed:
+        stack.pop_back();
+        child_done(stack);
+        continue;
+      case Step::kPush: {
+        for (const int32_t alt : grammar_->alternatives(r.node)) {
+          std::vector<Frame> branch = stack;
+          branch.push_back(open(alt));
+          run(branch, b, out);
+        }
+        return;
+      }
+    }
+  }
+}
+
+bool JsonAutomaton::advance(const StateSet& in, uint8_t b, StateSet& out) const {
+  out.clear();
+  thread_local std::vector<Frame> work;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const auto s = in.stack(i);
+    work.assign(s.begin(), s.end());
+    run(work, b, out);
+  }
+  return !out.empty();
+}
+
+bool JsonAutomaton::can_end(const StateSet& state) const {
+  for (size_t i = 0; i < state.size(); ++i) {
+    const auto s = state.stack(i);
+    if (s.empty()) return true;
+    if (s.size() == 1) {
+      const Node& n = grammar_->nodes[static_cast<size_t>(s[0].node)];
+      if (n.kind == NodeKind::kNumber && number_complete(s[0], n.number)) return true;
+    }
+  }
+  return false;
+}
+
+bool JsonAutomaton::must_end(const StateSet& state) const {
+  if (!can_end(state)) return false;
+  StateSet next;
+  for (int b = 0; b < 256; ++b) {
+    if (advance(state, static_cast<uint8_t>(b), next)) return false;
+  }
+  return true;
+}
+
+}  // namespace ctxpar::structured

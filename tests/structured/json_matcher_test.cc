@@ -1,0 +1,195 @@
+// The byte-level matcher on hand-picked cases: the odd corners of JSON (empty containers,
+// escapes and surrogates, numbers, UTF-8 split across tokens, whitespace) and the xgrammar
+// rules ctxpar follows (property order, additionalProperties, prefixItems).
+#include <gtest/gtest.h>
+
+#include "structured/match_util.h"
+
+namespace ctxpar::structured {
+namespace {
+
+using testing::accepts;
+using testing::automaton_of;
+
+constexpr const char* kObject = R"({"type": "object"})";
+constexpr const char* kString = R"({"type": "string"})";
+constexpr const char* kNumber = R"({"type": "number"})";
+constexpr const char* kInteger = R"({"type": "integer"})";
+
+TEST(JsonMatcher, EmptyContainers) {
+  EXPECT_TRUE(accepts(kObject, "{}"));
+  EXPECT_TRUE(accepts(kObject, "{ \n\t}"));
+  EXPECT_TRUE(accepts(R"({"type": "array"})", "[]"));
+  EXPECT_TRUE(accepts(R"({"type": "array"})", "[ ]"));
+  const char* optional = R"({"type": "object", "properties": {"a": {"type": "integer"}}})";
+  EXPECT_TRUE(accepts(optional, "{}"));
+  const char* required =
+      R"({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})";
+  EXPECT_FALSE(accepts(required, "{}"));
+  EXPECT_TRUE(accepts(required, R"({"a": 1})"));
+  // No properties and no additionalProperties given: any object, as xgrammar's basic object.
+  EXPECT_TRUE(accepts(kObject, R"({"x": [1, {"y": null}], "z": "w"})"));
+}
+
+TEST(JsonMatcher, NestedArrays) {
+  const char* s = R"({"type": "array", "items": {"type": "array", "items":
+                      {"type": "array", "items": {"type": "integer"}}}})";
+  EXPECT_TRUE(accepts(s, "[[[]],[[1,2],[3]],[]]"));
+  EXPECT_TRUE(accepts(s, "[ [ [ 1 ] ] ]"));
+  EXPECT_FALSE(accepts(s, "[[1]]"));
+  EXPECT_FALSE(accepts(s, "[[[1]]"));
+  EXPECT_FALSE(accepts(s, "[[[1],]]"));
+}
+
+TEST(JsonMatcher, EscapesAndSurrogates) {
+  EXPECT_TRUE(accepts(kString, R"("a\n\t\"\\\/\b\f\r\u00e9\uD83D\uDE00")"));
+  EXPECT_TRUE(accepts(kString, R"("\ud800")"));  // a lone surrogate: Python's json takes it
+  EXPECT_FALSE(accepts(kString, R"("\x41")"));
+  EXPECT_FALSE(accepts(kString, R"("\u12G4")"));
+  EXPECT_FALSE(accepts(kString, "\"a\x01\""));             // a raw control character
+  EXPECT_FALSE(accepts(kString, "\"\xC0\x80\""));          // overlong
+  EXPECT_FALSE(accepts(kString, "\"\xED\xA0\x80\""));      // a UTF-8-encoded surrogate
+  EXPECT_FALSE(accepts(kString, "\"\xF4\x90\x80\x80\""));  // above U+10FFFF
+  EXPECT_TRUE(accepts(kString, "\"\xF0\x9F\x98\x80\xE4\xB8\xAD\""));
+  // Lengths count code points, an escaped pair as one (Python's len()).
+  const char* one = R"({"type": "string", "maxLength": 1, "minLength": 1})";
+  EXPECT_TRUE(accepts(one, R"("\uD83D\uDE00")"));
+  EXPECT_TRUE(accepts(one, "\"\xF0\x9F\x98\x80\""));
+  EXPECT_TRUE(accepts(one, R"("\uD83D")"));
+  EXPECT_FALSE(accepts(one, R"("\uD83D\u0041")"));
+  EXPECT_FALSE(accepts(one, R"("ab")"));
+  EXPECT_FALSE(accepts(one, R"("")"));
+}
+
+TEST(JsonMatcher, Numbers) {
+  for (const char* ok :
+       {"0", "-0", "1e5", "1E+5", "-1.25e-07", "0.0", "10", "123456789012345678901234"}) {
+    EXPECT_TRUE(accepts(kNumber, ok)) << ok;
+  }
+  for (const char* bad : {"01", "-01", "1.", ".5", "-", "1e", "1e+", "+1", "- 1", "0x1", "1.e3"}) {
+    EXPECT_FALSE(accepts(kNumber, bad)) << bad;
+  }
+  EXPECT_TRUE(accepts(kInteger, "-0"));
+  EXPECT_FALSE(accepts(kInteger, "1.0"));
+  EXPECT_FALSE(accepts(kInteger, "1e2"));
+  const char* bounded = R"({"type": "integer", "minimum": 10, "exclusiveMaximum": 21})";
+  EXPECT_TRUE(accepts(bounded, "10"));
+  EXPECT_TRUE(accepts(bounded, "20"));
+  EXPECT_FALSE(accepts(bounded, "21"));
+  EXPECT_FALSE(accepts(bounded, "9"));
+  EXPECT_FALSE(accepts(bounded, "-10"));
+  // A prefix that no digit can bring into range is refused at once: "3" (30 > 20).
+  const auto a = automaton_of(bounded);
+  structured::StateSet next;
+  EXPECT_FALSE(a->advance(a->initial(), '3', next));
+  EXPECT_TRUE(a->advance(a->initial(), '1', next));
+  EXPECT_FALSE(a->advance(a->initial(), '-', next));
+  const char* negative = R"({"type": "integer", "maximum": -5})";
+  EXPECT_TRUE(accepts(negative, "-5"));
+  EXPECT_TRUE(accepts(negative, "-123"));
+  EXPECT_FALSE(accepts(negative, "-4"));
+  EXPECT_FALSE(accepts(negative, "-0"));
+}
+
+TEST(JsonMatcher, Utf8SplitAcrossTokens) {
+  JsonMatcher m(automaton_of(kString));
+  EXPECT_TRUE(m.accept("\"a\xE4"));
+  EXPECT_FALSE(m.accept("\x41"));  // not a continuation byte: refused, state kept
+  EXPECT_TRUE(m.accept("\xB8"));
+  EXPECT_FALSE(m.can_end());
+  EXPECT_TRUE(m.accept("\xAD\xF0\x9F"));
+  EXPECT_TRUE(m.accept("\x98\x80\""));
+  EXPECT_TRUE(m.can_end());
+  EXPECT_TRUE(m.must_end());
+  m.rollback(2);                 // back inside the 3-byte character
+  EXPECT_FALSE(m.accept("\""));  // a quote cannot end it
+  EXPECT_TRUE(m.accept("\xAD\""));
+  EXPECT_TRUE(m.must_end());
+}
+
+TEST(JsonMatcher, WhitespaceAsXgrammar) {
+  const char* s = R"({"type": "object", "properties": {"a": {"type": "array"}}})";
+  EXPECT_TRUE(accepts(s, "{ \"a\" \n:\t[ 1 , 2 ] }"));
+  EXPECT_FALSE(accepts(s, "{\r\"a\": []}"));  // \r is not among xgrammar's whitespace
+  EXPECT_FALSE(accepts(s, " {}"));            // nothing before the top-level value
+  EXPECT_FALSE(accepts(s, "{} "));            // nor after it
+}
+
+TEST(JsonMatcher, PropertiesInSchemaOrder) {
+  const char* s = R"({"type": "object", "properties": {"b": {"type": "integer"},
+                      "a": {"type": "integer"}, "c": {"type": "integer"}}, "required": ["c"]})";
+  EXPECT_TRUE(accepts(s, R"({"b": 1, "a": 2, "c": 3})"));
+  EXPECT_TRUE(accepts(s, R"({"a": 2, "c": 3})"));
+  EXPECT_TRUE(accepts(s, R"({"c": 3})"));
+  EXPECT_FALSE(accepts(s, R"({"a": 2, "b": 1, "c": 3})"));
+  EXPECT_FALSE(accepts(s, R"({"b": 1, "b": 1, "c": 3})"));
+  EXPECT_FALSE(accepts(s, R"({"b": 1})"));
+  // additionalProperties absent beside properties: none (xgrammar's strict mode).
+  EXPECT_FALSE(accepts(s, R"({"c": 3, "d": 4})"));
+  const char* extra = R"({"type": "object", "properties": {"a": {"type": "integer"}},
+                          "additionalProperties": {"type": "string"}})";
+  EXPECT_TRUE(accepts(extra, R"({"a": 1, "x": "y", "ab": "z"})"));
+  EXPECT_TRUE(accepts(extra, R"({"x": "y"})"));
+  EXPECT_FALSE(accepts(extra, R"({"x": 1})"));
+  EXPECT_FALSE(accepts(extra, R"({"x": "y", "a": 1})"));  // declared ones come first
+}
+
+TEST(JsonMatcher, PrefixItemsAreAllPresent) {
+  const char* s = R"({"type": "array", "prefixItems": [{"type": "string"}, {"type": "null"}]})";
+  EXPECT_TRUE(accepts(s, R"(["a", null])"));
+  EXPECT_FALSE(accepts(s, R"(["a"])"));
+  EXPECT_FALSE(accepts(s, R"(["a", null, 1])"));
+  const char* more = R"({"type": "array", "prefixItems": [{"type": "string"}],
+                         "items": {"type": "integer"}, "maxItems": 3})";
+  EXPECT_TRUE(accepts(more, R"(["a", 1, 2])"));
+  EXPECT_FALSE(accepts(more, R"(["a", 1, 2, 3])"));
+  EXPECT_FALSE(accepts(more, R"([1])"));
+}
+
+TEST(JsonMatcher, EnumConstAnyOfRef) {
+  const char* e = R"({"enum": ["a", 1, null, {"k": [true]}]})";
+  EXPECT_TRUE(accepts(e, R"("a")"));
+  EXPECT_TRUE(accepts(e, "1"));
+  EXPECT_TRUE(accepts(e, R"({"k":[true]})"));  // literals are compact JSON
+  EXPECT_FALSE(accepts(e, R"({"k": [true]})"));
+  EXPECT_FALSE(accepts(e, "1.0"));
+  EXPECT_FALSE(accepts(e, R"("b")"));
+  const char* any = R"({"anyOf": [{"type": "string", "maxLength": 2}, {"type": "integer"}]})";
+  EXPECT_TRUE(accepts(any, R"("ab")"));
+  EXPECT_TRUE(accepts(any, "-12"));
+  EXPECT_FALSE(accepts(any, R"("abc")"));
+  const char* list = R"({"$defs": {"node": {"type": "object", "properties": {"v": {"type":
+      "integer"}, "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}},
+      "required": ["v", "next"]}}, "$ref": "#/$defs/node"})";
+  EXPECT_TRUE(accepts(list, R"({"v": 1, "next": {"v": 2, "next": null}})"));
+  EXPECT_FALSE(accepts(list, R"({"v": 1, "next": {"v": 2}})"));
+  const char* types = R"({"type": ["string", "null"], "minLength": 2})";
+  EXPECT_TRUE(accepts(types, "null"));
+  EXPECT_TRUE(accepts(types, R"("ab")"));
+  EXPECT_FALSE(accepts(types, R"("a")"));
+}
+
+TEST(JsonMatcher, EndsAndRollback) {
+  JsonMatcher number(automaton_of(kNumber));
+  EXPECT_TRUE(number.accept("12"));
+  EXPECT_TRUE(number.can_end());
+  EXPECT_FALSE(number.must_end());  // more digits may come
+  JsonMatcher small(automaton_of(R"({"type": "integer", "maximum": 5, "minimum": 0})"));
+  EXPECT_TRUE(small.accept("5"));
+  EXPECT_TRUE(small.must_end());
+  JsonMatcher object(automaton_of(kObject));
+  EXPECT_TRUE(object.accept("{\"a\""));
+  EXPECT_TRUE(object.accept(": 1}"));
+  EXPECT_TRUE(object.must_end());
+  EXPECT_FALSE(object.accept(" "));
+  object.rollback(1);
+  EXPECT_FALSE(object.can_end());
+  EXPECT_TRUE(object.accept(": 1, \"b\": 2}"));
+  EXPECT_EQ(object.num_accepted(), 2u);
+  object.reset();
+  EXPECT_EQ(object.num_accepted(), 0u);
+  EXPECT_FALSE(object.accept(""));
+}
+
+}  // namespace
+}  // namespace ctxpar::structured
