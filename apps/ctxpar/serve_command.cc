@@ -12,8 +12,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <thread>
+#include <utility>
 
 #include "commands.h"
 #include "ctxpar/core/error.h"
@@ -38,7 +41,46 @@ struct ServeOptions {
   std::string reasoning_parser;
   bool enable_auto_tool_choice = false;
   std::string tool_call_parser;
+  // Where requests' sampling defaults come from (vLLM's): "auto" the model's
+  // generation_config.json, "vllm" none, else a directory holding one; then
+  // --override-generation-config's JSON object on top.
+  std::string generation_config = "auto";
+  std::string override_generation_config;
 };
+
+// The sampling defaults --generation-config and --override-generation-config give, over the
+// model's own (`model`, read with its tokenizer). Throws InputError naming a bad flag value.
+tokenizer::GenerationDefaults sampling_defaults(const ServeOptions& o,
+                                                const tokenizer::GenerationDefaults& model) {
+  tokenizer::GenerationDefaults d;
+  if (o.generation_config == "auto") {
+    d = model;
+  } else if (o.generation_config != "vllm") {
+    CTXPAR_CHECK_INPUT(std::filesystem::is_directory(o.generation_config),
+                       "--generation-config '{}' is neither auto, vllm, nor a directory holding "
+                       "generation_config.json",
+                       o.generation_config);
+    d = tokenizer::read_generation_config(o.generation_config).defaults;
+  }
+  if (o.override_generation_config.empty()) return d;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(o.override_generation_config);
+  } catch (const nlohmann::json::exception& e) {
+    CTXPAR_INPUT_FAIL("--override-generation-config '{}' is not JSON: {}",
+                      o.override_generation_config, e.what());
+  }
+  const tokenizer::GenerationDefaults over =
+      tokenizer::parse_generation_config(j, "--override-generation-config").defaults;
+  for (auto [dst, src] : {std::pair{&d.temperature, &over.temperature},
+                          std::pair{&d.top_p, &over.top_p}, std::pair{&d.min_p, &over.min_p},
+                          std::pair{&d.repetition_penalty, &over.repetition_penalty}}) {
+    if (*src) *dst = *src;
+  }
+  if (over.top_k) d.top_k = over.top_k;
+  if (over.max_new_tokens) d.max_new_tokens = over.max_new_tokens;
+  return d;
+}
 
 // generation_config.json's sampling defaults, as requests fall back on them.
 server::GenerationDefaults defaults_of(const tokenizer::GenerationDefaults& g) {
@@ -149,7 +191,7 @@ void run(ServeOptions& o) {
     tok = engine::load_tokenizer(config.model, config.tokenizer);
     chat = std::make_unique<engine::ChatPrompt>(tok, resolved.model, o.chat_template, mode);
   });
-  o.server.defaults = defaults_of(tok.generation);
+  o.server.defaults = defaults_of(sampling_defaults(o, tok.generation));
   o.server.eos_token_ids = tok.eos_token_ids;
   // Named as given: a repo id, not the cache directory it was found in (vLLM's names).
   if (o.server.served_model_name.empty()) o.server.served_model_name = o.engine.config.model;
@@ -223,6 +265,13 @@ void add_serve_command(CLI::App& app) {
                   "3.1-3.3: {\"name\": ..., \"parameters\": {...}} objects, `;` between them), "
                   "qwen3_coder (Qwen3-Coder: <tool_call><function=name><parameter=k>v</parameter>"
                   "</function></tool_call>)");
+  cmd->add_option("--generation-config", o->generation_config,
+                  "requests' sampling defaults: auto (the model's generation_config.json), vllm "
+                  "(none) or a directory holding a generation_config.json")
+      ->capture_default_str();
+  cmd->add_option("--override-generation-config", o->override_generation_config,
+                  "JSON object of defaults on top (temperature, top_p, top_k, min_p, "
+                  "repetition_penalty, max_new_tokens)");
   cmd->add_option("--max-request-body-bytes", o->max_body,
                   "larger request bodies get 413 (e.g. 32MiB)")
       ->capture_default_str();

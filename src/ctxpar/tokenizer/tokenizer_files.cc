@@ -56,9 +56,13 @@ GenerationConfig read_generation_config(const std::string& dir) {
   GenerationConfig out;
   const fs::path path = fs::path(dir) / "generation_config.json";
   if (dir.empty() || !fs::exists(path)) return out;
-  const nlohmann::json json = read_json_file(path.string());
-  const JsonNode root(json, path.string());
-  if (!json.is_object()) root.fail("generation_config.json must be a JSON object");
+  return parse_generation_config(read_json_file(path.string()), path.string());
+}
+
+GenerationConfig parse_generation_config(const nlohmann::json& json, const std::string& source) {
+  GenerationConfig out;
+  const JsonNode root(json, source);
+  if (!json.is_object()) root.fail("must be a JSON object");
   if (const auto eos = root.find("eos_token_id")) {
     std::vector<JsonNode> ids = eos->json().is_array() ? eos->elements() : std::vector{*eos};
     for (const JsonNode& id : ids) {

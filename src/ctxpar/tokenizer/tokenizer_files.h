@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,6 +37,10 @@ struct GenerationConfig {
 // `dir`/generation_config.json, or an empty GenerationConfig when there is none. Throws
 // ctxpar::InputError naming the file and field of anything malformed.
 GenerationConfig read_generation_config(const std::string& dir);
+
+// The same read from a parsed JSON object (vLLM's --override-generation-config); `source` names
+// it in errors. Keys other than eos_token_id and the sampling defaults are not read.
+GenerationConfig parse_generation_config(const nlohmann::json& json, const std::string& source);
 
 struct LoadedTokenizer {
   std::shared_ptr<const Tokenizer> tokenizer;

@@ -1,0 +1,104 @@
+"""vLLM serve flags a pasted recipe line carries, through the real server and the openai client:
+a Hugging Face repo id served from the hub cache (named by the id in /v1/models), and
+--generation-config / --override-generation-config setting requests' defaults (max_new_tokens
+caps a chat request that gives no max, from a directory, over none with `vllm`, or overridden)."""
+
+import json
+import os
+import pathlib
+import random
+import subprocess
+import tempfile
+import unittest
+
+import server_fixture as fx
+
+FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
+SMALL = ["--max-model-len", "256", "--kv-cache-memory", "8MiB", "--dtype", "float32",
+         "--threads-per-rank", "1"]
+
+
+def chat_tokens(server, rng):
+    """completion_tokens of one chat request that gives no max_tokens (EOS ignored)."""
+    client = fx.openai_client(server)
+    r = client.chat.completions.create(
+        model=server.model_name,
+        messages=[{"role": "user", "content": "".join(rng.choice("abcdef ") for _ in range(9))}],
+        temperature=0, extra_body={"ignore_eos": True})
+    return r.usage.completion_tokens, r.choices[0].finish_reason
+
+
+class ServedFromTheHubCache(unittest.TestCase):
+    def test_repo_id_is_the_served_name(self):
+        # A snapshot as huggingface_hub writes it (symlinks): the llama3 tokenizer fixture's
+        # files and the Llama fixture's config.json sized to its vocabulary (dummy weights).
+        tokenizer = FIXTURES / "tokenizers" / "llama3"
+        vocab = json.loads((tokenizer / "golden.json").read_text())["vocab_size"]
+        config = json.loads((FIXTURES / "tiny-llama-fixture" / "config.json").read_text())
+        config["vocab_size"] = vocab
+        with tempfile.TemporaryDirectory() as cache:
+            commit = "%040x" % random.getrandbits(160)
+            repo = pathlib.Path(cache) / "models--meta-llama--Tiny-3.1"
+            (repo / "refs").mkdir(parents=True)
+            (repo / "refs" / "main").write_text(commit)
+            snapshot = repo / "snapshots" / commit
+            snapshot.mkdir(parents=True)
+            for f in tokenizer.iterdir():
+                (snapshot / f.name).symlink_to(f)
+            (repo / "config.json").write_text(json.dumps(config))
+            (snapshot / "config.json").symlink_to(repo / "config.json")
+            os.environ["HF_HUB_CACHE"] = cache
+            try:
+                server = fx.Server(model="meta-llama/Tiny-3.1",
+                                   engine_args=SMALL + ["--load-format", "dummy"]).__enter__()
+            finally:
+                del os.environ["HF_HUB_CACHE"]
+            try:
+                client = fx.openai_client(server)
+                models = client.models.list().data
+                self.assertEqual([m.id for m in models], ["meta-llama/Tiny-3.1"])
+                self.assertEqual(models[0].root, "meta-llama/Tiny-3.1")
+                r = client.completions.create(model="meta-llama/Tiny-3.1", prompt="Hello there",
+                                              max_tokens=4, temperature=0,
+                                              extra_body={"ignore_eos": True})
+                self.assertEqual(r.usage.completion_tokens, 4)
+            finally:
+                fx.stop(server)
+
+
+class GenerationConfigFlags(unittest.TestCase):
+    def serve(self, *flags):
+        server = fx.Server(list(flags), engine_args=SMALL).__enter__()
+        server.model_name = fx.MODEL
+        self.addCleanup(fx.stop, server)
+        return server
+
+    def test_defaults_come_from_the_directory_none_or_the_override(self):
+        rng = random.Random()
+        with tempfile.TemporaryDirectory() as d:
+            cap = rng.randint(2, 9)
+            pathlib.Path(d, "generation_config.json").write_text(
+                json.dumps({"max_new_tokens": cap, "temperature": 0.0}))
+            server = self.serve("--generation-config", d)
+            self.assertEqual(chat_tokens(server, rng), (cap, "length"))
+            over = rng.randint(2, 9)
+            server = self.serve("--generation-config", d, "--override-generation-config",
+                                json.dumps({"max_new_tokens": over, "do_sample": False}))
+            self.assertEqual(chat_tokens(server, rng), (over, "length"))
+        server = self.serve("--generation-config", "vllm", "--override-generation-config",
+                            '{"max_new_tokens": 3}')
+        self.assertEqual(chat_tokens(server, rng), (3, "length"))
+
+    def test_bad_values_stop_the_server_naming_them(self):
+        for flags, says in [
+                (["--generation-config", "/nonexistent/gen"], "--generation-config '/nonexistent/gen'"),
+                (["--override-generation-config", "[1]"], "--override-generation-config"),
+                (["--override-generation-config", "{temp"], "is not JSON")]:
+            args = [fx.CTXPAR, "serve", fx.MODEL, *SMALL, "--port", str(fx.free_port()), *flags]
+            r = subprocess.run(args, capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(says, r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
