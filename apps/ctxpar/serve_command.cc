@@ -264,7 +264,7 @@ void add_serve_command(CLI::App& app) {
                   "(DeepSeek-V3.1, V3 / R1: <｜tool▁call▁begin｜> calls), llama3_json (Llama "
                   "3.1-3.3: {\"name\": ..., \"parameters\": {...}} objects, `;` between them), "
                   "qwen3_coder (Qwen3-Coder: <tool_call><function=name><parameter=k>v</parameter>"
-                  "</function></tool_call>)");
+                  "</function></tool_call>), pythonic (Llama 3.2, Llama 4: [f(k=v), g()])");
   cmd->add_option("--generation-config", o->generation_config,
                   "requests' sampling defaults: auto (the model's generation_config.json), vllm "
                   "(none) or a directory holding a generation_config.json")

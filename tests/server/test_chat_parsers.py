@@ -280,9 +280,9 @@ class DeepSeekV3Parsers(unittest.TestCase):
 
 
 class RecipeParsersThatSkipSpecialTokens(unittest.TestCase):
-    """The Llama 3.x and Qwen3-Coder recipes' tool call parsers: an output without a call keeps
-    its text, whole and streamed, and special tokens are skipped as vLLM skips them for these
-    parsers (only parsers such as hermes ask vLLM to keep them)."""
+    """The Llama 3.x, Qwen3-Coder and Llama 3.2 / 4 (pythonic) recipes' tool call parsers: an
+    output without a call keeps its text, whole and streamed, and special tokens are skipped as
+    vLLM skips them for these parsers (only parsers such as hermes ask vLLM to keep them)."""
 
     def check(self, parser):
         tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
@@ -308,6 +308,9 @@ class RecipeParsersThatSkipSpecialTokens(unittest.TestCase):
     def test_qwen3_coder(self):
         self.check("qwen3_coder")
 
+    def test_pythonic(self):
+        self.check("pythonic")
+
 
 class BadParserFlags(unittest.TestCase):
     def refused(self, flags, message):
@@ -321,14 +324,14 @@ class BadParserFlags(unittest.TestCase):
                      "'granite' is not supported; use deepseek_r1, qwen3, deepseek_v3 or glm45")
         self.refused(["--enable-auto-tool-choice", "--tool-call-parser", "mistral"],
                      "'mistral' is not supported; use hermes, glm45, glm47, deepseek_v32, "
-                     "deepseek_v31, deepseek_v3, llama3_json or qwen3_coder")
+                     "deepseek_v31, deepseek_v3, llama3_json, qwen3_coder or pythonic")
         self.refused(["--tokenizer-mode", "mistral"],
                      "'mistral' is not supported; use auto, hf or deepseek_v32")
         self.refused(["--chat-template-content-format", "hf"],
                      "'hf' is not supported; use auto, string or openai")
         self.refused(["--enable-auto-tool-choice"], "--enable-auto-tool-choice needs "
                      "--tool-call-parser (hermes, glm45, glm47, deepseek_v32, deepseek_v31, "
-                     "deepseek_v3, llama3_json or qwen3_coder)")
+                     "deepseek_v3, llama3_json, qwen3_coder or pythonic)")
 
 
 if __name__ == "__main__":

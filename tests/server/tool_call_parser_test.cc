@@ -31,13 +31,14 @@ TEST(ToolCallParser, NamesAreVllmsAndOthersAreRefused) {
   EXPECT_EQ(parse_tool_call_parser("deepseek_v3"), ToolCallParser::kDeepSeekV3);
   EXPECT_EQ(parse_tool_call_parser("llama3_json"), ToolCallParser::kLlama3Json);
   EXPECT_EQ(parse_tool_call_parser("qwen3_coder"), ToolCallParser::kQwen3Coder);
+  EXPECT_EQ(parse_tool_call_parser("pythonic"), ToolCallParser::kPythonic);
   try {
     parse_tool_call_parser("mistral");
     ADD_FAILURE() << "mistral was taken";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find(
                   "'mistral' is not supported; use hermes, glm45, glm47, deepseek_v32, "
-                  "deepseek_v31, deepseek_v3, llama3_json or qwen3_coder"),
+                  "deepseek_v31, deepseek_v3, llama3_json, qwen3_coder or pythonic"),
               std::string::npos)
         << e.what();
   }

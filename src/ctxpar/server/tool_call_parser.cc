@@ -7,6 +7,7 @@
 #include "ctxpar/server/hermes_tool_calls.h"
 #include "ctxpar/server/llama_tool_calls.h"
 #include "ctxpar/server/python_space.h"
+#include "ctxpar/server/pythonic_tool_calls.h"
 #include "ctxpar/server/qwen3_coder_tool_calls.h"
 #include "ctxpar/server/text_tags.h"
 
@@ -39,6 +40,7 @@ Format format_of(ToolCallParser parser) {
       // vLLM reads a block left open at the end; blank content is null in its chat serving.
       return {"<tool_call>", "</tool_call>", true, true};
     case ToolCallParser::kLlama3Json:
+    case ToolCallParser::kPythonic:
     case ToolCallParser::kNone:
       break;
   }
@@ -64,6 +66,7 @@ std::optional<std::vector<ToolCall>> block_calls(ToolCallParser parser, std::str
     case ToolCallParser::kQwen3Coder:
       return qwen3_coder_tool_calls(body, closed, tools);
     case ToolCallParser::kLlama3Json:
+    case ToolCallParser::kPythonic:
     case ToolCallParser::kNone:
       break;
   }
@@ -82,24 +85,26 @@ ToolCallParser parse_tool_call_parser(std::string_view name) {
   if (name == "deepseek_v3") return ToolCallParser::kDeepSeekV3;
   if (name == "llama3_json") return ToolCallParser::kLlama3Json;
   if (name == "qwen3_coder") return ToolCallParser::kQwen3Coder;
+  if (name == "pythonic") return ToolCallParser::kPythonic;
   CTXPAR_INPUT_FAIL("--tool-call-parser '{}' is not supported; use {}", name,
                     tool_call_parser_names());
 }
 
 std::string_view tool_call_parser_names() {
-  return "hermes, glm45, glm47, deepseek_v32, deepseek_v31, deepseek_v3, llama3_json or "
-         "qwen3_coder";
+  return "hermes, glm45, glm47, deepseek_v32, deepseek_v31, deepseek_v3, llama3_json, "
+         "qwen3_coder or pythonic";
 }
 
 bool tool_call_parser_keeps_special_tokens(ToolCallParser parser) {
   return parser != ToolCallParser::kNone && parser != ToolCallParser::kLlama3Json &&
-         parser != ToolCallParser::kQwen3Coder;
+         parser != ToolCallParser::kQwen3Coder && parser != ToolCallParser::kPythonic;
 }
 
 ToolCallSplit split_tool_calls(ToolCallParser parser, std::string_view text,
                                const nlohmann::json& tools) {
   if (parser == ToolCallParser::kLlama3Json) return split_llama3_json(text);
   if (parser == ToolCallParser::kQwen3Coder) return split_qwen3_coder(text, tools);
+  if (parser == ToolCallParser::kPythonic) return split_pythonic(text);
   const Format f = format_of(parser);
   const size_t first = text.find(f.open);
   ToolCallSplit all_content{std::string(text), {}};
@@ -128,6 +133,7 @@ ToolCallSplit split_tool_calls(ToolCallParser parser, std::string_view text,
 
 ToolCallStream::Delta ToolCallStream::add(std::string_view text, bool finished) {
   if (parser_ == ToolCallParser::kLlama3Json) return add_llama3_json(text, finished);
+  if (parser_ == ToolCallParser::kPythonic) return add_pythonic(text, finished);
   return add_tagged(text, finished);
 }
 
@@ -160,6 +166,26 @@ ToolCallStream::Delta ToolCallStream::add_llama3_json(std::string_view text, boo
       held_.clear();  // the text around the calls, which vLLM drops
       break;
   }
+  return d;
+}
+
+ToolCallStream::Delta ToolCallStream::add_pythonic(std::string_view text, bool finished) {
+  Delta d;
+  if (!all_content_ && !in_block_ && !text.empty()) {
+    all_content_ = text[0] != '[';  // vLLM's pattern wants the output to start with '['
+    in_block_ = !all_content_;
+  }
+  if (all_content_) {
+    d.content = text;
+    return d;
+  }
+  held_ += text;
+  if (!finished) return d;
+  ToolCallSplit split = split_pythonic(held_);
+  if (split.calls.empty()) d.content = std::move(held_);
+  calls_sent_ += static_cast<int>(split.calls.size());
+  d.calls = std::move(split.calls);
+  held_.clear();
   return d;
 }
 

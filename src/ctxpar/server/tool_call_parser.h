@@ -12,7 +12,9 @@
 //           <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>...<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>
 // (the calls' text in hermes_tool_calls.h, glm_tool_calls.h, dsml_tool_calls.h,
 // qwen3_coder_tool_calls.h and deepseek_tool_calls.h). llama3_json (Llama 3.x) has no tags: JSON
-// objects anywhere in the output are the calls (llama_tool_calls.h says how it splits an output).
+// objects anywhere in the output are the calls (llama_tool_calls.h says how it splits an output);
+// nor has pythonic (Llama 3.2, Llama 4): the output is a Python list of calls
+// (pythonic_tool_calls.h).
 //
 // A whole output, as vLLM splits it: the calls of every closed block (hermes, qwen3_coder,
 // deepseek_v3 and deepseek_v31: a block left open at the end counts too), each with its
@@ -37,6 +39,8 @@
 // that follows go out as content. The accumulated message is then the whole output's split,
 // except that text before the first `{` of an output with calls was already sent as content
 // (vLLM's own stream sends all of such an output as content, calls included).
+// pythonic sends an output that does not start with '[' as content as it comes, and holds one
+// that does until it ends, then sends its split.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -56,19 +60,20 @@ enum class ToolCallParser {
   kDeepSeekV31,
   kDeepSeekV3,
   kLlama3Json,
-  kQwen3Coder
+  kQwen3Coder,
+  kPythonic
 };
 
 // "" → kNone; "hermes", "glm45", "glm47", "deepseek_v32", "deepseek_v31", "deepseek_v3",
-// "llama3_json", "qwen3_coder". Throws InputError naming the value and the valid ones.
+// "llama3_json", "qwen3_coder", "pythonic". Throws InputError naming the value and the valid ones.
 ToolCallParser parse_tool_call_parser(std::string_view name);
 
-// The names parse_tool_call_parser takes, for messages ("hermes, glm45, ... or qwen3_coder").
+// The names parse_tool_call_parser takes, for messages ("hermes, glm45, ... or pythonic").
 std::string_view tool_call_parser_names();
 
 // Whether chat outputs keep special tokens in their text for this parser, as vLLM's parser asks
-// (hermes sets skip_special_tokens false, its tags may be special tokens; llama3_json and
-// qwen3_coder leave it, so Llama's <|python_tag|> is skipped as in vLLM).
+// (hermes sets skip_special_tokens false, its tags may be special tokens; llama3_json,
+// qwen3_coder and pythonic leave it, so Llama's <|python_tag|> is skipped as in vLLM).
 bool tool_call_parser_keeps_special_tokens(ToolCallParser parser);
 
 struct ToolCall {
@@ -111,10 +116,11 @@ class ToolCallStream {
   // qwen3_coder after a <function= outside any block: `text` waits for the end of the output.
   Delta add_held_to_end(std::string text, bool finished);
   Delta add_llama3_json(std::string_view text, bool finished);
+  Delta add_pythonic(std::string_view text, bool finished);
 
   std::string held_;          // a tail that may begin the opening tag, or an open block's text
   bool in_block_ = false;     // held_ is the text of a block after its opening tag
-  bool all_content_ = false;  // llama3_json: the output was found to hold no calls
+  bool all_content_ = false;  // llama3_json, pythonic: the output was found to hold no calls
   bool block_seen_ = false;   // an opening tag has come
   bool held_to_end_ = false;  // qwen3_coder: held_ waits for the end (add_held_to_end)
   int calls_sent_ = 0;

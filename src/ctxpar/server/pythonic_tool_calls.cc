@@ -1,0 +1,501 @@
+#include "ctxpar/server/pythonic_tool_calls.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "ctxpar/server/openai_responses.h"
+#include "ctxpar/server/python_json.h"
+#include "ctxpar/server/python_literal.h"
+#include "ctxpar/server/python_space.h"
+#include "ctxpar/tokenizer/unicode.h"
+#include "ctxpar/tokenizer/utf8.h"
+
+namespace ctxpar::server {
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+constexpr size_t npos = std::string_view::npos;
+
+bool is_ascii_letter(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+bool is_ascii_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+// ---- vLLM's first check: a pattern the start of the output must match ----------------------
+//
+// Restated as the language it takes: '[', then calls `NAME(` + `)` or `NAME(` + `KEY=` + any
+// text + `)`, where NAME and KEY are an ASCII letter and word characters. Calls before the last
+// group are each followed by ',' and whitespace; such a call with a KEY needs a ',' or a space
+// right before its ')'. Then one or more calls each followed by whitespace, and a ']'. The
+// "any text" may hold anything, other calls and brackets too, so where a call ends is a choice;
+// every choice is followed, left to right, over positions.
+
+// The end of a NAME or KEY of the pattern starting at i, or npos.
+size_t pattern_name_end(std::string_view s, size_t i) {
+  if (i >= s.size() || !is_ascii_letter(s[i])) return npos;
+  size_t j = i + 1;
+  while (j < s.size()) {
+    size_t next = j;
+    if (!tokenizer::unicode::is_word(tokenizer::utf8::decode(s, next))) break;
+    j = next;
+  }
+  return j;
+}
+
+// Whether a whitespace character (the pattern's \s) ends exactly at p.
+bool space_ends_at(std::string_view s, size_t p) {
+  for (size_t len = 1; len <= 3 && len <= p; ++len) {
+    if (python_space_at(s, p - len, PySpace::kRegex) == len) return true;
+  }
+  return false;
+}
+
+bool matches_call_list_pattern(std::string_view s) {
+  if (!s.starts_with('[')) return false;
+  constexpr uint8_t kSeparated = 1, kLast = 2;  // the calls so far: all ','-separated; a last one
+  std::vector<uint8_t> state(s.size() + 1, 0);
+  state[1] = kSeparated;
+  for (size_t i = 1; i < s.size(); ++i) {
+    if ((state[i] & kLast) && s[i] == ']') return true;
+    if (state[i] == 0) continue;
+    const size_t name = pattern_name_end(s, i);
+    if (name == npos || name >= s.size() || s[name] != '(') continue;
+    const bool separated = (state[i] & kSeparated) != 0;
+    // A ')' at p closes the call; `comma_ok`: it may be one of the ','-separated ones.
+    const auto close_at = [&](size_t p, bool comma_ok) {
+      state[skip_python_space(s, p + 1, PySpace::kRegex)] |= kLast;
+      if (separated && comma_ok && p + 1 < s.size() && s[p + 1] == ',') {
+        state[skip_python_space(s, p + 2, PySpace::kRegex)] |= kSeparated;
+      }
+    };
+    const size_t args = name + 1;
+    if (args < s.size() && s[args] == ')') close_at(args, true);
+    const size_t key = pattern_name_end(s, args);
+    if (key == npos || key >= s.size() || s[key] != '=') continue;
+    for (size_t p = s.find(')', key + 1); p != npos; p = s.find(')', p + 1)) {
+      close_at(p, p > key + 1 && (s[p - 1] == ',' || space_ends_at(s, p)));
+    }
+  }
+  return false;
+}
+
+// ---- Python's ast.parse, for the shapes vLLM accepts ----------------------------------------
+
+// Where ast.parse or vLLM's checks of the tree fail: the output is no calls.
+struct NotCalls {};
+
+constexpr std::array<std::string_view, 35> kKeywords = {
+    "False", "None",     "True",  "and",    "as",   "assert", "async",  "await",    "break",
+    "class", "continue", "def",   "del",    "elif", "else",   "except", "finally",  "for",
+    "from",  "global",   "if",    "import", "in",   "is",     "lambda", "nonlocal", "not",
+    "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
+
+// A value vLLM's get_parameter_value takes, and, for a constant, how it works as a dict key.
+struct Value {
+  ordered_json json;
+  bool constant = false;
+  std::string key_text;  // json.dumps' text for it as a key
+  std::string key_id;    // equal for keys Python's dict takes as the same (1, 1.0, True)
+};
+
+// A constant json.dumps refuses (bytes, complex, Ellipsis): vLLM takes it, and json.dumps fails
+// only if it is still in the arguments (a repeated keyword may replace it). A binary value,
+// which no parsed JSON holds, marks it.
+Value undumpable(std::string key_id) {
+  return {ordered_json::binary({}), true, "", std::move(key_id)};
+}
+
+bool dumpable(const ordered_json& v) {
+  if (v.is_binary()) return false;
+  if (v.is_structured()) {
+    for (const ordered_json& item : v) {
+      if (!dumpable(item)) return false;
+    }
+  }
+  return true;
+}
+
+class CallListReader {
+ public:
+  explicit CallListReader(std::string_view s) : s_(s) {}
+
+  std::vector<ToolCall> calls() {
+    if (s_.find('\0') != npos) throw NotCalls{};  // "source code cannot contain null bytes"
+    expect('[');
+    std::vector<ToolCall> out;
+    for (;;) {
+      skip();
+      if (at(']')) break;
+      out.push_back(call());
+      skip();
+      if (at(',')) {
+        ++i_;
+        continue;
+      }
+      if (!at(']')) throw NotCalls{};
+    }
+    ++i_;
+    end_of_module();
+    return out;
+  }
+
+ private:
+  bool at(char c) const { return i_ < s_.size() && s_[i_] == c; }
+  void expect(char c) {
+    if (!at(c)) throw NotCalls{};
+    ++i_;
+  }
+
+  // Between tokens inside brackets: spaces, newlines, comments, backslash continuations.
+  void skip() {
+    while (i_ < s_.size()) {
+      const char c = s_[i_];
+      if (c == ' ' || c == '\t' || c == '\f' || c == '\n' || c == '\r') {
+        ++i_;
+      } else if (c == '#') {
+        while (i_ < s_.size() && s_[i_] != '\n' && s_[i_] != '\r') ++i_;
+      } else if (c == '\\' && continuation()) {
+      } else {
+        return;
+      }
+    }
+  }
+
+  // A backslash that ends its line joins the next one; i_ moves past it.
+  bool continuation() {
+    if (s_.substr(i_, 2) == "\\\n" || s_.substr(i_, 2) == "\\\r") {
+      i_ += s_.substr(i_, 3) == "\\\r\n" ? 3 : 2;
+      return true;
+    }
+    return false;
+  }
+
+  // After the list: the rest of its line, then only blank or comment lines (see the header).
+  void end_of_module() {
+    for (;;) {
+      while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\f')) ++i_;
+      if (!(at('\\') && continuation())) break;
+      if (i_ == s_.size()) throw NotCalls{};  // "unexpected EOF while parsing"
+    }
+    if (at(';')) {  // an empty statement may follow only at the end of the line
+      ++i_;
+      while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\f')) ++i_;
+    }
+    for (;;) {  // the rest of this line, then each further line: blank or a comment
+      if (at('#')) {
+        while (i_ < s_.size() && s_[i_] != '\n' && s_[i_] != '\r') ++i_;
+      }
+      if (i_ == s_.size()) return;
+      if (!at('\n') && !at('\r')) throw NotCalls{};
+      ++i_;
+      while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\f')) ++i_;
+    }
+  }
+
+  // A Python identifier (ASCII only, see the header) that is not a keyword.
+  std::string identifier() {
+    const size_t start = i_;
+    if (i_ >= s_.size() || !(is_ascii_letter(s_[i_]) || s_[i_] == '_')) throw NotCalls{};
+    while (i_ < s_.size() && (is_ascii_letter(s_[i_]) || is_ascii_digit(s_[i_]) || s_[i_] == '_')) {
+      ++i_;
+    }
+    if (i_ < s_.size() && static_cast<unsigned char>(s_[i_]) >= 0x80) throw NotCalls{};
+    const std::string name(s_.substr(start, i_ - start));
+    for (std::string_view k : kKeywords) {
+      if (name == k) throw NotCalls{};
+    }
+    return name;
+  }
+
+  // NAME or NAME.NAME...: vLLM's name for a call.
+  std::string dotted_name() {
+    std::string name = identifier();
+    for (;;) {
+      const size_t save = i_;
+      skip();
+      if (!at('.')) {
+        i_ = save;
+        return name;
+      }
+      ++i_;
+      skip();
+      name += '.';
+      name += identifier();
+    }
+  }
+
+  ToolCall call() {
+    const std::string name = dotted_name();
+    skip();
+    expect('(');
+    ordered_json args = ordered_json::object();
+    bool keyword_seen = false;
+    for (;;) {
+      skip();
+      if (at(')')) break;
+      if (s_.substr(i_, 2) == "**") {  // keyword None: json.dumps writes it "null"
+        i_ += 2;
+        args["null"] = value().json;
+        keyword_seen = true;
+      } else if (std::optional<std::string> key = keyword()) {
+        args[*key] = value().json;  // repeated: ast.parse takes it (the compiler would not)
+        keyword_seen = true;
+      } else {
+        // Ignored by vLLM, but Python must parse it, and not after a keyword.
+        if (keyword_seen) throw NotCalls{};
+        positional();
+      }
+      skip();
+      if (at(',')) {
+        ++i_;
+        continue;
+      }
+      if (!at(')')) throw NotCalls{};
+    }
+    ++i_;
+    if (!dumpable(args)) throw NotCalls{};  // json.dumps raises TypeError
+    return ToolCall{"chatcmpl-tool-" + random_hex(32), name, python_json_text(args)};
+  }
+
+  // `NAME =` (not `==`): the keyword's name, i_ past the '='; else nullopt, i_ unmoved.
+  std::optional<std::string> keyword() {
+    const size_t save = i_;
+    if (i_ < s_.size() && (is_ascii_letter(s_[i_]) || s_[i_] == '_')) {
+      try {
+        std::string name = identifier();
+        skip();
+        if (at('=') && s_.substr(i_, 2) != "==") {
+          ++i_;
+          return name;
+        }
+      } catch (const NotCalls&) {
+      }
+    }
+    i_ = save;
+    return std::nullopt;
+  }
+
+  // A positional argument: a value or a (dotted) name (see the header).
+  void positional() {
+    if (i_ < s_.size() && (is_ascii_letter(s_[i_]) || s_[i_] == '_')) {
+      const size_t save = i_;
+      try {
+        value();
+        return;
+      } catch (const NotCalls&) {
+        i_ = save;
+      }
+      dotted_name();
+      return;
+    }
+    value();
+  }
+
+  Value value() {
+    skip();
+    if (i_ >= s_.size()) throw NotCalls{};
+    const char c = s_[i_];
+    if (c == '[') return list();
+    if (c == '{') return dict();
+    if (c == '(') {  // parentheses around a value; a tuple or generator is none
+      ++i_;
+      skip();
+      Value v = value();
+      skip();
+      expect(')');
+      return v;
+    }
+    if (c == '"' || c == '\'') return strings();
+    if (s_.substr(i_, 3) == "...") {
+      i_ += 3;
+      return undumpable("...");
+    }
+    if (is_ascii_digit(c) || (c == '.' && i_ + 1 < s_.size() && is_ascii_digit(s_[i_ + 1]))) {
+      return number();
+    }
+    if (is_ascii_letter(c) || c == '_') {
+      const size_t start = i_;
+      while (i_ < s_.size() && (is_ascii_letter(s_[i_]) || is_ascii_digit(s_[i_]))) ++i_;
+      if (at('"') || at('\'')) {  // a string's prefix
+        i_ = start;
+        return strings();
+      }
+      i_ = start;
+      return name();
+    }
+    throw NotCalls{};
+  }
+
+  Value list() {
+    ++i_;
+    Value v{ordered_json::array()};
+    for (;;) {
+      skip();
+      if (at(']')) break;
+      v.json.push_back(value().json);
+      skip();
+      if (at(',')) {
+        ++i_;
+        continue;
+      }
+      if (!at(']')) throw NotCalls{};
+    }
+    ++i_;
+    return v;
+  }
+
+  Value dict() {
+    ++i_;
+    Value v{ordered_json::object()};
+    std::map<std::string, std::string> key_text_of;  // key_id → the first key's text
+    bool keys_dumpable = true;
+    for (;;) {
+      skip();
+      if (at('}')) break;
+      const Value key = value();
+      if (!key.constant) throw NotCalls{};  // "Dict tool call arguments must have literal keys"
+      skip();
+      expect(':');
+      keys_dumpable = keys_dumpable && !key.json.is_binary();
+      const auto [it, added] = key_text_of.emplace(key.key_id, key.key_text);
+      v.json[it->second] = value().json;
+      skip();
+      if (at(',')) {
+        ++i_;
+        continue;
+      }
+      if (!at('}')) throw NotCalls{};
+    }
+    ++i_;
+    if (!keys_dumpable) return undumpable("");  // "keys must be str, int, float, bool or None"
+    return v;
+  }
+
+  // None, True, False (constants) and null, true, false (names vLLM reads as JSON's).
+  Value name() {
+    const size_t start = i_;
+    while (i_ < s_.size() && (is_ascii_letter(s_[i_]) || is_ascii_digit(s_[i_]) || s_[i_] == '_')) {
+      ++i_;
+    }
+    if (i_ < s_.size() && static_cast<unsigned char>(s_[i_]) >= 0x80) throw NotCalls{};
+    const std::string_view word = s_.substr(start, i_ - start);
+    if (word == "None") return {nullptr, true, "null", "None"};
+    if (word == "True") return {true, true, "true", "n1"};
+    if (word == "False") return {false, true, "false", "n0"};
+    if (word == "null") return {nullptr};
+    if (word == "true") return {true};
+    if (word == "false") return {false};
+    throw NotCalls{};
+  }
+
+  // A number token, read as Python reads its literal (a complex one json.dumps refuses).
+  Value number() {
+    const size_t start = i_;
+    while (i_ < s_.size()) {
+      const char c = s_[i_];
+      const bool sign = (c == '+' || c == '-') && (s_[i_ - 1] == 'e' || s_[i_ - 1] == 'E') &&
+                        !(s_.substr(start, 2) == "0x" || s_.substr(start, 2) == "0X");
+      if (!(is_ascii_letter(c) || is_ascii_digit(c) || c == '_' || c == '.' || sign)) break;
+      ++i_;
+    }
+    const std::string_view token = s_.substr(start, i_ - start);
+    const PythonLiteral literal = eval_python_literal(token);
+    if (literal.kind == PythonLiteral::Kind::kNotJson) {  // complex
+      return undumpable(std::string("c").append(token));
+    }
+    if (literal.kind != PythonLiteral::Kind::kJson || !literal.value.is_number()) throw NotCalls{};
+    Value v{literal.value, true, python_json_text(literal.value), ""};
+    v.key_id = std::string("n").append(v.key_text);
+    if (literal.value.is_number_float()) {  // 1.0 is the key 1
+      const double d = literal.value.get<double>();
+      if (d == static_cast<double>(static_cast<int64_t>(d)) && d > -9.2e18 && d < 9.2e18) {
+        v.key_id = std::string("n").append(std::to_string(static_cast<int64_t>(d)));
+      }
+    }
+    return v;
+  }
+
+  // One string literal or several in a row (Python joins them, bytes with bytes only); an
+  // f-string is no constant.
+  Value strings() {
+    std::string joined;
+    bool any = false, bytes = false;
+    for (;;) {
+      const size_t start = i_;
+      while (i_ < s_.size() && is_ascii_letter(s_[i_])) ++i_;
+      if (!at('"') && !at('\'')) {
+        if (!any) throw NotCalls{};
+        i_ = start;
+        break;
+      }
+      for (size_t k = start; k < i_; ++k) {
+        if (s_[k] == 'f' || s_[k] == 'F') throw NotCalls{};  // an f-string is no constant
+      }
+      string_end();
+      const std::string_view token = s_.substr(start, i_ - start);
+      const PythonLiteral literal = eval_python_literal(token);
+      const bool is_bytes = literal.kind == PythonLiteral::Kind::kNotJson;
+      if (!is_bytes && (literal.kind != PythonLiteral::Kind::kJson || !literal.value.is_string())) {
+        throw NotCalls{};
+      }
+      if (any && is_bytes != bytes) throw NotCalls{};  // "cannot mix bytes and nonbytes literals"
+      bytes = is_bytes;
+      if (is_bytes) {
+        joined.append(token).append(" ");  // tells different bytes keys apart
+      } else {
+        joined += literal.value.get<std::string>();
+      }
+      any = true;
+      const size_t after = i_;
+      skip();
+      if (!(at('"') || at('\'') || (i_ < s_.size() && is_ascii_letter(s_[i_])))) {
+        i_ = after;
+        break;
+      }
+    }
+    if (bytes) return undumpable(std::string("b").append(joined));
+    return {joined, true, joined, std::string("s").append(joined)};
+  }
+
+  // From an opening quote to past its closing one; a backslash keeps the next character.
+  void string_end() {
+    const char q = s_[i_];
+    const bool triple = s_.substr(i_, 3) == std::string(3, q);
+    i_ += triple ? 3 : 1;
+    for (;;) {
+      if (i_ >= s_.size()) throw NotCalls{};
+      const char c = s_[i_];
+      if (c == '\\') {
+        i_ += 2;
+        continue;
+      }
+      if (!triple && (c == '\n' || c == '\r')) throw NotCalls{};
+      if (c == q && (!triple || s_.substr(i_, 3) == std::string(3, q))) {
+        i_ += triple ? 3 : 1;
+        return;
+      }
+      ++i_;
+    }
+  }
+
+  std::string_view s_;
+  size_t i_ = 0;
+};
+
+}  // namespace
+
+ToolCallSplit split_pythonic(std::string_view text) {
+  ToolCallSplit all_content{std::string(text), {}};
+  if (!matches_call_list_pattern(text)) return all_content;
+  try {
+    return {std::nullopt, CallListReader(text).calls()};
+  } catch (const NotCalls&) {
+    return all_content;
+  }
+}
+
+}  // namespace ctxpar::server
