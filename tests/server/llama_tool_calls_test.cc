@@ -191,6 +191,23 @@ TEST(LlamaToolCalls, RandomlyCutStreamsAddUpToTheWholeSplit) {
   EXPECT_EQ(stream.calls_sent(), 0);
 }
 
+TEST(LlamaToolCalls, LongOutputsStreamAsWhole) {
+  SEEDED_RNG(rng);
+  // Past 1 KiB the stream scans its held text less often; the split at the end is the same.
+  const std::string code = test::random_text(rng, 6000, "abc =+()[]{};:,.\n");
+  const std::string call =
+      R"({"name": "run", "parameters": {"code": )" + nlohmann::json(code).dump() + "}}";
+  for (const std::string& text :
+       {call, call + "; " + call, call + " then {not json", "Here is code: " + code}) {
+    const ToolCallSplit want = llama(text);
+    const ToolCallStream::Delta got =
+        test::stream_in_random_pieces(ToolCallParser::kLlama3Json, nullptr, text, rng, 9);
+    test::expect_same_calls(got.calls, want.calls);
+    EXPECT_EQ(got.content, want.calls.empty() ? text : "");
+  }
+  EXPECT_EQ(llama(call + "; " + call).calls.size(), 2u);
+}
+
 TEST(LlamaToolCalls, KeepsSpecialTokensOnlyWhereVllmDoes) {
   EXPECT_FALSE(tool_call_parser_keeps_special_tokens(ToolCallParser::kLlama3Json));
   EXPECT_FALSE(tool_call_parser_keeps_special_tokens(ToolCallParser::kNone));

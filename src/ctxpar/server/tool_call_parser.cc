@@ -151,6 +151,12 @@ ToolCallStream::Delta ToolCallStream::add_llama3_json(std::string_view text, boo
     text.remove_prefix(brace);
   }
   held_ += text;
+  // Each scan reads all of held_: past a small size, scan again only when it has grown by an
+  // eighth, so that a long call costs linear time (a non-call is then found a little later).
+  if (!finished && held_.size() > 1024 && held_.size() < scanned_size_ + held_.size() / 8) {
+    return d;
+  }
+  scanned_size_ = held_.size();
   LlamaJsonScan scan = scan_llama3_json(held_, finished);
   switch (scan.outcome) {
     case LlamaJsonScan::Outcome::kUndecided:

@@ -121,6 +121,7 @@ class ToolCallStream {
   std::string held_;          // a tail that may begin the opening tag, or an open block's text
   bool in_block_ = false;     // held_ is the text of a block after its opening tag
   bool all_content_ = false;  // llama3_json, pythonic: the output was found to hold no calls
+  size_t scanned_size_ = 0;   // llama3_json: held_'s size at its last scan
   bool block_seen_ = false;   // an opening tag has come
   bool held_to_end_ = false;  // qwen3_coder: held_ waits for the end (add_held_to_end)
   int calls_sent_ = 0;
