@@ -18,6 +18,7 @@
 #include "ctxpar/engine/sampler.h"
 #include "ctxpar/engine/scheduler.h"
 #include "ctxpar/engine/step_plan.h"
+#include "ctxpar/engine/structured_output.h"
 #include "ctxpar/kv/kv_cache_spec.h"
 #include "ctxpar/model/checkpoint.h"
 #include "ctxpar/model/dummy_weights.h"
@@ -254,7 +255,8 @@ void OnlineEngine::admit(std::vector<Queued> batch) {
       params.eos_token_ids.assign(config_.model.eos_token_ids.begin(),
                                   config_.model.eos_token_ids.end());
     }
-    Live live{std::move(q.consumer), r.return_logits, {}};
+    Live live{std::move(q.consumer), r.return_logits, {}, nullptr};
+    if (params.structured_output) live.structured = std::make_shared<StructuredOutputState>(params);
     live.pending.num_prompt_tokens = static_cast<int64_t>(r.prompt_token_ids.size());
     live_.emplace(r.id, std::move(live));
     scheduler_->add_request(r.id, std::move(r.prompt_token_ids), std::move(params));
@@ -277,12 +279,23 @@ void OnlineEngine::step(Communicator& world, ModelRunner& runner) {
   // One row of logits per sampling entry, in entry order.
   std::vector<SamplingRow> rows;
   std::unordered_map<RequestId, int64_t> row_of;
+  // Structured outputs: one mask per constrained row, [mask_words(vocab)].
+  const int64_t vocab = logits.ndim() == 2 ? logits.size(1) : 0;
+  std::vector<std::vector<uint32_t>> masks;
+  masks.reserve(out.entries.size());
   for (const ScheduledEntry& e : out.entries) {
     if (!e.samples) continue;
     const Request* r = scheduler_->find(e.request_id);
     row_of.emplace(e.request_id, static_cast<int64_t>(rows.size()));
-    rows.push_back(
-        {&r->sampling_params(), r->generator(), r->prompt_token_ids(), r->output_token_ids()});
+    SamplingRow row{&r->sampling_params(), r->generator(), r->prompt_token_ids(),
+                    r->output_token_ids()};
+    if (const auto& state = live_.at(e.request_id).structured) {
+      state->sync(r->output_token_ids());
+      masks.emplace_back(structured::mask_words(vocab));
+      state->fill_mask(masks.back());
+      row.allowed_tokens = masks.back();
+    }
+    rows.push_back(row);
   }
   const std::vector<int32_t> sampled_rows = sampler_->sample(logits, rows);
   std::vector<int32_t> sampled(out.entries.size(), 0);
@@ -292,7 +305,6 @@ void OnlineEngine::step(Communicator& world, ModelRunner& runner) {
   }
   const std::vector<RequestUpdate> updates = scheduler_->update(out, sampled);
 
-  const int64_t vocab = logits.ndim() == 2 ? logits.size(1) : 0;
   for (const RequestUpdate& u : updates) {
     Live& live = live_.at(u.request_id);
     RequestOutput& pending = live.pending;

@@ -37,6 +37,7 @@ namespace ctxpar::engine {
 
 class ModelRunner;
 class Sampler;
+class StructuredOutputState;
 class Scheduler;
 class StepPlanBuilder;
 struct SchedulerOutput;
@@ -173,6 +174,8 @@ class OnlineEngine {
     OutputConsumer consumer;
     bool return_logits = false;
     RequestOutput pending;  // collected during a step, delivered after it
+    // Structured outputs: the grammar state of the request's outputs (rank 0 only samples).
+    std::shared_ptr<StructuredOutputState> structured;
   };
 
   void check_can_add(const std::vector<Queued>& batch) const;  // under mu_

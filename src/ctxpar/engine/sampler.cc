@@ -220,6 +220,33 @@ int32_t sample_token(std::span<const float> logits, const SamplingParams& params
   return TokenPicker().pick(logits, params, u, -1, nullptr);
 }
 
+namespace {
+
+bool allowed(std::span<const uint32_t> mask, size_t v) {
+  return v / 32 < mask.size() && ((mask[v / 32] >> (v % 32)) & 1u) != 0;
+}
+
+}  // namespace
+
+void apply_token_mask(std::span<const float> raw, std::span<const uint32_t> mask,
+                      std::span<float> logits) {
+  constexpr float kMasked = -std::numeric_limits<float>::infinity();
+  bool any_allowed = false;
+  bool any_finite = false;
+  for (size_t v = 0; v < logits.size(); ++v) {
+    if (!allowed(mask, v)) {
+      logits[v] = kMasked;
+      continue;
+    }
+    any_allowed = true;
+    any_finite = any_finite || std::isfinite(logits[v]);
+  }
+  if (any_finite) return;
+  for (size_t v = 0; v < logits.size(); ++v) {
+    if (!any_allowed || allowed(mask, v)) logits[v] = raw[v];
+  }
+}
+
 Sampler::Sampler() : shared_generator_(std::random_device{}()) {}
 
 Sampler::Sampler(uint64_t shared_seed) : shared_generator_(shared_seed) {}
@@ -256,10 +283,15 @@ std::vector<int32_t> Sampler::sample(const Tensor& logits, std::span<const Sampl
     std::span<const float> row(base + i * row_stride, static_cast<size_t>(vocab));
     const auto r = static_cast<size_t>(i);
     const SamplingRow& sr = rows[r];
-    if (changes_logits(*sr.params, static_cast<int64_t>(sr.output_token_ids.size()))) {
+    const bool processors =
+        changes_logits(*sr.params, static_cast<int64_t>(sr.output_token_ids.size()));
+    if (processors || !sr.allowed_tokens.empty()) {
       std::vector<float>& copy = processed[static_cast<size_t>(thread)];
       copy.assign(row.begin(), row.end());
-      apply_logits_processors(copy, *sr.params, sr.prompt_token_ids, sr.output_token_ids);
+      if (processors) {
+        apply_logits_processors(copy, *sr.params, sr.prompt_token_ids, sr.output_token_ids);
+      }
+      if (!sr.allowed_tokens.empty()) apply_token_mask(row, sr.allowed_tokens, copy);
       row = copy;
     }
     tokens[r] = pickers[static_cast<size_t>(thread)].pick(row, *sr.params, u[r], i, nullptr);

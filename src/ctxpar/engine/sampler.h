@@ -36,6 +36,11 @@ struct SamplingRow {
   // The request's tokens so far, for the penalties and min_tokens.
   std::span<const int32_t> prompt_token_ids;
   std::span<const int32_t> output_token_ids;
+  // Structured outputs: bit t of word t / 32 set = token t may be sampled (the others get -inf
+  // after the logits processors); empty: every token may. If the processors leave no allowed
+  // token finite (min_tokens holding back the only allowed stop tokens), the allowed tokens
+  // keep their raw logits; if none is allowed at all, the mask is not applied.
+  std::span<const uint32_t> allowed_tokens;
 };
 
 class Sampler {
@@ -54,6 +59,11 @@ class Sampler {
   std::mt19937_64 shared_generator_;
   int64_t num_calls_ = 0;  // sample() calls so far (test fault injection counts them)
 };
+
+// Structured outputs' mask (SamplingRow::allowed_tokens) on a processed copy `logits` of the
+// row `raw`, [vocab] each: tokens not allowed get -inf; see SamplingRow for the fallbacks.
+void apply_token_mask(std::span<const float> raw, std::span<const uint32_t> mask,
+                      std::span<float> logits);
 
 // A uniform double in [0, 1) from exactly one generator call (53 random bits), the same on
 // every platform (std::uniform_real_distribution is not).

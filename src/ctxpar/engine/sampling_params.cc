@@ -80,6 +80,9 @@ std::optional<std::string> SamplingParams::problem() const {
   }
   if (auto bad = negative_id(stop_token_ids, "stop_token_ids")) return bad;
   if (auto bad = negative_id(eos_token_ids, "eos_token_ids")) return bad;
+  if (structured_output && !token_vocabulary) {
+    return std::string("structured_output needs the token_vocabulary that spells its tokens");
+  }
   return std::nullopt;
 }
 

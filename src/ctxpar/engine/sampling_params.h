@@ -4,10 +4,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
+
+namespace ctxpar::structured {
+class JsonAutomaton;
+class TokenVocabulary;
+}  // namespace ctxpar::structured
 
 namespace ctxpar::engine {
 
@@ -47,6 +53,13 @@ struct SamplingParams {
   // kMaxLogprobs.
   std::optional<int32_t> logprobs;
   static constexpr int32_t kMaxLogprobs = 20;
+  // Structured outputs (vLLM's response_format / structured_outputs / forced tool calls): set,
+  // each sampled token keeps the output a prefix of a document the automaton accepts (other
+  // tokens get -inf before temperature and truncation; logprobs stay the model's), an EOS or
+  // stop token may come only once the document is whole, and must once nothing can follow.
+  // token_vocabulary spells the model's tokens as bytes; both are shared and immutable.
+  std::shared_ptr<const structured::JsonAutomaton> structured_output;
+  std::shared_ptr<const structured::TokenVocabulary> token_vocabulary;
 
   bool is_greedy() const { return temperature < kGreedyTemperature; }
   bool is_eos(int32_t token) const;

@@ -24,6 +24,9 @@ class ValidTextTokenizer final : public tokenizer::Tokenizer {
   std::optional<std::string> id_to_token(int32_t id) const override {
     return inner_.id_to_token(id);
   }
+  std::optional<std::string> token_bytes(int32_t id) const override {
+    return inner_.token_bytes(id);
+  }
 
  private:
   const tokenizer::Tokenizer& inner_;

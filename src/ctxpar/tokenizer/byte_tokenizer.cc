@@ -48,4 +48,9 @@ std::optional<std::string> ByteTokenizer::id_to_token(int32_t id) const {
   return fmt::format("<|{}|>", id);
 }
 
+std::optional<std::string> ByteTokenizer::token_bytes(int32_t id) const {
+  if (id < 0 || id >= kNumByteTokens) return std::nullopt;
+  return std::string(1, static_cast<char>(static_cast<unsigned char>(id)));
+}
+
 }  // namespace ctxpar::tokenizer

@@ -25,6 +25,8 @@ class ByteTokenizer final : public Tokenizer {
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = true) const override;
   int32_t vocab_size() const override { return vocab_size_; }
   std::optional<std::string> id_to_token(int32_t id) const override;
+  // The byte of ids 0..255; nullopt for the special ids.
+  std::optional<std::string> token_bytes(int32_t id) const override;
 
  private:
   int32_t vocab_size_;

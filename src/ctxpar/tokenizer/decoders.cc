@@ -28,6 +28,15 @@ class ByteLevelDecoder final : public Decoder {
     }
     tokens.assign(1, utf8::repair(bytes));
   }
+  std::optional<std::string> raw_bytes(const std::string& token) const override {
+    std::string bytes;
+    for (size_t i = 0; i < token.size();) {
+      const int b = byte_level_byte(utf8::decode(token, i));
+      if (b < 0) return token;  // not byte-level text (an added token): kept as written
+      bytes.push_back(static_cast<char>(b));
+    }
+    return bytes;
+  }
 };
 
 class MetaspaceDecoder final : public Decoder {
@@ -88,6 +97,12 @@ class ByteFallbackDecoder final : public Decoder {
     }
     flush();
     tokens = std::move(out);
+  }
+  std::optional<std::string> raw_bytes(const std::string& t) const override {
+    if (t.size() != 6 || !t.starts_with("<0x") || t.back() != '>') return std::nullopt;
+    const int byte = parse_hex(t[3], t[4]);
+    if (byte < 0) return std::nullopt;
+    return std::string(1, static_cast<char>(byte));
   }
 
  private:
@@ -196,6 +211,14 @@ class Sequence final : public Decoder {
   explicit Sequence(std::vector<std::unique_ptr<Decoder>> steps) : steps_(std::move(steps)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (const auto& s : steps_) s->decode_chain(tokens);
+  }
+  // The first step that knows (a byte-fallback token's byte); the chain's other rewrites do
+  // not apply to it.
+  std::optional<std::string> raw_bytes(const std::string& token) const override {
+    for (const auto& s : steps_) {
+      if (auto raw = s->raw_bytes(token)) return raw;
+    }
+    return std::nullopt;
   }
 
  private:

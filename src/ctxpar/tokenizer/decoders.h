@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,12 @@ class Decoder {
  public:
   virtual ~Decoder() = default;
   virtual void decode_chain(std::vector<std::string>& tokens) const = 0;
+  // The exact bytes one token decodes to anywhere in a text, when this decoder knows them
+  // without context (ByteLevel: its table; ByteFallback: "<0xAB>"); nullopt otherwise.
+  virtual std::optional<std::string> raw_bytes(const std::string& token) const {
+    (void)token;
+    return std::nullopt;
+  }
 };
 
 // Builds the decoder of a tokenizer.json "decoder" value (null: nullptr, tokens are joined

@@ -131,6 +131,17 @@ std::string HfTokenizer::decode(std::span<const int32_t> ids, bool skip_special_
   return text;
 }
 
+std::optional<std::string> HfTokenizer::token_bytes(int32_t id) const {
+  if (id < 0 || id >= vocab_size()) return std::nullopt;
+  const std::string* t = token_string(id);
+  if (t == nullptr || added_.is_special_token(*t)) return std::nullopt;
+  if (decoder_) {
+    if (auto raw = decoder_->raw_bytes(*t)) return raw;
+  }
+  const int32_t one[] = {id};
+  return decode(one, false);
+}
+
 int32_t HfTokenizer::vocab_size() const {
   return std::max(model_->max_id(), added_.max_id()) + 1;
 }

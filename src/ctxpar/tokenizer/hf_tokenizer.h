@@ -41,6 +41,10 @@ class HfTokenizer final : public Tokenizer {
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = true) const override;
   int32_t vocab_size() const override;
   std::optional<std::string> id_to_token(int32_t id) const override;
+  // Exact for byte-level BPE (the ByteLevel decoder's table, bytes of partial characters
+  // included) and for byte-fallback tokens "<0xAB>"; other tokens are decoded alone, which a
+  // decoder that strips a leading space (Metaspace) gets wrong for a token mid-text.
+  std::optional<std::string> token_bytes(int32_t id) const override;
 
   std::optional<int32_t> token_to_id(std::string_view token) const;
   // Whether `id` is an added token marked special (what skip_special_tokens leaves out).

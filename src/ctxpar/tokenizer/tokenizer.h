@@ -32,6 +32,11 @@ class Tokenizer {
   // The token as the vocabulary spells it (e.g. "Ġhello" for byte-level BPE), or nullopt for
   // an id outside the vocabulary.
   virtual std::optional<std::string> id_to_token(int32_t id) const = 0;
+
+  // The bytes token `id` adds to a decoded text in the middle of a generation (possibly part of
+  // a UTF-8 character), or nullopt for a special token or an id without a token: what
+  // structured outputs match tokens by.
+  virtual std::optional<std::string> token_bytes(int32_t id) const = 0;
 };
 
 }  // namespace ctxpar::tokenizer

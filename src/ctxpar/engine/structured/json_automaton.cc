@@ -1,6 +1,7 @@
 #include "ctxpar/engine/structured/json_automaton.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 #include "ctxpar/core/error.h"
@@ -479,6 +480,18 @@ bool JsonAutomaton::can_end(const StateSet& state) const {
     }
   }
   return false;
+}
+
+std::optional<int64_t> JsonAutomaton::string_room(const StateSet& state) const {
+  if (state.size() != 1 || state.stack(0).empty()) return std::nullopt;
+  const Frame& top = state.stack(0).back();
+  const Node& n = grammar_->nodes[static_cast<size_t>(top.node)];
+  if (n.kind != NodeKind::kString || top.phase != kStrIn || top.scan.state != StringScan{}.state ||
+      top.scan.need != 0) {
+    return std::nullopt;
+  }
+  if (n.string.max_length < 0) return std::numeric_limits<int64_t>::max();
+  return std::max<int64_t>(0, n.string.max_length - top.count);
 }
 
 bool JsonAutomaton::must_end(const StateSet& state) const {

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -80,6 +81,12 @@ class JsonAutomaton {
   bool can_end(const StateSet& state) const;
   // A whole document that no byte can continue (only the stop token may come).
   bool must_end(const StateSet& state) const;
+
+  // One way of reading only, inside a string value, between characters: how many more
+  // characters the string may take (INT64_MAX without maxLength); nullopt in any other state.
+  // There, plain string bytes may come whatever else is on the stack (token masks take a
+  // shortcut).
+  std::optional<int64_t> string_room(const StateSet& state) const;
 
   const Grammar& grammar() const { return *grammar_; }
 
