@@ -119,7 +119,8 @@ class ToolCallStream {
   Delta add_pythonic(std::string_view text, bool finished);
 
   std::string held_;          // a tail that may begin the opening tag, or an open block's text
-  bool in_block_ = false;     // held_ is the text of a block after its opening tag
+  bool in_block_ = false;     // held_ is the text of a block after its opening tag (llama3_json:
+                              // from the first `{`; pythonic: the output, begun with '[')
   bool all_content_ = false;  // llama3_json, pythonic: the output was found to hold no calls
   size_t scanned_size_ = 0;   // llama3_json: held_'s size at its last scan
   bool block_seen_ = false;   // an opening tag has come
