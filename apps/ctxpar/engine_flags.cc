@@ -106,13 +106,21 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
                   "consecutive tokens per rank (I), divides B")
       ->capture_default_str();
   cmd->add_option("--dcp-comm-backend", c.dcp_comm_backend, "ag_rs or a2a")->capture_default_str();
-  cmd->add_option("--max-model-len", c.max_model_len,
-                  "0: the model's max_position_embeddings (times a linear or YaRN RoPE factor)")
-      ->capture_default_str();
+  cmd->add_option_function<std::string>(
+      "--max-model-len",
+      [&c](const std::string& v) {
+        c.max_model_len =
+            v == "auto" || v == "-1" ? 0 : engine::parse_human_readable_int(v, "--max-model-len");
+      },
+      "tokens per request: 32768, 32k or 32K; auto (or 0): the model's max_position_embeddings "
+      "(times a linear or YaRN RoPE factor)");
   cmd->add_option("--max-num-seqs", c.max_num_seqs)->capture_default_str();
-  cmd->add_option("--max-num-batched-tokens", c.max_num_batched_tokens,
-                  "token budget per step (default 2048; without chunked prefill at least "
-                  "--max-model-len)");
+  cmd->add_option_function<std::string>(
+      "--max-num-batched-tokens",
+      [&c](const std::string& v) {
+        c.max_num_batched_tokens = engine::parse_human_readable_int(v, "--max-num-batched-tokens");
+      },
+      "token budget per step (default 2048; without chunked prefill at least --max-model-len)");
   cmd->add_option("--kv-cache-memory,--kv-cache-memory-bytes", f.kv_cache_memory,
                   "KV cache bytes per rank (512MiB, 8GiB, or bytes as vLLM's "
                   "--kv-cache-memory-bytes)")

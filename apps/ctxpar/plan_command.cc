@@ -132,8 +132,13 @@ void add_plan_command(CLI::App& app) {
   cmd->add_option("--cp-kv-cache-interleave-size", o->interleave)->capture_default_str();
   cmd->add_option("--kv-cache-memory", o->kv_cache_memory, "bytes per rank (8GiB)")
       ->capture_default_str();
-  cmd->add_option("--max-model-len", o->max_model_len, "0: the model's (vLLM's derived maximum)")
-      ->capture_default_str();
+  cmd->add_option_function<std::string>(
+      "--max-model-len",
+      [o](const std::string& v) {
+        o->max_model_len =
+            v == "auto" || v == "-1" ? 0 : engine::parse_human_readable_int(v, "--max-model-len");
+      },
+      "32768, 32k or 32K; auto: the model's (vLLM's derived maximum)");
   cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype,
                   "auto, bfloat16, float32 or fp8 (e4m3; a sparse model's index keys stay bf16)")
       ->capture_default_str();

@@ -86,6 +86,42 @@ int64_t parse_memory_size(const std::string& text) {
   return static_cast<int64_t>(bytes);
 }
 
+int64_t parse_human_readable_int(const std::string& text, const std::string& flag) {
+  // vLLM's human_readable_int: digits, optionally a fraction, then one suffix: lower case
+  // decimal (k m g t: 25.6k = 25600), upper case binary (K M G T: 16K = 16384, whole numbers).
+  size_t i = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  const size_t whole = i;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  }
+  const std::string number = text.substr(0, i), suffix = text.substr(i);
+  static const std::string kDecimal = "kmgt", kBinary = "KMGT";
+  const bool decimal = suffix.size() == 1 && kDecimal.find(suffix[0]) != std::string::npos;
+  const bool binary = suffix.size() == 1 && kBinary.find(suffix[0]) != std::string::npos;
+  const bool fraction = i > whole;
+  CTXPAR_CHECK_INPUT(whole > 0 && i != whole + 1 && (suffix.empty() || decimal || binary) &&
+                         (!fraction || suffix.size() == 1),
+                     "{} '{}' is not an integer; give digits, optionally with a suffix: k, m, g "
+                     "(1000s: 25.6k = 25600) or K, M, G (1024s: 16K = 16384)",
+                     flag, text);
+  CTXPAR_CHECK_INPUT(!fraction || decimal,
+                     "{} '{}': decimals are not allowed with binary suffixes like {}; did you "
+                     "mean {}{}?",
+                     flag, text, suffix, number,
+                     static_cast<char>(std::tolower(static_cast<unsigned char>(suffix.back()))));
+  int power = 0;
+  double base = 1;
+  if (!suffix.empty()) {
+    power = 1 + static_cast<int>((decimal ? kDecimal : kBinary).find(suffix[0]));
+    base = decimal ? 1000.0 : 1024.0;
+  }
+  const double value = std::stod(number) * std::pow(base, power);
+  CTXPAR_CHECK_INPUT(value < 9.0e18, "{} '{}' is too large", flag, text);
+  return static_cast<int64_t>(value);
+}
+
 AdditionalConfig parse_additional_config(const std::string& json_text) {
   AdditionalConfig out;
   nlohmann::json j;

@@ -38,8 +38,8 @@ struct EngineConfig {
   std::string dtype = "auto";                    // auto | float32 | bfloat16
   std::string kv_cache_dtype = "auto";  // auto (= weight dtype) | float32 | bfloat16 | fp8 (e4m3)
   int64_t max_context_chunk = 8192;
-  int threads_per_rank = 0;                  // 0: the machine's cores shared by the ranks
-  std::string additional_config = "{}";      // JSON object (vLLM's --additional-config)
+  int threads_per_rank = 0;              // 0: the machine's cores shared by the ranks
+  std::string additional_config = "{}";  // JSON object (vLLM's --additional-config)
   // vLLM's --hf-overrides: a JSON object whose keys replace config.json's (e.g. rope_scaling
   // for YaRN); "" or "{}": none.
   std::string hf_overrides;
@@ -89,6 +89,11 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& config);
 
 // "512MiB", "8GiB", "1.5G", "1000000" → bytes. Throws for anything else.
 int64_t parse_memory_size(const std::string& text);
+
+// vLLM's human-readable integers (--max-model-len 128k): "32768", "25.6k" (k m g t: powers of
+// 1000), "128K" (K M G T: powers of 1024, whole numbers only). Throws InputError naming `flag`
+// and the value otherwise.
+int64_t parse_human_readable_int(const std::string& text, const std::string& flag);
 
 // --kv-cache-dtype: "auto" (the weights' dtype), "float32", "bfloat16", or "fp8" / "fp8_e4m3"
 // (e4m3 with the checkpoint's per-tensor k/v scales, else 1; model/kv_cache_scales.h).
