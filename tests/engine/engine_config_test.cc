@@ -1,6 +1,7 @@
 // vLLM's human-readable integers (--max-model-len 128k, --max-num-batched-tokens 16K): every
 // digit string with every suffix against the value computed here, and the refused forms name
-// the flag and the value.
+// the flag and the value. --quantization fp8 on a model that is not FP8 picks power-of-two
+// block scales.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -57,6 +58,23 @@ TEST(HumanReadableInt, OtherFormsAreErrorsNamingTheFlagAndValue) {
   EXPECT_NE(msg.find("decimals are not allowed with binary suffixes like K; did you mean 1.5k?"),
             std::string::npos)
       << msg;
+}
+
+// Quantizing at load, ctxpar picks the scales: powers of two (ue8m0), so that a bf16 prefill
+// runs one matmul over the whole of K. An FP8 config's own scale format is kept (its dummy
+// weights run as its checkpoint would).
+TEST(EngineConfigFp8, QuantizingAtLoadPicksPowerOfTwoScales) {
+  EngineConfig c;
+  c.model = "builtin:tiny-llama";
+  c.quantization = "fp8";
+  const ResolvedEngineConfig r = resolve_engine_config(c);
+  EXPECT_EQ(r.model.quantization.method, "fp8");
+  EXPECT_TRUE(r.model.quantization.ue8m0_scales);
+  EXPECT_TRUE(r.options.quantize_fp8);
+  c.quantization.clear();
+  const ResolvedEngineConfig plain = resolve_engine_config(c);
+  EXPECT_FALSE(plain.options.quantize_fp8);
+  EXPECT_FALSE(plain.model.quantization.ue8m0_scales);
 }
 
 }  // namespace

@@ -224,8 +224,12 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& c) {
       "method specified in the `quantization` argument ({})",
       stored_method.empty() ? "None" : stored_method, c.quantization);
   const bool stored_fp8 = r.model.quantization.is_fp8() && !r.use_dummy_weights;
-  if (c.quantization == "fp8" && !r.model.quantization.is_fp8())
+  if (c.quantization == "fp8" && !r.model.quantization.is_fp8()) {
     r.model.quantization.method = "fp8";
+    // The scales are ours to pick: powers of two (DeepSeek-V3.1's ue8m0) make e4m3 · scale
+    // exact in bf16, so a bf16 prefill runs one matmul over the whole of K (kernels/linear_fp8).
+    r.model.quantization.ue8m0_scales = true;
+  }
   r.options.quantize_fp8 = r.model.quantization.is_fp8() && !stored_fp8;
   r.options.weight_dtype = weight_dtype_of(c.dtype, r.model);
   r.options.kv_cache_dtype = parse_kv_cache_dtype(c.kv_cache_dtype, r.options.weight_dtype);
