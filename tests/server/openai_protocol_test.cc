@@ -129,8 +129,9 @@ TEST(OpenAiProtocol, UnimplementedFieldsOnlyAtTheirDefaults) {
   expect_400({{"prompt", "x"}, {"logit_bias", {{"5", 1.0}}}}, "logit_bias is not supported",
              "logit_bias");
   expect_400({{"prompt", "x"}, {"use_beam_search", true}}, "not supported", "use_beam_search");
-  expect_400({{"prompt", "x"}, {"response_format", {{"type", "json_object"}}}}, "not supported",
-             "response_format");
+  // response_format / structured_outputs are checked by output_constraint.h.
+  EXPECT_NO_THROW(
+      parse_completion_request({{"prompt", "x"}, {"response_format", {{"type", "json_object"}}}}, {}));
 }
 
 TEST(OpenAiProtocol, StreamOptions) {
@@ -170,7 +171,7 @@ TEST(OpenAiProtocol, ChatRequests) {
                       {"content", json::array({{{"type", "text"}, {"text", "a"}},
                                                {{"type", "text"}, {"text", "b"}}})}};
   // tool_choice: vLLM's default is "auto" with tools, "none" without; "required" and named
-  // tools need guided decoding, which ctxpar does not have.
+  // tools (one of the tools) are structured outputs (output_constraint.h).
   const json tools = json::array({{{"type", "function"}, {"function", {{"name", "f"}}}}});
   EXPECT_EQ(parse_chat_request({{"messages", user}}, {}).tool_choice, "none");
   EXPECT_EQ(parse_chat_request({{"messages", user}, {"tools", tools}}, {}).tool_choice, "auto");
@@ -179,12 +180,26 @@ TEST(OpenAiProtocol, ChatRequests) {
             "none");
   expect_400({{"messages", user}, {"tool_choice", "auto"}},
              "When using `tool_choice`, `tools` must be set.", "tool_choice", true);
-  expect_400({{"messages", user}, {"tools", tools}, {"tool_choice", "required"}},
-             "tool_choice \"required\" is not supported by ctxpar", "tool_choice", true);
+  EXPECT_EQ(
+      parse_chat_request({{"messages", user}, {"tools", tools}, {"tool_choice", "required"}}, {})
+          .tool_choice,
+      "required");
+  const ChatRequest named = parse_chat_request(
+      {{"messages", user},
+       {"tools", tools},
+       {"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}}},
+      {});
+  EXPECT_EQ(named.tool_choice, "named");
+  EXPECT_EQ(named.tool_choice_name, "f");
   expect_400({{"messages", user},
               {"tools", tools},
-              {"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}}},
-             "is not supported by ctxpar; use \"auto\" or \"none\"", "tool_choice", true);
+              {"tool_choice", {{"type", "function"}, {"function", {{"name", "g"}}}}}},
+             "does not match any of the specified `tools`", "tool_choice", true);
+  expect_400({{"messages", user}, {"tools", tools}, {"tool_choice", {{"type", "function"}}}},
+             "Invalid value for `function`", "tool_choice.function", true);
+  expect_400({{"messages", user}, {"tools", tools}, {"tool_choice", "sometimes"}},
+             "Only named tools, \"none\", \"auto\" or \"required\" are supported.", "tool_choice",
+             true);
   EXPECT_EQ(message_text(parts, 0), "a\nb");
   EXPECT_EQ(message_text({{"role", "assistant"}, {"content", nullptr}}, 0), "");
 }

@@ -3,7 +3,8 @@ hermes` (and the GLM recipe's glm45 and glm47) through the openai client: deepse
 only with chat_template_kwargs thinking, glm45 unless they turn the thinking off,
 the split output is the unsplit one, a stream's reasoning deltas add up to the whole message's;
 a request with tools and no call in the output keeps its text as content, tool_choice
-"required" is refused, --chat-template-content-format hands the template text or parts as vLLM
+"required" replaces the parser (its output is held to JSON: test_structured_outputs.py),
+--chat-template-content-format hands the template text or parts as vLLM
 does, --tokenizer-mode deepseek_v32 encodes chats as DeepSeek-V3.2 (and DeepSeek-V3.2's whole
 recipe line serves), and bad flags stop the server with the rule. (The tiny model
 writes neither </think> nor <tool_call>; the splits themselves are tested in
@@ -88,12 +89,21 @@ class ChatParsers(unittest.TestCase):
         assert_text_stays_content(self, self.client,
                                   dict(self.chat(self.question(), False), tools=tools))
 
-    def test_required_tool_choice_is_refused(self):
+    def test_required_tool_choice_replaces_the_parser(self):
+        # The output is held to a JSON array of calls instead of hermes' tags: content "", and
+        # calls of f unless max_tokens cut the array short (then none, as in vLLM).
         args = dict(self.chat(self.question(), False), tool_choice="required",
+                    max_completion_tokens=200,
                     tools=[{"type": "function", "function": {"name": "f"}}])
-        with self.assertRaises(openai.BadRequestError) as caught:
-            self.client.chat.completions.create(**args)
-        self.assertIn('tool_choice "required" is not supported by ctxpar', str(caught.exception))
+        args["extra_body"].update(ignore_eos=False,
+                                  structured_outputs={"disable_any_whitespace": True})
+        choice = self.client.chat.completions.create(**args).choices[0]
+        self.assertEqual(choice.message.content, "")
+        calls = choice.message.tool_calls or []
+        self.assertEqual(choice.finish_reason, "tool_calls" if calls else "length")
+        self.assertEqual({c.function.name for c in calls} | {"f"}, {"f"})
+        for c in calls:
+            self.assertEqual(c.function.arguments, "{}")
 
 
 class GlmRecipe(unittest.TestCase):

@@ -115,6 +115,22 @@ TEST(JsonMatcher, WhitespaceAsXgrammar) {
   EXPECT_FALSE(accepts(s, "{} "));            // nor after it
 }
 
+TEST(JsonMatcher, CompactWhitespace) {
+  // vLLM's disable_any_whitespace: xgrammar's any_whitespace=False, json.dumps' ", " and ": ".
+  const auto a = std::make_shared<JsonAutomaton>(std::make_shared<Grammar>(compile_json_schema(
+      nlohmann::ordered_json::parse(R"({"type": "object", "properties": {"a": {"type":
+      "integer"}, "b": {"type": "array", "items": {"type": "object"}}}})"),
+      /*any_whitespace=*/false)));
+  EXPECT_TRUE(accepts(*a, R"({"a": 1, "b": [{}, {"x": [1, 2]}]})"));
+  EXPECT_TRUE(accepts(*a, "{}"));
+  EXPECT_TRUE(accepts(*a, R"({"b": []})"));
+  for (const char* bad :
+       {R"({"a":1})", R"({"a": 1,"b": []})", R"({ "a": 1})", R"({"a" : 1})", R"({"b": [{},{}]})",
+        R"({"b": [ {}]})", R"({"a": 1 })", "{ }", R"({"a":  1})"}) {
+    EXPECT_FALSE(accepts(*a, bad)) << bad;
+  }
+}
+
 TEST(JsonMatcher, PropertiesInSchemaOrder) {
   const char* s = R"({"type": "object", "properties": {"b": {"type": "integer"},
                       "a": {"type": "integer"}, "c": {"type": "integer"}}, "required": ["c"]})";

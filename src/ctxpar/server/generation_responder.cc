@@ -13,7 +13,10 @@ using nlohmann::json;
 GenerationResponder::GenerationResponder(const GenerationPlan& plan, const SamplingRequest& request,
                                          const tokenizer::Tokenizer& tokenizer)
     : plan_(plan), request_(request), tokenizer_(tokenizer), states_(plan.choices.size()) {
-  for (ChoiceState& s : states_) s.tools = ToolCallStream(plan.tool_call_parser, &plan.tools);
+  for (ChoiceState& s : states_) {
+    s.tools = ToolCallStream(plan.tool_call_parser, &plan.tools);
+    s.forced = ForcedToolStream(plan.forced_tools, plan.forced_tool_name);
+  }
   if (plan.endpoint != Endpoint::kChat || plan.reasoning_parser == ReasoningParser::kNone) return;
   // Only the prompt's end matters (whether it closes the thinking): decode its last tokens, not
   // a long prompt whole on every request.
@@ -95,8 +98,12 @@ std::optional<json> GenerationResponder::chat_delta(ChoiceState& s, const std::s
     content = std::move(part.content);
   }
   json calls = json::array();
-  const bool parse_tools = plan_.tool_call_parser != ToolCallParser::kNone;
-  if (parse_tools) {
+  const bool forced = plan_.forced_tools != ForcedToolChoice::kNone;
+  const bool parse_tools = plan_.tool_call_parser != ToolCallParser::kNone || forced;
+  if (forced) {
+    calls = s.forced.add(content, finished);
+    content.clear();
+  } else if (parse_tools) {
     const int sent = s.tools.calls_sent();
     ToolCallStream::Delta part = s.tools.add(content, finished);
     content = std::move(part.content);
@@ -126,6 +133,11 @@ json GenerationResponder::stream_choice(size_t i, const ChoiceDelta& d, int64_t 
   const json logprobs = choice_logprobs(d.token_ids, d.logprobs, text_offset);
   json finish = d.finish_reason ? json(*d.finish_reason) : json(nullptr);
   if (d.finish_reason && s.tools.calls_sent() > 0) finish = "tool_calls";
+  // As vLLM: "required" calls end with "tool_calls" when the model stopped; a named one keeps it.
+  if (d.finish_reason && *d.finish_reason == "stop" && s.forced.calls_sent() > 0 &&
+      plan_.forced_tools == ForcedToolChoice::kRequired) {
+    finish = "tool_calls";
+  }
   const json token_ids = request_.return_token_ids ? json(d.token_ids) : json(nullptr);
   json choice;
   if (plan_.endpoint == Endpoint::kChat) {
@@ -219,7 +231,19 @@ json GenerationResponder::whole_response() const {
         message["reasoning"] = or_null(part.reasoning);
       }
       std::string finish_reason = s.finish_reason;
-      if (plan_.tool_call_parser != ToolCallParser::kNone && content) {
+      if (plan_.forced_tools != ForcedToolChoice::kNone) {
+        // vLLM's message for a forced tool choice: content "", the calls parsed from the text.
+        json calls = json::array();
+        for (const ToolCall& call :
+             forced_tool_calls(plan_.forced_tools, plan_.forced_tool_name, content.value_or(""))) {
+          calls.push_back(tool_call_json(call));
+        }
+        if (!calls.empty()) message["tool_calls"] = calls;
+        content = "";
+        if (plan_.forced_tools == ForcedToolChoice::kRequired && finish_reason == "stop") {
+          finish_reason = "tool_calls";
+        }
+      } else if (plan_.tool_call_parser != ToolCallParser::kNone && content) {
         ToolCallSplit split = split_tool_calls(plan_.tool_call_parser, *content, plan_.tools);
         content = std::move(split.content);
         if (!split.calls.empty()) {

@@ -15,6 +15,7 @@
 #include "ctxpar/server/openai_protocol.h"
 #include "ctxpar/server/reasoning_parser.h"
 #include "ctxpar/server/tool_call_parser.h"
+#include "ctxpar/server/tool_choice_output.h"
 #include "ctxpar/tokenizer/tokenizer.h"
 
 namespace ctxpar::server {
@@ -39,6 +40,10 @@ struct GenerationPlan {
   // with tools; kNone: no parsing), and the request's tools, whose schemas type the arguments.
   ToolCallParser tool_call_parser = ToolCallParser::kNone;
   nlohmann::json tools;
+  // Chat: tool_choice "required" or a named tool (the output is held to JSON and becomes tool
+  // calls, tool_choice_output.h); they replace the tool call parser.
+  ForcedToolChoice forced_tools = ForcedToolChoice::kNone;
+  std::string forced_tool_name;
 };
 
 class GenerationResponder {
@@ -67,6 +72,7 @@ class GenerationResponder {
     bool sent_first = false;  // streams: the choice's first chunk went out
     ReasoningSplit reasoning{ReasoningParser::kNone, false, ""};
     ToolCallStream tools;
+    ForcedToolStream forced;
   };
   // A chat chunk's delta for the next text: content, or reasoning / content / tool_calls when
   // a parser splits it; nullopt when the split leaves nothing to send.

@@ -12,6 +12,7 @@
 #include "ctxpar/server/generation.h"
 #include "ctxpar/server/generation_responder.h"
 #include "ctxpar/server/openai_responses.h"
+#include "ctxpar/server/output_constraint.h"
 #include "ctxpar/tokenizer/chat_template/chat_template.h"
 #include "ctxpar/tokenizer/utf8.h"
 
@@ -195,6 +196,32 @@ std::vector<int32_t> OpenAiServer::Handlers::chat_prompt_tokens(const ChatReques
                            r.add_special_tokens.value_or(chat_.tokenize_with_special_tokens()));
 }
 
+std::shared_ptr<const structured::TokenVocabulary> OpenAiServer::Handlers::token_vocabulary()
+    const {
+  std::call_once(vocabulary_once_, [&] {
+    std::vector<std::optional<std::string>> bytes;
+    for (int32_t id = 0; id < tokenizer_.vocab_size(); ++id) {
+      bytes.push_back(tokenizer_.token_bytes(id));
+    }
+    vocabulary_ = std::make_shared<structured::TokenVocabulary>(std::move(bytes));
+  });
+  return vocabulary_;
+}
+
+void OpenAiServer::Handlers::constrain(const std::string& body, bool chat,
+                                       GenerationPlan& plan) const {
+  // Parsed again keeping its key order: a schema's property order is the output's.
+  const OutputConstraint c = parse_output_constraint(nlohmann::ordered_json::parse(body), chat);
+  plan.forced_tools = c.tools;
+  plan.forced_tool_name = c.tool_name;
+  if (!c.automaton) return;
+  const auto vocabulary = token_vocabulary();
+  for (ChoiceRequest& choice : plan.choices) {
+    choice.params.structured_output = c.automaton;
+    choice.params.token_vocabulary = vocabulary;
+  }
+}
+
 namespace {
 
 // Fills the choices of `plan` (prompts already set): n per prompt, each with its max_tokens and,
@@ -241,6 +268,7 @@ void OpenAiServer::Handlers::completions(const httplib::Request& req, httplib::R
                              : tokenizer_.decode(plan->prompts.back(), false));
   }
   add_choices(*plan, r, options_, engine_.config().scheduler.max_model_len, "max_tokens");
+  constrain(req.body, false, *plan);
   run_generation(engine_, metrics_, tokenizer_, options_, state_.open_streams, std::move(plan), r,
                  r.skip_special_tokens, arrival, res);
 }
@@ -271,6 +299,7 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
   plan->prompts.push_back(chat_prompt_tokens(r));
   add_choices(*plan, r, options_, engine_.config().scheduler.max_model_len,
               "max_completion_tokens");
+  constrain(req.body, true, *plan);
   // As vLLM's tool call parsers that ask for it: their tags may be special tokens.
   const bool skip_special =
       r.skip_special_tokens && !tool_call_parser_keeps_special_tokens(plan->tool_call_parser);

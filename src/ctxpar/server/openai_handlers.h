@@ -5,11 +5,15 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "ctxpar/engine/online_engine.h"
+#include "ctxpar/engine/structured/token_vocabulary.h"
+#include "ctxpar/server/generation_responder.h"
 #include "ctxpar/server/metrics.h"
 #include "ctxpar/server/openai_server.h"
 #include "ctxpar/tokenizer/tokenizer.h"
@@ -47,6 +51,11 @@ class OpenAiServer::Handlers {
   // The chat template's prompt for `r`, tokenized as vLLM does (no special tokens unless the
   // request asks or the template writes no BOS); 400 for a template that refuses it.
   std::vector<int32_t> chat_prompt_tokens(const ChatRequest& r) const;
+  // Structured outputs (output_constraint.h) of the request `body`: the grammar on every choice
+  // of `plan`, and on chat the forced tool choice.
+  void constrain(const std::string& body, bool chat, GenerationPlan& plan) const;
+  // The tokenizer's tokens as bytes, built on first use (structured outputs only).
+  std::shared_ptr<const structured::TokenVocabulary> token_vocabulary() const;
 
   engine::OnlineEngine& engine_;
   const tokenizer::Tokenizer& tokenizer_;
@@ -55,6 +64,8 @@ class OpenAiServer::Handlers {
   ServerMetrics& metrics_;
   State& state_;
   const int64_t created_;  // unix time the server started, for /v1/models
+  mutable std::once_flag vocabulary_once_;
+  mutable std::shared_ptr<const structured::TokenVocabulary> vocabulary_;
 };
 
 }  // namespace ctxpar::server

@@ -222,13 +222,9 @@ void parse_sampling(const Fields& f, const GenerationDefaults& defaults, Samplin
   f.unsupported("allowed_token_ids");
   f.unsupported("bad_words", json::array());
   f.unsupported("truncate_prompt_tokens");
-  f.unsupported("structured_outputs");
   f.unsupported("suffix");
-  const json& format = f.raw("response_format");
-  if (!format.is_null() && !(format.is_object() && format.value("type", "") == "text")) {
-    throw bad_request("response_format other than {\"type\": \"text\"} is not supported by ctxpar",
-                      "response_format");
-  }
+  // response_format and structured_outputs: output_constraint.h (they need the schema's key
+  // order, which this parse does not keep).
 }
 
 }  // namespace
@@ -347,16 +343,53 @@ ChatRequest parse_chat_request(const json& body, const GenerationDefaults& defau
     r.tool_choice = r.tools.is_array() && !r.tools.empty() ? "auto" : "none";
   } else if (choice == "none") {
     r.tool_choice = "none";
-  } else if (choice == "auto") {
+  } else {
+    // vLLM's check_tool_usage: "auto", "required" or a named function, with tools.
     if (r.tools.is_null()) {
       throw bad_request("When using `tool_choice`, `tools` must be set.", "tool_choice");
     }
-    r.tool_choice = "auto";
-  } else {
-    throw bad_request(fmt::format("tool_choice {} is not supported by ctxpar; use \"auto\" or "
-                                  "\"none\"",
-                                  choice.dump()),
-                      "tool_choice");
+    if (choice == "auto" || choice == "required") {
+      r.tool_choice = choice.get<std::string>();
+    } else if (choice.is_object()) {
+      const std::string usage =
+          "Correct usage: `{\"type\": \"function\", \"function\": {\"name\": \"my_function\"}}`";
+      const json& function = choice.contains("function") ? choice["function"] : json();
+      if (!function.is_object()) {
+        throw bad_request(fmt::format("Invalid value for `function`: `{}` in `tool_choice`! {}",
+                                      function.dump(), usage),
+                          "tool_choice.function");
+      }
+      if (!function.contains("name")) {
+        throw bad_request(
+            fmt::format("Expected field `name` in `function` in `tool_choice`! {}", usage),
+            "tool_choice.function.name");
+      }
+      const json& name = function["name"];
+      if (!name.is_string() || name.get<std::string>().empty()) {
+        throw bad_request(fmt::format("Invalid `name` in `function`: `{}` in `tool_choice`! {}",
+                                      name.dump(), usage),
+                          "tool_choice.function.name");
+      }
+      bool known = false;
+      for (const json& tool : r.tools) {
+        known =
+            known || (tool.is_object() && tool.contains("function") &&
+                      tool["function"].is_object() && tool["function"].value("name", "") == name);
+      }
+      if (!known) {
+        throw bad_request(
+            "The tool specified in `tool_choice` does not match any of the "
+            "specified `tools`",
+            "tool_choice");
+      }
+      r.tool_choice = "named";
+      r.tool_choice_name = name.get<std::string>();
+    } else {
+      throw bad_request(fmt::format("Invalid value for `tool_choice`: {}! Only named tools, "
+                                    "\"none\", \"auto\" or \"required\" are supported.",
+                                    choice.dump()),
+                        "tool_choice");
+    }
   }
   // Checked with a placeholder length: the real one comes after the template.
   r.params.max_tokens = r.max_tokens.value_or(std::max<int64_t>(1, r.params.min_tokens));

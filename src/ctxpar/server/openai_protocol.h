@@ -56,9 +56,10 @@ struct ChatRequest : SamplingRequest {
   bool logprobs = false;
   std::optional<int32_t> top_logprobs;
   nlohmann::json tools;  // null or an array, for the template
-  // "none" or "auto" (vLLM's default when tools are given); "required" and named tools are
-  // refused.
+  // "none", "auto" (vLLM's default when tools are given), "required", or "named" for
+  // {"type": "function", "function": {"name": tool_choice_name}} (one of the tools).
   std::string tool_choice = "none";
+  std::string tool_choice_name;
   nlohmann::json chat_template_kwargs;  // null or an object
 };
 

@@ -66,6 +66,9 @@ struct Node {
 struct Grammar {
   std::vector<Node> nodes;
   int32_t root = -1;
+  // xgrammar's any_whitespace (vLLM's default): whitespace runs between tokens. false: the
+  // compact form json.dumps writes, ", " and ": " (vLLM's disable_any_whitespace).
+  bool any_whitespace = true;
 
   int32_t add(Node node) {
     nodes.push_back(std::move(node));

@@ -338,7 +338,8 @@ Stepped step_key(const ObjectNode& o, Frame& f, uint8_t b) {
   return {Step::kReject};
 }
 
-Stepped step_object(const ObjectNode& o, Frame& f, uint8_t b) {
+Stepped step_object(const ObjectNode& o, Frame& f, uint8_t b, bool any_ws) {
+  const bool ws = any_ws && is_ws(b);
   switch (f.phase) {
     case kObjOpen:
       if (b != '{') return {Step::kReject};
@@ -346,7 +347,11 @@ Stepped step_object(const ObjectNode& o, Frame& f, uint8_t b) {
       return {Step::kConsumed};
     case kObjFirst:
     case kObjNext:
-      if (is_ws(b)) return {Step::kConsumed};
+      if (ws) return {Step::kConsumed};
+      if (!any_ws && f.phase == kObjNext && !f.spaced) {  // ", " exactly
+        f.spaced = b == ' ';
+        return {f.spaced ? Step::kConsumed : Step::kReject};
+      }
       if (b == '"' && can_start_key(o, f)) {
         start_key(o, f);
         return {Step::kConsumed};
@@ -356,18 +361,24 @@ Stepped step_object(const ObjectNode& o, Frame& f, uint8_t b) {
     case kObjKey:
       return step_key(o, f, b);
     case kObjColon:
-      if (is_ws(b)) return {Step::kConsumed};
+      if (ws) return {Step::kConsumed};
       if (b != ':') return {Step::kReject};
       f.phase = kObjValue;
+      f.spaced = false;
       return {Step::kConsumed};
     case kObjValue:
-      if (is_ws(b)) return {Step::kConsumed};
+      if (ws) return {Step::kConsumed};
+      if (!any_ws && !f.spaced) {  // ": " exactly
+        f.spaced = b == ' ';
+        return {f.spaced ? Step::kConsumed : Step::kReject};
+      }
       return {Step::kPush,
               f.pending >= 0 ? o.properties[static_cast<size_t>(f.pending)].value : o.additional};
     case kObjAfter:
-      if (is_ws(b)) return {Step::kConsumed};
+      if (ws) return {Step::kConsumed};
       if (b == ',' && can_start_key(o, f)) {
         f.phase = kObjNext;
+        f.spaced = false;
         return {Step::kConsumed};
       }
       if (b == '}' && can_close_object(o, f)) return {Step::kDone};
@@ -377,7 +388,8 @@ Stepped step_object(const ObjectNode& o, Frame& f, uint8_t b) {
   }
 }
 
-Stepped step_array(const ArrayNode& a, Frame& f, uint8_t b) {
+Stepped step_array(const ArrayNode& a, Frame& f, uint8_t b, bool any_ws) {
+  const bool ws = any_ws && is_ws(b);
   switch (f.phase) {
     case kArrOpen:
       if (b != '[') return {Step::kReject};
@@ -385,7 +397,11 @@ Stepped step_array(const ArrayNode& a, Frame& f, uint8_t b) {
       return {Step::kConsumed};
     case kArrFirst:
     case kArrNext:
-      if (is_ws(b)) return {Step::kConsumed};
+      if (ws) return {Step::kConsumed};
+      if (!any_ws && f.phase == kArrNext && !f.spaced) {  // ", " exactly
+        f.spaced = b == ' ';
+        return {f.spaced ? Step::kConsumed : Step::kReject};
+      }
       if (b == ']' && f.phase == kArrFirst) {
         return {f.count >= array_min(a) ? Step::kDone : Step::kReject};
       }
@@ -393,9 +409,10 @@ Stepped step_array(const ArrayNode& a, Frame& f, uint8_t b) {
       f.phase = kArrItem;
       return {Step::kPush, item_node(a, f)};
     case kArrAfter:
-      if (is_ws(b)) return {Step::kConsumed};
+      if (ws) return {Step::kConsumed};
       if (b == ',' && can_add_item(a, f)) {
         f.phase = kArrNext;
+        f.spaced = false;
         return {Step::kConsumed};
       }
       if (b == ']' && f.count >= array_min(a)) return {Step::kDone};
@@ -424,10 +441,10 @@ void JsonAutomaton::run(std::vector<Frame>& stack, uint8_t b, StateSet& out) con
         r = step_literal(n.literal, f, b);
         break;
       case NodeKind::kObject:
-        r = step_object(n.object, f, b);
+        r = step_object(n.object, f, b, grammar_->any_whitespace);
         break;
       case NodeKind::kArray:
-        r = step_array(n.array, f, b);
+        r = step_array(n.array, f, b, grammar_->any_whitespace);
         break;
       case NodeKind::kUnion:
         CTXPAR_FAIL("a union node {} on the matcher's stack", f.node);

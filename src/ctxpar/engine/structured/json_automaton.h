@@ -1,9 +1,10 @@
 // JsonAutomaton: the byte-level pushdown automaton of a Grammar. It accepts exactly the bytes of
-// JSON texts the grammar allows, with xgrammar's whitespace (vLLM's default any_whitespace):
-// any run of ' ', '\n', '\t' after '{', '[', ':', ',' and before ':', ',', '}', ']', and none
-// before or after the top-level value. Strings must be valid UTF-8 without raw control
-// characters; \uXXXX escapes may be lone surrogates (JSON and Python allow them); lengths count
-// code points as Python's len() (an escaped surrogate pair is one).
+// JSON texts the grammar allows, with xgrammar's whitespace: with Grammar::any_whitespace
+// (vLLM's default) any run of ' ', '\n', '\t' after '{', '[', ':', ',' and before ':', ',',
+// '}', ']'; without it (vLLM's disable_any_whitespace) exactly one space after ':' and ',' and
+// none elsewhere; never any before or after the top-level value. Strings must be valid UTF-8
+// without raw control characters; \uXXXX escapes may be lone surrogates (JSON and Python allow
+// them); lengths count code points as Python's len() (an escaped surrogate pair is one).
 //
 // A state is a set of stacks (unions make the automaton nondeterministic: one stack per way
 // the bytes so far can be read). Every state the automaton reaches can still be completed to a
@@ -40,6 +41,7 @@ struct Frame {
   uint8_t phase = 0;
   bool negative = false;    // numbers: a leading '-'
   bool additional = false;  // objects: undeclared properties started
+  bool spaced = false;      // compact whitespace: the one space after ':' or ',' was read
   StringScan scan;          // strings, and object keys
   int32_t count = 0;        // strings: code points; arrays: items; objects: properties
   int32_t pos = 0;          // literals: bytes matched; numbers: integer digits; keys: key bytes

@@ -60,7 +60,9 @@ std::string where(const std::string& path) {
 
 class Compiler {
  public:
-  explicit Compiler(const json& root) : root_(root) {}
+  Compiler(const json& root, bool any_whitespace) : root_(root) {
+    g_.any_whitespace = any_whitespace;
+  }
 
   Grammar run() {
     g_.root = compile(root_, "");
@@ -374,12 +376,12 @@ class Compiler {
 
 }  // namespace
 
-Grammar compile_json_schema(const json& schema) {
-  return Compiler(schema).run();
+Grammar compile_json_schema(const json& schema, bool any_whitespace) {
+  return Compiler(schema, any_whitespace).run();
 }
 
-Grammar json_object_grammar() {
-  return compile_json_schema(json{{"type", "object"}});
+Grammar json_object_grammar(bool any_whitespace) {
+  return compile_json_schema(json{{"type", "object"}}, any_whitespace);
 }
 
 }  // namespace ctxpar::structured

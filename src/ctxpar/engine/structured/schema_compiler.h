@@ -28,9 +28,10 @@ namespace ctxpar::structured {
 // order properties are generated in. Throws ctxpar::InputError whose message names the keyword and
 // where it is (a JSON pointer) for an unsupported keyword, a malformed schema or one that no value
 // satisfies.
-Grammar compile_json_schema(const nlohmann::ordered_json& schema);
+// `any_whitespace`: Grammar::any_whitespace.
+Grammar compile_json_schema(const nlohmann::ordered_json& schema, bool any_whitespace = true);
 
 // Any JSON object (response_format {"type": "json_object"}).
-Grammar json_object_grammar();
+Grammar json_object_grammar(bool any_whitespace = true);
 
 }  // namespace ctxpar::structured

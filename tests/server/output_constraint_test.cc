@@ -1,0 +1,171 @@
+// Structured outputs on the OpenAI routes: which request fields make which grammar, the 400s,
+// and the tool calls a forced tool choice's output becomes.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ctxpar/engine/structured/json_matcher.h"
+#include "ctxpar/server/api_error.h"
+#include "ctxpar/server/output_constraint.h"
+#include "ctxpar/server/tool_choice_output.h"
+
+namespace ctxpar::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+bool accepts(const OutputConstraint& c, const std::string& text) {
+  structured::JsonMatcher m(c.automaton);
+  return m.accept(text) && m.can_end();
+}
+
+// The 400's message (and param), or "" when the body is accepted.
+std::string error_of(const char* body, bool chat = true, std::string* param = nullptr) {
+  try {
+    parse_output_constraint(json::parse(body), chat);
+  } catch (const ApiError& e) {
+    if (param)
+      *param = e.to_json()["error"]["param"].is_string()
+                   ? e.to_json()["error"]["param"].get<std::string>()
+                   : "";
+    return e.what();
+  }
+  return "";
+}
+
+const char* kTools = R"([{"type": "function", "function": {"name": "f", "parameters": {
+    "type": "object", "properties": {"b": {"type": "integer"}, "a": {"$ref": "#/$defs/A"}},
+    "$defs": {"A": {"type": "boolean"}}}}}, {"type": "function", "function": {"name": "g"}}])";
+
+TEST(OutputConstraint, ResponseFormatAndStructuredOutputs) {
+  EXPECT_EQ(parse_output_constraint(json::parse(R"({"prompt": "x"})"), false).automaton, nullptr);
+  EXPECT_EQ(parse_output_constraint(json::parse(R"({"response_format": {"type": "text"}})"), false)
+                .automaton,
+            nullptr);
+  const auto object =
+      parse_output_constraint(json::parse(R"({"response_format": {"type": "json_object"}})"), true);
+  EXPECT_TRUE(accepts(object, R"({"k": [1]})"));
+  EXPECT_FALSE(accepts(object, "[1]"));
+  // The schema's property order is the output's (the body keeps its key order).
+  const auto schema = parse_output_constraint(json::parse(R"({"response_format": {"type":
+      "json_schema", "json_schema": {"name": "n", "schema": {"type": "object", "properties":
+      {"z": {"type": "integer"}, "a": {"type": "integer"}}}}}})"),
+                                              false);
+  EXPECT_TRUE(accepts(schema, R"({"z": 1, "a": 2})"));
+  EXPECT_FALSE(accepts(schema, R"({"a": 2, "z": 1})"));
+  const auto so = parse_output_constraint(
+      json::parse(R"({"structured_outputs": {"json": "{\"type\": \"boolean\"}"}})"), false);
+  EXPECT_TRUE(accepts(so, "true"));
+  // response_format wins; disable_any_whitespace applies to it.
+  const auto both = parse_output_constraint(json::parse(R"({"structured_outputs": {"json":
+      {"type": "boolean"}, "disable_any_whitespace": true}, "response_format": {"type":
+      "json_object"}})"),
+                                            false);
+  EXPECT_TRUE(accepts(both, R"({"a": 1, "b": 2})"));
+  EXPECT_FALSE(accepts(both, R"({"a":1})"));
+  EXPECT_FALSE(accepts(both, "true"));
+}
+
+TEST(OutputConstraint, Refusals) {
+  std::string param;
+  EXPECT_NE(error_of(R"({"response_format": {"type": "json_schema", "json_schema": {"name": "n",
+      "schema": {"type": "string", "format": "email"}}}})",
+                     false, &param)
+                .find("`format`"),
+            std::string::npos);
+  EXPECT_EQ(param, "response_format");
+  EXPECT_NE(error_of(R"({"response_format": {"type": "json_schema"}})").find("'json_schema'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"structured_outputs": {"regex": "a+"}})", false, &param).find("regex"),
+            std::string::npos);
+  EXPECT_EQ(param, "structured_outputs");
+  EXPECT_NE(error_of(R"({"structured_outputs": {"json": {}, "choice": ["a"]}})").find("one kind"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"guided_json": {"type": "object"}})", false, &param).find("removed"),
+            std::string::npos);
+  EXPECT_EQ(param, "guided_json");
+  EXPECT_NE(error_of(R"({"response_format": {"type": "structural_tag"}})").find("structural_tag"),
+            std::string::npos);
+  const std::string named = std::string(R"({"tools": )") + kTools +
+                            R"(, "tool_choice": {"type": "function", "function": {"name": "f"}},
+                               "structured_outputs": {"json": {}}})";
+  EXPECT_NE(error_of(named.c_str()).find("not both"), std::string::npos);
+}
+
+TEST(OutputConstraint, RequiredAndNamedToolChoices) {
+  const json tools = json::parse(kTools);
+  const json schema = required_tools_schema(tools);
+  EXPECT_EQ(schema["minItems"], 1);
+  EXPECT_EQ(schema["$defs"]["A"]["type"], "boolean");  // the tools' $defs, at the root
+  EXPECT_FALSE(schema["items"]["anyOf"][0]["properties"]["parameters"].contains("$defs"));
+  json clash = tools;
+  clash[1]["function"]["parameters"] = json::parse(R"({"$defs": {"A": {"type": "null"}}})");
+  EXPECT_THROW(required_tools_schema(clash), ApiError);
+
+  const auto required = parse_output_constraint(
+      json::parse(std::string(R"({"tools": )") + kTools + R"(, "tool_choice": "required"})"), true);
+  EXPECT_EQ(required.tools, ForcedToolChoice::kRequired);
+  EXPECT_TRUE(accepts(required, R"([{"name": "f", "parameters": {"b": 1, "a": true}},
+                                    {"name": "g", "parameters": {}}])"));
+  EXPECT_FALSE(accepts(required, "[]"));
+  EXPECT_FALSE(accepts(required, R"([{"name": "h", "parameters": {}}])"));
+  EXPECT_FALSE(accepts(required, R"([{"name": "g", "parameters": {"x": 1}}])"));
+  // Not on /v1/completions.
+  EXPECT_EQ(parse_output_constraint(json::parse(std::string(R"({"tools": )") + kTools +
+                                                R"(, "tool_choice": "required"})"),
+                                    false)
+                .automaton,
+            nullptr);
+
+  const auto named = parse_output_constraint(
+      json::parse(std::string(R"({"tools": )") + kTools +
+                  R"(, "tool_choice": {"type": "function", "function": {"name": "f"}}})"),
+      true);
+  EXPECT_EQ(named.tools, ForcedToolChoice::kNamed);
+  EXPECT_EQ(named.tool_name, "f");
+  EXPECT_TRUE(accepts(named, R"({"b": 2, "a": false})"));
+  EXPECT_FALSE(accepts(named, R"({"a": false, "b": 2})"));
+}
+
+TEST(ToolChoiceOutput, CallsOfTheOutput) {
+  const auto named = forced_tool_calls(ForcedToolChoice::kNamed, "f", R"({"b": 2})");
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_EQ(named[0].name, "f");
+  EXPECT_EQ(named[0].arguments, R"({"b": 2})");  // the text as generated
+  EXPECT_EQ(named[0].id.rfind("chatcmpl-tool-", 0), 0u);
+  EXPECT_TRUE(forced_tool_calls(ForcedToolChoice::kNamed, "f", " \n").empty());
+  const auto required = forced_tool_calls(
+      ForcedToolChoice::kRequired, "",
+      R"([{"name":"f","parameters":{"b":2,"a":[true,"é"]}},{"name":"g","parameters":{}}])");
+  ASSERT_EQ(required.size(), 2u);
+  EXPECT_EQ(required[0].arguments, R"({"b": 2, "a": [true, "é"]})");  // Python's json.dumps
+  EXPECT_EQ(required[1].name, "g");
+  EXPECT_EQ(required[1].arguments, "{}");
+  EXPECT_TRUE(
+      forced_tool_calls(ForcedToolChoice::kRequired, "", R"([{"name": "f", "param)").empty());
+}
+
+TEST(ToolChoiceOutput, Streams) {
+  ForcedToolStream named(ForcedToolChoice::kNamed, "f");
+  const auto first = named.add("{\"b\"", false);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0]["function"]["name"], "f");
+  EXPECT_EQ(first[0]["function"]["arguments"], "{\"b\"");
+  EXPECT_TRUE(first[0].contains("id"));
+  const auto next = named.add(": 2}", true);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_FALSE(next[0].contains("id"));
+  EXPECT_EQ(next[0]["function"]["arguments"], ": 2}");
+  EXPECT_TRUE(named.add("", true).empty());
+
+  ForcedToolStream required(ForcedToolChoice::kRequired, "");
+  EXPECT_TRUE(required.add(R"([{"name": "g", "para)", false).empty());
+  const auto calls = required.add(R"(meters": {}}])", true);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]["index"], 0);
+  EXPECT_EQ(calls[0]["function"]["name"], "g");
+  EXPECT_EQ(required.calls_sent(), 1);
+}
+
+}  // namespace
+}  // namespace ctxpar::server

@@ -1,0 +1,268 @@
+"""Structured outputs through the openai client, as vLLM serves them: response_format
+json_schema / json_object and vLLM's structured_outputs on /v1/chat/completions and
+/v1/completions, and tool_choice "required" and a named function. The tiny random-weight model
+writes whatever its logits favour; the token masks keep it inside the grammar, so every output
+that ends by "stop" must be JSON that Python's `jsonschema` validates against the request's
+schema (a second opinion nobody here wrote). With vLLM's default whitespace the random model
+may write whitespace until max_tokens, so most requests ask for the compact form
+(structured_outputs disable_any_whitespace) and one test checks the default. Streams must add up to the whole responses'
+content and tool calls. An unsupported schema keyword is a 400 naming it, and max_tokens that
+cut the JSON short end with "length", as in vLLM."""
+
+import json
+import unittest
+
+import jsonschema
+import openai
+
+import server_fixture as fx
+
+# Bounded so that a random model finishes them well inside max_tokens: short strings, bounded
+# integers, enums, short arrays. (Free strings and numbers are tested by the C++ matcher.)
+SCHEMAS = [
+    {"type": "object",
+     "properties": {"name": {"type": "string", "maxLength": 6},
+                    "age": {"type": "integer", "minimum": 0, "maximum": 120},
+                    "ok": {"type": "boolean"},
+                    "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}, "maxItems": 3}},
+     "required": ["name", "age"]},
+    {"type": "array", "minItems": 1, "maxItems": 3,
+     "items": {"anyOf": [{"type": "integer", "minimum": -5, "maximum": 5}, {"type": "null"},
+                         {"$ref": "#/$defs/point"}]},
+     "$defs": {"point": {"type": "object", "properties": {
+         "x": {"type": "integer", "minimum": 0, "maximum": 9},
+         "y": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["x", "y"],
+         "additionalProperties": False}}},
+    {"type": "object", "properties": {
+        "unit": {"enum": ["celsius", "fahrenheit"]},
+        "where": {"type": ["string", "null"], "maxLength": 4},
+        "pair": {"type": "array", "prefixItems": [{"type": "boolean"}, {"const": "k"}]},
+        "empty": {"type": "object", "properties": {}}},
+     "required": ["unit", "pair", "empty"]},
+]
+
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "weather in a city",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string", "maxLength": 5},
+            "unit": {"enum": ["c", "f"]}}, "required": ["city"]}}},
+    {"type": "function", "function": {
+        "name": "add",
+        "parameters": {"type": "object", "properties": {
+            "a": {"type": "integer", "minimum": 0, "maximum": 9},
+            "b": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["a", "b"]}}},
+]
+
+
+def tool_parameters(name):
+    return next(t["function"]["parameters"] for t in TOOLS if t["function"]["name"] == name)
+
+
+def stream_chat(client, args):
+    """A streamed chat's content, tool calls (accumulated by index) and finish reason."""
+    content, calls, finish = "", {}, None
+    for chunk in client.chat.completions.create(stream=True, **args):
+        for choice in chunk.choices:
+            delta = choice.delta
+            content += delta.content or ""
+            for call in delta.tool_calls or []:
+                entry = calls.setdefault(call.index, {"id": None, "name": "", "arguments": ""})
+                entry["id"] = entry["id"] or call.id
+                if call.function and call.function.name:
+                    entry["name"] += call.function.name
+                if call.function and call.function.arguments:
+                    entry["arguments"] += call.function.arguments
+            finish = choice.finish_reason or finish
+    return content, [calls[i] for i in sorted(calls)], finish
+
+
+class StructuredOutputs(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = fx.Server().__enter__()
+        cls.client = fx.openai_client(cls.server)
+
+    @classmethod
+    def tearDownClass(cls):
+        fx.stop(cls.server)
+
+    def chat(self, rng, compact=True, **kwargs):
+        if compact:
+            kwargs.setdefault("extra_body", {}).setdefault("structured_outputs", {})[
+                "disable_any_whitespace"] = True
+        return dict(model=fx.MODEL,
+                    messages=[{"role": "user", "content": f"data please {rng.random()}"}],
+                    max_completion_tokens=400, temperature=rng.choice([0, 0.7, 1.0]),
+                    seed=rng.randrange(1000), **kwargs)
+
+    def assert_valid(self, text, schema):
+        jsonschema.validate(json.loads(text), schema)
+
+    def test_json_schema_chat_whole_and_streamed(self):
+        rng = fx.seeded_rng(self)
+        for schema in SCHEMAS:
+            args = self.chat(rng, response_format={
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": schema, "strict": True}})
+            whole = self.client.chat.completions.create(**args).choices[0]
+            self.assertEqual(whole.finish_reason, "stop", whole.message.content)
+            self.assert_valid(whole.message.content, schema)
+            content, calls, finish = stream_chat(self.client, args)
+            self.assertEqual((content, calls, finish), (whole.message.content, [], "stop"))
+
+    def test_json_schema_completions_and_structured_outputs(self):
+        rng = fx.seeded_rng(self)
+        for schema in SCHEMAS:
+            compact = {"disable_any_whitespace": True}
+            for extra in ({"response_format": {"type": "json_schema",
+                                               "json_schema": {"name": "s", "schema": schema}},
+                           "structured_outputs": compact},
+                          {"structured_outputs": {"json": schema, **compact}},
+                          {"structured_outputs": {"json": json.dumps(schema), **compact}}):
+                choice = self.client.completions.create(
+                    model=fx.MODEL, prompt=f"json {rng.random()}", max_tokens=400,
+                    temperature=rng.choice([0, 1.0]), seed=rng.randrange(1000),
+                    extra_body=extra).choices[0]
+                self.assertEqual(choice.finish_reason, "stop", choice.text)
+                self.assert_valid(choice.text, schema)
+                self.assertNotIn("\n", choice.text)
+            # response_format wins over structured_outputs, as in vLLM.
+            chat = self.chat(rng, response_format={"type": "json_schema", "json_schema": {
+                "name": "s", "schema": schema}}, extra_body={"structured_outputs": {
+                    "json": {"type": "string", "maxLength": 3}, **compact}})
+            self.assert_valid(self.client.chat.completions.create(**chat).choices[0]
+                              .message.content, schema)
+
+    def test_default_whitespace(self):
+        # vLLM's default: whitespace runs between tokens. Outputs that stop validate; some stop.
+        rng = fx.seeded_rng(self)
+        stopped = 0
+        for _ in range(6):
+            args = self.chat(rng, compact=False, response_format={
+                "type": "json_schema", "json_schema": {"name": "s", "schema": SCHEMAS[0]}})
+            choice = self.client.chat.completions.create(**args).choices[0]
+            self.assertIn(choice.finish_reason, ("stop", "length"))
+            if choice.finish_reason == "stop":
+                self.assert_valid(choice.message.content, SCHEMAS[0])
+                stopped += 1
+        self.assertGreater(stopped, 0)
+
+    def test_json_object(self):
+        # Any object: keys are free strings, so the random model may run out of tokens; every
+        # output that stopped is an object, and a few prompts are enough for some to stop.
+        stopped = 0
+        for k in range(8):
+            for extra in ({"response_format": {"type": "json_object"}},
+                          {"extra_body": {"structured_outputs": {"json_object": True}}}):
+                choice = self.client.chat.completions.create(
+                    model=fx.MODEL, messages=[{"role": "user", "content": f"hi {k}"}],
+                    max_completion_tokens=450, temperature=0, **extra).choices[0]
+                self.assertTrue(choice.message.content.startswith("{"))
+                if choice.finish_reason == "stop":
+                    self.assertIsInstance(json.loads(choice.message.content), dict)
+                    stopped += 1
+                else:
+                    self.assertEqual(choice.finish_reason, "length")
+        self.assertGreater(stopped, 0)
+
+    def test_tool_choice_required(self):
+        # The array has no maxItems (vLLM's schema): the random model may add calls until
+        # max_tokens, and then, as in vLLM, the cut array gives no calls. Some runs finish.
+        rng = fx.seeded_rng(self)
+        for stream in (False, True):
+            finished = 0
+            for _ in range(4):
+                args = self.chat(rng, tools=TOOLS, tool_choice="required")
+                args["temperature"] = 1.0
+                if stream:
+                    content, calls, finish = stream_chat(self.client, args)
+                else:
+                    choice = self.client.chat.completions.create(**args).choices[0]
+                    content, finish = choice.message.content, choice.finish_reason
+                    calls = [{"id": c.id, "name": c.function.name,
+                              "arguments": c.function.arguments}
+                             for c in choice.message.tool_calls or []]
+                self.assertEqual(content, "")
+                if finish == "length":
+                    self.assertEqual(calls, [])
+                    continue
+                finished += 1
+                self.assertEqual(finish, "tool_calls")  # vLLM's for "required"
+                self.assertGreaterEqual(len(calls), 1)
+                for call in calls:
+                    self.assertTrue(call["id"].startswith("chatcmpl-tool-"))
+                    jsonschema.validate(json.loads(call["arguments"]),
+                                        tool_parameters(call["name"]))
+            self.assertGreater(finished, 0)
+
+    def test_tool_choice_named(self):
+        rng = fx.seeded_rng(self)
+        for stream in (False, True):
+            for name in ("get_weather", "add"):
+                args = self.chat(rng, tools=TOOLS,
+                                 tool_choice={"type": "function", "function": {"name": name}})
+                if stream:
+                    content, calls, finish = stream_chat(self.client, args)
+                else:
+                    choice = self.client.chat.completions.create(**args).choices[0]
+                    content, finish = choice.message.content, choice.finish_reason
+                    calls = [{"id": c.id, "name": c.function.name,
+                              "arguments": c.function.arguments}
+                             for c in choice.message.tool_calls or []]
+                self.assertEqual(finish, "stop")  # vLLM's for a named tool
+                self.assertEqual(content, "")
+                self.assertEqual([c["name"] for c in calls], [name])
+                jsonschema.validate(json.loads(calls[0]["arguments"]), tool_parameters(name))
+
+    def test_length_cuts_json_short(self):
+        for stream in (False, True):
+            args = dict(model=fx.MODEL, messages=[{"role": "user", "content": "x"}],
+                        max_completion_tokens=4, temperature=0,
+                        response_format={"type": "json_schema",
+                                         "json_schema": {"name": "s", "schema": SCHEMAS[0]}})
+            if stream:
+                content, _, finish = stream_chat(self.client, args)
+            else:
+                choice = self.client.chat.completions.create(**args).choices[0]
+                content, finish = choice.message.content, choice.finish_reason
+            self.assertEqual(finish, "length")
+            self.assertTrue(content.startswith("{"))
+            with self.assertRaises(json.JSONDecodeError):
+                json.loads(content)
+        args = dict(model=fx.MODEL, messages=[{"role": "user", "content": "x"}],
+                    max_completion_tokens=3, temperature=0, tools=TOOLS, tool_choice="required")
+        choice = self.client.chat.completions.create(**args).choices[0]
+        self.assertEqual(choice.finish_reason, "length")
+        self.assertFalse(choice.message.tool_calls)
+
+    def test_unsupported_schema_is_a_400_naming_the_keyword(self):
+        cases = [
+            ("pattern", {"response_format": {"type": "json_schema", "json_schema": {
+                "name": "s", "schema": {"type": "object", "properties": {
+                    "a": {"type": "string", "pattern": "^a+$"}}}}}}),
+            ("format", {"extra_body": {"structured_outputs": {"json": {
+                "type": "string", "format": "date-time"}}}}),
+            ("minProperties", {"tools": [{"type": "function", "function": {
+                "name": "f", "parameters": {"type": "object", "minProperties": 1}}}],
+                "tool_choice": "required"}),
+            ("uniqueItems", {"tools": [{"type": "function", "function": {
+                "name": "f", "parameters": {"type": "object", "properties": {"l": {
+                    "type": "array", "uniqueItems": True}}}}}],
+                "tool_choice": {"type": "function", "function": {"name": "f"}}}),
+        ]
+        for keyword, extra in cases:
+            with self.assertRaises(openai.BadRequestError) as caught:
+                self.client.chat.completions.create(
+                    model=fx.MODEL, messages=[{"role": "user", "content": "x"}], **extra)
+            self.assertIn(f"`{keyword}`", str(caught.exception))
+        for extra, needle in (({"guided_json": {"type": "object"}}, "guided_json"),
+                              ({"structured_outputs": {"regex": "a+"}}, "regex"),
+                              ({"response_format": {"type": "json_schema"}}, "'json_schema'")):
+            with self.assertRaises(openai.BadRequestError) as caught:
+                self.client.completions.create(model=fx.MODEL, prompt="x", extra_body=extra)
+            self.assertIn(needle, str(caught.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
