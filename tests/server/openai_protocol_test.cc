@@ -130,8 +130,8 @@ TEST(OpenAiProtocol, UnimplementedFieldsOnlyAtTheirDefaults) {
              "logit_bias");
   expect_400({{"prompt", "x"}, {"use_beam_search", true}}, "not supported", "use_beam_search");
   // response_format / structured_outputs are checked by output_constraint.h.
-  EXPECT_NO_THROW(
-      parse_completion_request({{"prompt", "x"}, {"response_format", {{"type", "json_object"}}}}, {}));
+  EXPECT_NO_THROW(parse_completion_request(
+      {{"prompt", "x"}, {"response_format", {{"type", "json_object"}}}}, {}));
 }
 
 TEST(OpenAiProtocol, StreamOptions) {
@@ -184,11 +184,11 @@ TEST(OpenAiProtocol, ChatRequests) {
       parse_chat_request({{"messages", user}, {"tools", tools}, {"tool_choice", "required"}}, {})
           .tool_choice,
       "required");
-  const ChatRequest named = parse_chat_request(
-      {{"messages", user},
-       {"tools", tools},
-       {"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}}},
-      {});
+  const ChatRequest named =
+      parse_chat_request({{"messages", user},
+                          {"tools", tools},
+                          {"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}}},
+                         {});
   EXPECT_EQ(named.tool_choice, "named");
   EXPECT_EQ(named.tool_choice_name, "f");
   expect_400({{"messages", user},
