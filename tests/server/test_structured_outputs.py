@@ -9,6 +9,7 @@ may write whitespace until max_tokens, so most requests ask for the compact form
 content and tool calls. An unsupported schema keyword is a 400 naming it, and max_tokens that
 cut the JSON short end with "length", as in vLLM."""
 
+import concurrent.futures
 import json
 import unittest
 
@@ -262,6 +263,38 @@ class StructuredOutputs(unittest.TestCase):
             with self.assertRaises(openai.BadRequestError) as caught:
                 self.client.completions.create(model=fx.MODEL, prompt="x", extra_body=extra)
             self.assertIn(needle, str(caught.exception))
+
+
+class StructuredOutputsUnderPreemption(unittest.TestCase):
+    """A KV cache too small for the requests in flight: the scheduler preempts some by
+    recompute, and their grammar state must follow them (it is rebuilt from their output
+    tokens), so every output still validates."""
+
+    def test_preempted_requests_stay_valid(self):
+        args = list(fx.ENGINE_ARGS)
+        args[args.index("--kv-cache-memory") + 1] = "96KiB"  # 384 tokens per DCP group
+        args[args.index("--max-model-len") + 1] = "256"
+        rng = fx.seeded_rng(self)
+        with fx.Server(engine_args=args) as server:
+            client = fx.openai_client(server)
+
+            def one(k):
+                schema = SCHEMAS[k % len(SCHEMAS)]
+                choice = client.chat.completions.create(
+                    model=fx.MODEL, messages=[{"role": "user", "content": f"hi {k}"}],
+                    max_completion_tokens=200, temperature=1.0, seed=rng.randrange(1000) + k,
+                    response_format={"type": "json_schema",
+                                     "json_schema": {"name": "s", "schema": schema}},
+                    extra_body={"structured_outputs": {"disable_any_whitespace": True}},
+                ).choices[0]
+                return schema, choice
+
+            with concurrent.futures.ThreadPoolExecutor(16) as pool:
+                results = list(pool.map(one, range(16)))
+            self.assertGreater(server.metric("vllm:num_preemptions_total"), 0)
+            for schema, choice in results:
+                self.assertEqual(choice.finish_reason, "stop", choice.message.content)
+                jsonschema.validate(json.loads(choice.message.content), schema)
 
 
 if __name__ == "__main__":
