@@ -20,6 +20,35 @@ using test::CommandResult;
 using test::run_command;
 namespace {
 
+// Token ids as --prompt-token-ids takes them: "1,2,3".
+std::string id_list(const nlohmann::json& ids) {
+  std::string text;
+  for (const auto& id : ids) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(id.get<int>());
+  }
+  return text;
+}
+
+// `generate --json` of 8 greedy f32 tokens after `prompt`, EOS ignored; then `extra`.
+CommandResult greedy_json(const std::string& prompt, const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"generate",     "--json",
+                                   "--dtype",      "float32",
+                                   "--max-tokens", "8",
+                                   "--ignore-eos", "--prompt-token-ids",
+                                   prompt,         "--kv-cache-memory",
+                                   "16MiB"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_command(CTXPAR_BINARY, args);
+}
+
+// The output token ids of a `generate --json` run; null (and a test failure) unless it exited 0.
+nlohmann::json output_tokens(const CommandResult& c) {
+  EXPECT_EQ(c.exit_status, 0) << c.err;
+  return c.exit_status == 0 ? nlohmann::json::parse(c.out)["requests"][0]["output_token_ids"]
+                            : nlohmann::json();
+}
+
 TEST(ModelsCommand, PlanCountsTheReplicatedIndexKeysOfGlm5) {
   const CommandResult r =
       run_command(CTXPAR_BINARY, {"plan", "--model", "builtin:config/glm-5", "-tp", "16", "-dcp",
@@ -117,24 +146,11 @@ TEST(ModelsCommand, CompressedTensorsFp8CheckpointGeneratesTransformersGreedyTok
   const std::string fixture = std::string(CTXPAR_FIXTURES_DIR) + "/tiny-qwen3-fp8-fixture";
   std::ifstream in(fixture + "/golden.json");
   const auto golden = nlohmann::json::parse(in);
-  std::string prompt;
-  for (const auto& id : golden["prompts"][2]) {
-    if (!prompt.empty()) prompt += ',';
-    prompt += std::to_string(id.get<int>());
-  }
+  const std::string prompt = id_list(golden["prompts"][2]);
   const auto tokens = [&](const std::vector<std::string>& extra) {
-    std::vector<std::string> args = {"generate",     "--json",
-                                     "--model",      fixture,
-                                     "--dtype",      "float32",
-                                     "--max-tokens", "8",
-                                     "--ignore-eos", "--prompt-token-ids",
-                                     prompt,         "--kv-cache-memory",
-                                     "16MiB"};
+    std::vector<std::string> args = {"--model", fixture};
     args.insert(args.end(), extra.begin(), extra.end());
-    const CommandResult c = run_command(CTXPAR_BINARY, args);
-    EXPECT_EQ(c.exit_status, 0) << c.err;
-    return c.exit_status == 0 ? nlohmann::json::parse(c.out)["requests"][0]["output_token_ids"]
-                              : nlohmann::json();
+    return output_tokens(greedy_json(prompt, args));
   };
   EXPECT_EQ(tokens({}), golden["greedy"][2]);
   EXPECT_EQ(tokens({"-tp", "2", "--quantization", "compressed-tensors"}), golden["greedy"][2]);
@@ -168,30 +184,15 @@ TEST(ModelsCommand, RepoIdsRunFromTheHuggingFaceCache) {
 
   std::ifstream in(fixture / "golden.json");
   const auto golden = nlohmann::json::parse(in);
-  std::string prompt;
-  for (const auto& id : golden["prompts"][1]) {
-    if (!prompt.empty()) prompt += ',';
-    prompt += std::to_string(id.get<int>());
-  }
+  const std::string prompt = id_list(golden["prompts"][1]);
   const auto run = [&](const std::vector<std::string>& extra) {
-    std::vector<std::string> args = {"generate",     "--json",
-                                     "--dtype",      "float32",
-                                     "--max-tokens", "8",
-                                     "--ignore-eos", "--prompt-token-ids",
-                                     prompt,         "--kv-cache-memory",
-                                     "16MiB"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return run_command(CTXPAR_BINARY, args);
+    return greedy_json(prompt, extra);
   };
-  const auto tokens = [&](const CommandResult& c) {
-    EXPECT_EQ(c.exit_status, 0) << c.err;
-    return c.exit_status == 0 ? nlohmann::json::parse(c.out)["requests"][0]["output_token_ids"]
-                              : nlohmann::json();
-  };
-  EXPECT_EQ(tokens(run({"--model", "RedHatAI/tiny-qwen3-fp8", "--download-dir", cache.string()})),
-            golden["greedy"][1]);
+  EXPECT_EQ(
+      output_tokens(run({"--model", "RedHatAI/tiny-qwen3-fp8", "--download-dir", cache.string()})),
+      golden["greedy"][1]);
   ::setenv("HF_HUB_CACHE", cache.c_str(), 1);
-  EXPECT_EQ(tokens(run({"--model", "RedHatAI/tiny-qwen3-fp8", "--revision", "v1"})),
+  EXPECT_EQ(output_tokens(run({"--model", "RedHatAI/tiny-qwen3-fp8", "--revision", "v1"})),
             golden["greedy"][1]);
   const CommandResult missing = run({"--model", "RedHatAI/tiny-qwen3-fp9"});
   ::unsetenv("HF_HUB_CACHE");
@@ -214,31 +215,18 @@ TEST(ModelsCommand, HfOverridesExtendTheContextWithYarn) {
   const std::string yarn = R"({"rope_scaling": {"rope_type": "yarn", "factor": 2.0,)"
                            R"( "original_max_position_embeddings": 256}})";
   const auto run = [&](const std::vector<std::string>& extra) {
-    std::vector<std::string> args = {"generate",     "--json",
-                                     "--model",      fixture,
-                                     "--dtype",      "float32",
-                                     "--max-tokens", "4",
-                                     "--ignore-eos", "--max-model-len",
-                                     "512",          "--prompt-token-ids",
-                                     prompt,         "--kv-cache-memory",
-                                     "16MiB"};
+    std::vector<std::string> args = {"--model", fixture, "--max-model-len", "512"};
     args.insert(args.end(), extra.begin(), extra.end());
-    return run_command(CTXPAR_BINARY, args);
+    return greedy_json(prompt, args);
   };
   const CommandResult refused = run({});
   EXPECT_EQ(refused.exit_status, 2);
   EXPECT_NE(refused.err.find("exceeds the 256 tokens the model supports"), std::string::npos)
       << refused.err;
   EXPECT_NE(refused.err.find("--hf-overrides"), std::string::npos) << refused.err;
-  const CommandResult one = run({"--hf-overrides", yarn});
-  const CommandResult two = run({"--hf-overrides", yarn, "-tp", "2"});
-  ASSERT_EQ(one.exit_status, 0) << one.err;
-  ASSERT_EQ(two.exit_status, 0) << two.err;
-  const auto tokens = [](const CommandResult& c) {
-    return nlohmann::json::parse(c.out)["requests"][0]["output_token_ids"];
-  };
-  EXPECT_EQ(tokens(one).size(), 4u);
-  EXPECT_EQ(tokens(one), tokens(two));
+  const nlohmann::json one = output_tokens(run({"--hf-overrides", yarn}));
+  EXPECT_EQ(one.size(), 8u);
+  EXPECT_EQ(output_tokens(run({"--hf-overrides", yarn, "-tp", "2"})), one);
 }
 
 }  // namespace

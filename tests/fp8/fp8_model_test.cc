@@ -34,16 +34,9 @@
 namespace ctxpar::model {
 namespace {
 
-const std::string kFp8Fixture = std::string(CTXPAR_FIXTURES_DIR) + "/tiny-glm5-fp8-fixture";
+using testing::error_of;
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+const std::string kFp8Fixture = std::string(CTXPAR_FIXTURES_DIR) + "/tiny-glm5-fp8-fixture";
 
 TEST(Fp8Checkpoint, FixtureLinearsStayFp8InMemory) {
   const ModelConfig config = load_model_config(kFp8Fixture + "/config.json");

@@ -16,18 +16,10 @@
 namespace ctxpar::model {
 namespace {
 
+using testing::error_of;
 using testing::random_tensor;
 using testing::same_bytes;
 using testing::uniform_int;
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
 
 // A small random "model": names like an HF Llama, odd sizes, bf16 and f32 mixed.
 std::vector<std::pair<std::string, Tensor>> random_model(std::mt19937_64& rng) {

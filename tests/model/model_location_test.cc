@@ -22,6 +22,7 @@ namespace ctxpar::model {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::error_of;
 using testing::TempDir;
 
 // Sets an environment variable for the scope, then restores it.
@@ -53,15 +54,6 @@ class ScopedEnv {
 void write(const fs::path& file, const std::string& text) {
   fs::create_directories(file.parent_path());
   std::ofstream(file) << text;
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 std::string random_hex(std::mt19937& rng, int n) {

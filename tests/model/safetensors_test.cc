@@ -14,6 +14,7 @@ namespace ctxpar::model {
 namespace {
 
 using nlohmann::json;
+using testing::error_of;
 using testing::random_tensor;
 using testing::same_bytes;
 using testing::uniform_int;
@@ -23,15 +24,6 @@ constexpr DType kAllDtypes[] = {DType::kF32, DType::kBF16, DType::kF16, DType::k
 
 bool is_float(DType d) {
   return d == DType::kF32 || d == DType::kBF16 || d == DType::kF16;
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 // A file's bytes from a header object and a data region, as the format lays them out.

@@ -9,9 +9,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <string>
 
+#include "ctxpar/core/error.h"
 #include "ctxpar/core/tensor.h"
 
 namespace ctxpar::model::testing {
@@ -38,6 +40,16 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// The message of the ctxpar::Error that fn throws, or "" when it throws none.
+inline std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 // A random seed, printed with every failure in the enclosing scope.
 inline uint32_t fresh_seed() {
