@@ -70,7 +70,13 @@ class SchemaGen:
                 s[rng.choice(["maximum", "exclusiveMaximum"])] = lo + rng.randint(2, 200)
             return s
         if k == "number":
-            return {"type": "number"}
+            s = {"type": "number"}
+            if rng.random() < 0.5:
+                s[rng.choice(["minimum", "exclusiveMinimum"])] = rng.choice([-5, 0, 0.5, 2.25])
+            if rng.random() < 0.5:
+                lo = s.get("minimum", s.get("exclusiveMinimum", -10))
+                s[rng.choice(["maximum", "exclusiveMaximum"])] = lo + rng.choice([0.5, 1, 7.75])
+            return s
         if k == "boolean":
             return {"type": "boolean"}
         if k == "null":
@@ -164,7 +170,13 @@ class ValueGen:
             hi = s.get("maximum", s.get("exclusiveMaximum", 1000) - 1)
             return rng.randint(lo, hi)
         if t == "number":
-            return rng.choice([0.5, -2.25, 1e5, -0.0, 3, 1e-7, 123456.789])
+            lo = s.get("minimum", s.get("exclusiveMinimum"))
+            hi = s.get("maximum", s.get("exclusiveMaximum"))
+            if lo is None and hi is None:
+                return rng.choice([0.5, -2.25, 1e5, -0.0, 3, 1e-7, 123456.789])
+            lo = hi - 10 if lo is None else lo
+            hi = lo + 10 if hi is None else hi
+            return round(rng.uniform(lo, hi), rng.randint(0, 3))
         if t == "boolean":
             return rng.choice([True, False])
         if t == "null":
@@ -241,6 +253,11 @@ def canonical(root, s, v):
         return True
     if isinstance(v, float) and types == ["integer"]:
         return False
+    bounds = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and "number" in types and \
+            any(b in s for b in bounds):
+        text = json.dumps(v)  # bounded numbers are written without exponent, <= 18 digits
+        return "e" not in text and sum(c.isdigit() for c in text) <= 18
     return True
 
 

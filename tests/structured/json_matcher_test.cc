@@ -91,6 +91,32 @@ TEST(JsonMatcher, Numbers) {
   EXPECT_FALSE(accepts(negative, "-0"));
 }
 
+TEST(JsonMatcher, BoundedNumbers) {
+  // Bounds make a decimal without exponent; the end is checked as Python's float compares.
+  const char* non_negative = R"({"type": "number", "minimum": 0})";
+  for (const char* ok : {"0", "-0", "0.5", "12.25", "-0.0", "100"}) {
+    EXPECT_TRUE(accepts(non_negative, ok)) << ok;
+  }
+  for (const char* bad : {"-0.5", "-1", "1e5", "-0.01"}) {
+    EXPECT_FALSE(accepts(non_negative, bad)) << bad;
+  }
+  const char* open = R"({"type": "number", "exclusiveMinimum": 0, "maximum": 1.5})";
+  for (const char* ok : {"0.1", "1.5", "1", "1.50", "0.000001"})
+    EXPECT_TRUE(accepts(open, ok)) << ok;
+  for (const char* bad : {"0", "-0", "0.0", "1.51", "2", "-0.1"}) {
+    EXPECT_FALSE(accepts(open, bad)) << bad;
+  }
+  // Prefixes no digit can bring into range are refused at once.
+  const auto a = automaton_of(open);
+  JsonMatcher m(a);
+  EXPECT_FALSE(m.accept("-"));  // (-inf, 0] misses (0, 1.5]
+  EXPECT_FALSE(m.accept("2"));  // [2, 3), [20, 30), ...
+  EXPECT_TRUE(m.accept("1."));
+  EXPECT_FALSE(m.accept("6"));  // 1.6 > 1.5
+  EXPECT_TRUE(m.accept("4"));
+  EXPECT_TRUE(m.can_end());
+}
+
 TEST(JsonMatcher, Utf8SplitAcrossTokens) {
   JsonMatcher m(automaton_of(kString));
   EXPECT_TRUE(m.accept("\"a\xE4"));

@@ -47,8 +47,14 @@ struct StringNode {
 
 struct NumberNode {
   bool integer = false;
-  // Integers only: inclusive bounds (exclusive ones are folded in).
+  // Integers: inclusive bounds (exclusive ones are folded in).
   std::optional<int64_t> minimum, maximum;
+  // Numbers: bounds as doubles (Python's floats, which jsonschema compares), each inclusive or
+  // exclusive. A bounded number is written without an exponent, in at most kMaxRealDigits
+  // digits (as xgrammar's range grammars have no exponent either).
+  std::optional<double> lower, upper;
+  bool lower_exclusive = false, upper_exclusive = false;
+  static constexpr int32_t kMaxRealDigits = 18;
 };
 
 struct Node {

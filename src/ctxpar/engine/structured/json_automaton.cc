@@ -1,8 +1,12 @@
 #include "ctxpar/engine/structured/json_automaton.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <optional>
+#include <string>
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/engine/structured/string_scan.h"
@@ -83,16 +87,89 @@ bool integer_in_bounds(const NumberNode& n, bool negative, int64_t mag) {
   return (!n.minimum || v >= *n.minimum) && (!n.maximum || v <= *n.maximum);
 }
 
+bool bounded(const NumberNode& n) {
+  return n.minimum.has_value() || n.maximum.has_value();
+}
+
+bool real_bounded(const NumberNode& n) {
+  return !n.integer && (n.lower.has_value() || n.upper.has_value());
+}
+
+// A bounded real's text so far is a sign, digits whose value is `mantissa` and `scale` of them
+// after the point: the double Python's float() makes of it (scale < 0: trailing zeros).
+double decimal(bool negative, int64_t mantissa, int32_t scale) {
+  const std::string text = fmt::format("{}{}e{}", negative ? "-" : "", mantissa, -scale);
+  return std::strtod(text.c_str(), nullptr);
+}
+
+bool real_in_bounds(const NumberNode& n, double v) {
+  if (n.lower && (n.lower_exclusive ? !(v > *n.lower) : !(v >= *n.lower))) return false;
+  if (n.upper && (n.upper_exclusive ? !(v < *n.upper) : !(v <= *n.upper))) return false;
+  return true;
+}
+
+// Whether the values from a to b (each end reached or only approached) meet the bounds.
+bool meets(const NumberNode& n, double a, bool a_in, double b, bool b_in) {
+  double lo = a;
+  bool lo_in = a_in;
+  if (n.lower && (*n.lower > lo || (*n.lower == lo && n.lower_exclusive))) {
+    lo = *n.lower;
+    lo_in = !n.lower_exclusive;
+  }
+  double hi = b;
+  bool hi_in = b_in;
+  if (n.upper && (*n.upper < hi || (*n.upper == hi && n.upper_exclusive))) {
+    hi = *n.upper;
+    hi_in = !n.upper_exclusive;
+  }
+  return lo < hi || (lo == hi && lo_in && hi_in);
+}
+
+// Whether a bounded real whose text so far is `f` (in `phase`) can still end inside the
+// bounds. The magnitudes its completions reach: [m, m + 1) * 10^-scale after the point or a
+// fraction digit, the union over more integer digits k of [m, m + 1) * 10^k in the integer
+// part, [0, 1) after a leading 0; negated after a '-'. A lone '-' reaches (-inf, 0] (0 as -0).
+bool real_viable(const NumberNode& n, const Frame& f, uint8_t phase) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const auto span = [&](double a, double b) {  // magnitudes [a, b)
+    return f.negative ? meets(n, -b, false, -a, true) : meets(n, a, true, b, false);
+  };
+  if (phase == kNumMinus) return meets(n, -kInf, false, 0.0, true);
+  if (f.pos > NumberNode::kMaxRealDigits) return false;
+  if (f.pos >= NumberNode::kMaxRealDigits - 1) {
+    // One digit at most left: the completions themselves, checked as their doubles (an
+    // interval's ends would round together there and promise values no text reaches).
+    const bool whole = phase == kNumZero || phase == kNumInt || phase == kNumFrac;
+    if (whole && real_in_bounds(n, decimal(f.negative, f.value, f.count))) return true;
+    if (f.pos == NumberNode::kMaxRealDigits) return false;
+    for (int64_t d = 0; d <= 9; ++d) {
+      const int64_t m = f.value * 10 + d;
+      if (phase == kNumInt && real_in_bounds(n, decimal(f.negative, m, f.count))) return true;
+      if (phase != kNumMinus && real_in_bounds(n, decimal(f.negative, m, f.count + 1))) {
+        return true;  // after the point (kNumInt / kNumZero: a '.' first)
+      }
+    }
+    return false;
+  }
+  if (phase == kNumZero) return span(0.0, 1.0);
+  if (phase == kNumDot || phase == kNumFrac) {
+    return span(decimal(false, f.value, f.count), decimal(false, f.value + 1, f.count));
+  }
+  for (int32_t k = 0; f.pos + k <= NumberNode::kMaxRealDigits; ++k) {  // kNumInt
+    if (span(decimal(false, f.value, -k), decimal(false, f.value + 1, -k))) return true;
+  }
+  return false;
+}
+
 bool number_complete(const Frame& f, const NumberNode& n) {
   const bool done =
       f.phase == kNumZero || f.phase == kNumInt || f.phase == kNumFrac || f.phase == kNumExp;
   if (!done) return false;
   if (n.integer && (n.minimum || n.maximum)) return integer_in_bounds(n, f.negative, f.value);
+  if (!n.integer && (n.lower || n.upper)) {
+    return f.phase != kNumExp && real_in_bounds(n, decimal(f.negative, f.value, f.count));
+  }
   return true;
-}
-
-bool bounded(const NumberNode& n) {
-  return n.minimum.has_value() || n.maximum.has_value();
 }
 
 // Objects: whether declared property p may be the next key.
@@ -207,7 +284,56 @@ Stepped step_string(const StringNode& n, Frame& f, uint8_t b) {
   }
 }
 
+Stepped step_bounded_real(const NumberNode& n, Frame& f, uint8_t b) {
+  const auto take = [&](uint8_t phase, bool is_digit_byte, bool fraction) -> Stepped {
+    Frame next = f;
+    next.phase = phase;
+    if (is_digit_byte) {
+      next.value = next.value * 10 + (b - '0');
+      ++next.pos;
+      if (fraction) ++next.count;
+    }
+    if (!real_viable(n, next, phase)) return {Step::kReject};
+    f = next;
+    return {Step::kConsumed};
+  };
+  const auto end = [&]() -> Stepped {
+    const bool whole = f.phase == kNumZero || f.phase == kNumInt || f.phase == kNumFrac;
+    return {whole && real_in_bounds(n, decimal(f.negative, f.value, f.count)) ? Step::kDoneRefeed
+                                                                              : Step::kReject};
+  };
+  switch (f.phase) {
+    case kNumStart:
+      if (b == '-') {
+        f.negative = true;
+        if (!real_viable(n, f, kNumMinus)) return {Step::kReject};
+        f.phase = kNumMinus;
+        return {Step::kConsumed};
+      }
+      [[fallthrough]];
+    case kNumMinus:
+      if (b == '0') return take(kNumZero, true, false);
+      if (b >= '1' && b <= '9') return take(kNumInt, true, false);
+      return {Step::kReject};
+    case kNumZero:
+    case kNumInt:
+      if (is_digit(b))
+        return f.phase == kNumZero ? Stepped{Step::kReject} : take(kNumInt, true, false);
+      if (b == '.') return take(kNumDot, false, false);
+      return end();
+    case kNumDot:
+      if (!is_digit(b)) return {Step::kReject};
+      return take(kNumFrac, true, true);
+    case kNumFrac:
+      if (is_digit(b)) return take(kNumFrac, true, true);
+      return end();
+    default:
+      return {Step::kReject};
+  }
+}
+
 Stepped step_number(const NumberNode& n, Frame& f, uint8_t b) {
+  if (real_bounded(n)) return step_bounded_real(n, f, b);
   const auto digit = [&](bool zero) {
     if (bounded(n)) {
       f.value = f.value * 10 + (b - '0');

@@ -312,12 +312,11 @@ class Compiler {
       if (!s.contains(key)) continue;
       const json& v = s.at(key);
       if (!v.is_number()) fail(path, fmt::format("`{}` must be a number, got {}", key, v.dump()));
-      if (!n.integer) {
-        fail(path, fmt::format("`{}` on a \"number\" is not supported by ctxpar's structured "
-                               "outputs (it is on an \"integer\")",
-                               key));
-      }
       const double d = v.get<double>();
+      if (!n.integer) {
+        real_bound(n, key, d);
+        continue;
+      }
       if (!(std::abs(d) < 9.0e18))
         fail(path, fmt::format("`{}` {} is out of range", key, v.dump()));
       const std::string k = key;
@@ -333,6 +332,23 @@ class Compiler {
     }
     if (n.minimum && n.maximum && *n.minimum > *n.maximum) {
       fail(path, "no integer lies between the bounds");
+    }
+    if (n.lower && n.upper &&
+        (*n.lower > *n.upper ||
+         (*n.lower == *n.upper && (n.lower_exclusive || n.upper_exclusive)))) {
+      fail(path, "no number lies between the bounds");
+    }
+  }
+
+  // The tighter of a number's bound so far and `key` = d (on a tie the exclusive one).
+  static void real_bound(NumberNode& n, const std::string& key, double d) {
+    const bool exclusive = key.rfind("exclusive", 0) == 0;
+    const bool lower = key == "minimum" || key == "exclusiveMinimum";
+    std::optional<double>& bound = lower ? n.lower : n.upper;
+    bool& bound_exclusive = lower ? n.lower_exclusive : n.upper_exclusive;
+    if (!bound || (lower ? d > *bound : d < *bound) || (d == *bound && exclusive)) {
+      bound = d;
+      bound_exclusive = exclusive;
     }
   }
 

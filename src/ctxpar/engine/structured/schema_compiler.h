@@ -13,7 +13,8 @@
 // Supported keywords: type (string or list), properties, required, additionalProperties,
 // items, prefixItems, minItems, maxItems, enum, const, anyOf, oneOf, allOf with one schema,
 // $ref to a local JSON pointer ("#", "#/$defs/X", "#/definitions/X", ...), $defs / definitions,
-// minLength, maxLength, and minimum / maximum / exclusiveMinimum / exclusiveMaximum on integers.
+// minLength, maxLength, and minimum / maximum / exclusiveMinimum / exclusiveMaximum (on a
+// "number" they make it a decimal without exponent of at most 18 digits).
 // Annotations (title, description, default, examples, $schema, $id, $comment, deprecated,
 // readOnly, writeOnly) are ignored. Any other keyword is refused, never ignored.
 #pragma once
