@@ -65,23 +65,30 @@ class CallListReader {
     if (s_.find('\0') != npos) throw NotCalls{};  // "source code cannot contain null bytes"
     expect('[');
     std::vector<ToolCall> out;
-    for (;;) {
-      skip();
-      if (at(']')) break;
-      out.push_back(call());
-      skip();
-      if (at(',')) {
-        ++i_;
-        continue;
-      }
-      if (!at(']')) throw NotCalls{};
-    }
-    ++i_;
+    items(']', [&] { out.push_back(call()); });
     end_of_module();
     return out;
   }
 
  private:
+  // Comma-separated items up to `close` (a trailing comma allowed), then past it: `item` reads
+  // one item where the next non-space character is not `close`.
+  template <class Item>
+  void items(char close, Item item) {
+    for (;;) {
+      skip();
+      if (at(close)) break;
+      item();
+      skip();
+      if (at(',')) {
+        ++i_;
+        continue;
+      }
+      if (!at(close)) throw NotCalls{};
+    }
+    ++i_;
+  }
+
   bool at(char c) const { return i_ < s_.size() && s_[i_] == c; }
   void expect(char c) {
     if (!at(c)) throw NotCalls{};
@@ -172,9 +179,7 @@ class CallListReader {
     expect('(');
     ordered_json args = ordered_json::object();
     bool keyword_seen = false;
-    for (;;) {
-      skip();
-      if (at(')')) break;
+    items(')', [&] {
       if (s_.substr(i_, 2) == "**") {  // keyword None: json.dumps writes it "null"
         i_ += 2;
         args["null"] = value().json;
@@ -187,14 +192,7 @@ class CallListReader {
         if (keyword_seen) throw NotCalls{};
         positional();
       }
-      skip();
-      if (at(',')) {
-        ++i_;
-        continue;
-      }
-      if (!at(')')) throw NotCalls{};
-    }
-    ++i_;
+    });
     if (!dumpable(args)) throw NotCalls{};  // json.dumps raises TypeError
     return ToolCall{"chatcmpl-tool-" + random_hex(32), name, python_json_text(args)};
   }
@@ -271,18 +269,7 @@ class CallListReader {
   Value list() {
     ++i_;
     Value v{ordered_json::array()};
-    for (;;) {
-      skip();
-      if (at(']')) break;
-      v.json.push_back(value().json);
-      skip();
-      if (at(',')) {
-        ++i_;
-        continue;
-      }
-      if (!at(']')) throw NotCalls{};
-    }
-    ++i_;
+    items(']', [&] { v.json.push_back(value().json); });
     return v;
   }
 
@@ -291,9 +278,7 @@ class CallListReader {
     Value v{ordered_json::object()};
     std::map<std::string, std::string> key_text_of;  // key_id → the first key's text
     bool keys_dumpable = true;
-    for (;;) {
-      skip();
-      if (at('}')) break;
+    items('}', [&] {
       const Value key = value();
       if (!key.constant) throw NotCalls{};  // "Dict tool call arguments must have literal keys"
       skip();
@@ -301,14 +286,7 @@ class CallListReader {
       keys_dumpable = keys_dumpable && !key.json.is_binary();
       const auto [it, added] = key_text_of.emplace(key.key_id, key.key_text);
       v.json[it->second] = value().json;
-      skip();
-      if (at(',')) {
-        ++i_;
-        continue;
-      }
-      if (!at('}')) throw NotCalls{};
-    }
-    ++i_;
+    });
     if (!keys_dumpable) return undumpable("");  // "keys must be str, int, float, bool or None"
     return v;
   }
