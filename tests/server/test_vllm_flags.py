@@ -1,7 +1,7 @@
 """vLLM serve flags a pasted recipe line carries, through the real server and the openai client:
 a Hugging Face repo id served from the hub cache (named by the id in /v1/models), and
 --generation-config / --override-generation-config setting requests' defaults (max_new_tokens
-caps a chat request that gives no max, from a directory, over none with `vllm`, or overridden)."""
+caps every request, as vLLM's, from a directory, over none with `vllm`, or overridden)."""
 
 import json
 import os
@@ -18,14 +18,21 @@ SMALL = ["--max-model-len", "256", "--kv-cache-memory", "8MiB", "--dtype", "floa
          "--threads-per-rank", "1"]
 
 
-def chat_tokens(server, rng):
-    """completion_tokens of one chat request that gives no max_tokens (EOS ignored)."""
+def chat_tokens(server, rng, **max_tokens):
+    """completion_tokens of one chat request (EOS ignored), by default with no max_tokens."""
     client = fx.openai_client(server)
     r = client.chat.completions.create(
         model=server.model_name,
         messages=[{"role": "user", "content": "".join(rng.choice("abcdef ") for _ in range(9))}],
-        temperature=0, extra_body={"ignore_eos": True})
+        temperature=0, extra_body={"ignore_eos": True}, **max_tokens)
     return r.usage.completion_tokens, r.choices[0].finish_reason
+
+
+def completion_tokens(server, max_tokens):
+    r = fx.openai_client(server).completions.create(
+        model=server.model_name, prompt="abc", max_tokens=max_tokens, temperature=0,
+        extra_body={"ignore_eos": True})
+    return r.usage.completion_tokens
 
 
 class ServedFromTheHubCache(unittest.TestCase):
@@ -81,6 +88,14 @@ class GenerationConfigFlags(unittest.TestCase):
                 json.dumps({"max_new_tokens": cap, "temperature": 0.0}))
             server = self.serve("--generation-config", d)
             self.assertEqual(chat_tokens(server, rng), (cap, "length"))
+            # max_new_tokens caps every request, as vLLM's get_max_tokens: a larger max_tokens
+            # gets the cap, a smaller one its own; completions' default 16 too.
+            self.assertEqual(chat_tokens(server, rng, max_tokens=cap + 5), (cap, "length"))
+            self.assertEqual(chat_tokens(server, rng, max_completion_tokens=cap + 5),
+                             (cap, "length"))
+            self.assertEqual(chat_tokens(server, rng, max_tokens=1), (1, "length"))
+            self.assertEqual(completion_tokens(server, cap + 3), cap)
+            self.assertEqual(completion_tokens(server, None), cap)
             over = rng.randint(2, 9)
             server = self.serve("--generation-config", d, "--override-generation-config",
                                 json.dumps({"max_new_tokens": over, "do_sample": False}))

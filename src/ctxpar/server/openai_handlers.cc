@@ -3,9 +3,11 @@
 #include <httplib.h>
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <random>
+#include <span>
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/server/api_error.h"
@@ -215,10 +217,22 @@ void OpenAiServer::Handlers::constrain(const std::string& body, bool chat,
   plan.forced_tools = c.tools;
   plan.forced_tool_name = c.tool_name;
   if (!c.automaton) return;
+  // A thinking model reasons first, unconstrained; the grammar starts after its </think>.
+  std::vector<int32_t> after;
+  if (chat && plan.reasoning_parser != ReasoningParser::kNone) {
+    constexpr size_t kTailTokens = 32;  // the prompt's end decides (reasoning_parser.h)
+    const std::vector<int32_t>& prompt = plan.prompts[0];
+    const size_t n = std::min(prompt.size(), kTailTokens);
+    const ReasoningSplit split(
+        plan.reasoning_parser, plan.thinking,
+        tokenizer_.decode(std::span<const int32_t>(prompt).subspan(prompt.size() - n), false));
+    if (split.reasoning_first()) after = tokenizer_.encode("</think>", false);
+  }
   const auto vocabulary = token_vocabulary();
   for (ChoiceRequest& choice : plan.choices) {
     choice.params.structured_output = c.automaton;
     choice.params.token_vocabulary = vocabulary;
+    choice.params.structured_output_after = after;
   }
 }
 
@@ -235,6 +249,10 @@ void add_choices(GenerationPlan& plan, const SamplingRequest& r, const ServerOpt
     engine::SamplingParams params = r.params;
     params.eos_token_ids = options.eos_token_ids;
     params.max_tokens = resolve_max_tokens(r.max_tokens, len, max_model_len, max_tokens_param);
+    // generation_config's max_new_tokens is a server-wide cap: vLLM's get_max_tokens takes the
+    // least of it, the request's and what the context leaves.
+    if (options.defaults.max_tokens)
+      params.max_tokens = std::min(params.max_tokens, *options.defaults.max_tokens);
     if (const auto problem = params.problem()) throw bad_request(*problem, "max_tokens");
     for (int32_t k = 0; k < r.n; ++k) {
       ChoiceRequest c{.prompt_index = p, .prompt_token_ids = plan.prompts[p], .params = params};

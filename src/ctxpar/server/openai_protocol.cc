@@ -234,7 +234,7 @@ CompletionRequest parse_completion_request(const json& body, const GenerationDef
   CompletionRequest r;
   parse_sampling(f, defaults, r);
   // vLLM's default of 16 (a null max_tokens means the default too); generation_config's
-  // max_new_tokens is the default of chat requests only, which have none of their own.
+  // max_new_tokens caps it later (add_choices), as every request's.
   r.max_tokens = f.integer("max_tokens").value_or(16);
   if (const auto logprobs = f.int32("logprobs")) {
     if (*logprobs == -1) {
@@ -290,10 +290,10 @@ ChatRequest parse_chat_request(const json& body, const GenerationDefaults& defau
   const Fields f(body);
   ChatRequest r;
   parse_sampling(f, defaults, r);
-  // max_completion_tokens, else the deprecated max_tokens; none: what the context leaves.
+  // max_completion_tokens, else the deprecated max_tokens; none: what the context leaves (and
+  // generation_config's max_new_tokens caps either, in add_choices).
   r.max_tokens = f.integer("max_completion_tokens");
   if (!r.max_tokens) r.max_tokens = f.integer("max_tokens");
-  if (!r.max_tokens) r.max_tokens = defaults.max_tokens;
   if (r.max_tokens && *r.max_tokens < 1) {
     throw bad_request(fmt::format("max_tokens must be at least 1, got {}.", *r.max_tokens),
                       f.given("max_completion_tokens") ? "max_completion_tokens" : "max_tokens");

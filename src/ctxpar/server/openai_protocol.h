@@ -22,7 +22,7 @@ namespace ctxpar::server {
 struct GenerationDefaults {
   std::optional<float> temperature, top_p, min_p, repetition_penalty;
   std::optional<int32_t> top_k;
-  std::optional<int64_t> max_tokens;  // max_new_tokens: chat requests without a max
+  std::optional<int64_t> max_tokens;  // max_new_tokens: a cap on every request (vLLM's)
 };
 
 // What both endpoints take.
