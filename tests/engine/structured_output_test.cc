@@ -68,6 +68,28 @@ TEST(StructuredOutput, StateIsRebuiltFromOutputs) {
   EXPECT_FALSE(structured::mask_allows(m, kEos));
 }
 
+TEST(StructuredOutput, StartsAfterTheReasoning) {
+  SamplingParams p = params_for(R"({"type": "boolean"})");
+  p.structured_output_after = ids_of("</think>");
+  StructuredOutputState s(p);
+  s.sync(ids_of("<think>x</thi"));
+  EXPECT_FALSE(s.constrained());  // reasoning: anything goes
+  s.sync(ids_of("<think>x</think>"));
+  EXPECT_TRUE(s.constrained());
+  auto m = mask_of(s);
+  EXPECT_TRUE(structured::mask_allows(m, 't'));
+  EXPECT_FALSE(structured::mask_allows(m, '{'));
+  s.sync(ids_of("<think>x</think>tr"));
+  m = mask_of(s);
+  EXPECT_TRUE(structured::mask_allows(m, 'u'));
+  EXPECT_FALSE(structured::mask_allows(m, 't'));
+  StructuredOutputState rebuilt(p);  // from the outputs alone, marker included
+  rebuilt.sync(ids_of("<think>x</think>tr"));
+  EXPECT_EQ(mask_of(rebuilt), m);
+  s.sync(ids_of("<think>y"));  // not a continuation: back to waiting
+  EXPECT_FALSE(s.constrained());
+}
+
 TEST(StructuredOutput, WholeDocumentForcesEos) {
   const SamplingParams p = params_for(R"({"type": "boolean"})");
   StructuredOutputState s(p);

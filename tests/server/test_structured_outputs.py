@@ -265,6 +265,47 @@ class StructuredOutputs(unittest.TestCase):
             self.assertIn(needle, str(caught.exception))
 
 
+class StructuredOutputsAfterReasoning(unittest.TestCase):
+    """With --reasoning-parser the grammar applies after </think>, as vLLM's reasoning_ended:
+    a prompt that closed the thinking is constrained from the first token; an open one lets
+    the model reason (unconstrained) first."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = fx.Server(extra_args=["--reasoning-parser", "deepseek_r1"]).__enter__()
+        cls.client = fx.openai_client(cls.server)
+
+    @classmethod
+    def tearDownClass(cls):
+        fx.stop(cls.server)
+
+    def ask(self, prefill, **kwargs):
+        return self.client.chat.completions.create(
+            model=fx.MODEL, messages=[{"role": "user", "content": "data"},
+                                      {"role": "assistant", "content": prefill}],
+            temperature=1.0, seed=7,
+            extra_body={"continue_final_message": True, "add_generation_prompt": False,
+                        "structured_outputs": {"disable_any_whitespace": True}},
+            response_format={"type": "json_schema",
+                             "json_schema": {"name": "s", "schema": SCHEMAS[0]}},
+            **kwargs).choices[0]
+
+    def test_closed_thinking_is_constrained_from_the_start(self):
+        choice = self.ask("<think>done</think>", max_completion_tokens=200)
+        self.assertEqual(choice.finish_reason, "stop")
+        self.assertIsNone(getattr(choice.message, "reasoning", None))
+        jsonschema.validate(json.loads(choice.message.content), SCHEMAS[0])
+
+    def test_open_thinking_is_not_constrained(self):
+        # deepseek_r1: everything before </think> is reasoning; the random model never writes
+        # </think>, so the whole output is reasoning (and no grammar held it to JSON).
+        choice = self.ask("<think>", max_completion_tokens=30)
+        self.assertEqual(choice.finish_reason, "length")
+        self.assertIsNone(choice.message.content)
+        # Held to the schema it would have to start '{"' (compact form); free, it need not.
+        self.assertFalse(choice.message.reasoning.startswith('{"'), choice.message.reasoning)
+
+
 class StructuredOutputsUnderPreemption(unittest.TestCase):
     """A KV cache too small for the requests in flight: the scheduler preempts some by
     recompute, and their grammar state must follow them (it is rebuilt from their output

@@ -289,8 +289,9 @@ void OnlineEngine::step(Communicator& world, ModelRunner& runner) {
     row_of.emplace(e.request_id, static_cast<int64_t>(rows.size()));
     SamplingRow row{&r->sampling_params(), r->generator(), r->prompt_token_ids(),
                     r->output_token_ids()};
-    if (const auto& state = live_.at(e.request_id).structured) {
-      state->sync(r->output_token_ids());
+    const auto& state = live_.at(e.request_id).structured;
+    if (state) state->sync(r->output_token_ids());
+    if (state && state->constrained()) {
       masks.emplace_back(structured::mask_words(vocab));
       state->fill_mask(masks.back());
       row.allowed_tokens = masks.back();

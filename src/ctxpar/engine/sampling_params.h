@@ -60,6 +60,9 @@ struct SamplingParams {
   // token_vocabulary spells the model's tokens as bytes; both are shared and immutable.
   std::shared_ptr<const structured::JsonAutomaton> structured_output;
   std::shared_ptr<const structured::TokenVocabulary> token_vocabulary;
+  // Non-empty: the grammar applies only to the outputs after the first occurrence of these
+  // tokens (a thinking model's "</think>"; vLLM's reasoning_ended), and none before it.
+  std::vector<int32_t> structured_output_after;
 
   bool is_greedy() const { return temperature < kGreedyTemperature; }
   bool is_eos(int32_t token) const;

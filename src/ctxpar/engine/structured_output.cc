@@ -9,7 +9,9 @@ namespace ctxpar::engine {
 StructuredOutputState::StructuredOutputState(const SamplingParams& params)
     : vocabulary_(params.token_vocabulary),
       matcher_(params.structured_output),
-      masker_(*vocabulary_) {
+      masker_(*vocabulary_),
+      after_(params.structured_output_after),
+      start_(after_.empty() ? 0 : -1) {
   if (!params.ignore_eos) stops_ = params.eos_token_ids;
   stops_.insert(stops_.end(), params.stop_token_ids.begin(), params.stop_token_ids.end());
 }
@@ -21,10 +23,20 @@ void StructuredOutputState::sync(std::span<const int32_t> output) {
     matcher_.reset();
     seen_.clear();
     broken_ = false;
+    start_ = after_.empty() ? 0 : -1;
   }
   for (size_t i = seen_.size(); i < output.size(); ++i) {
     const int32_t t = output[i];
     seen_.push_back(t);
+    if (start_ < 0) {
+      // Waiting for the marker: does it end here?
+      if (seen_.size() >= after_.size() &&
+          std::equal(after_.begin(), after_.end(),
+                     seen_.end() - static_cast<ptrdiff_t>(after_.size()))) {
+        start_ = static_cast<int64_t>(seen_.size());
+      }
+      continue;
+    }
     if (broken_) continue;
     const auto& bytes = vocabulary_->bytes(t);
     if (!bytes || !matcher_.accept(*bytes)) broken_ = true;

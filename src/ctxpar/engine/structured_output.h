@@ -24,13 +24,18 @@ class StructuredOutputState {
   explicit StructuredOutputState(const SamplingParams& params);
 
   // Feeds the outputs not seen yet (all of them again when `output` does not extend what was
-  // seen). A token the grammar refuses (only a stop token, when masks were applied) leaves the
-  // state broken: from then on only stop tokens are allowed.
+  // seen); with structured_output_after, only those after its first occurrence. A token the
+  // grammar refuses (only a stop token, when masks were applied) leaves the state broken: from
+  // then on only stop tokens are allowed.
   void sync(std::span<const int32_t> output);
+
+  // Whether the next token is constrained (false while waiting for structured_output_after).
+  bool constrained() const { return start_ >= 0; }
 
   // mask: [mask_words(vocab)] for the model's `vocab` ids (>= the token vocabulary's size). The
   // tokens the grammar allows next, EOS and stop tokens once the document is whole; never
-  // empty: a broken state, or a whole document under min_tokens, allows the stop tokens.
+  // empty: a broken state, or a whole document under min_tokens, allows the stop tokens. Only
+  // when constrained().
   void fill_mask(std::span<uint32_t> mask);
 
   const structured::JsonMatcher& matcher() const { return matcher_; }
@@ -41,7 +46,9 @@ class StructuredOutputState {
   std::vector<int32_t> stops_;  // EOS (unless ignore_eos) and stop_token_ids
   structured::JsonMatcher matcher_;
   structured::TokenMasker masker_;
-  std::vector<int32_t> seen_;  // the outputs fed so far
+  std::vector<int32_t> after_;  // structured_output_after
+  std::vector<int32_t> seen_;   // the outputs synced so far
+  int64_t start_ = -1;          // index in seen_ of the first constrained output; -1: not yet
   bool broken_ = false;
 };
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <random>
+#include <span>
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/server/api_error.h"
@@ -216,10 +217,22 @@ void OpenAiServer::Handlers::constrain(const std::string& body, bool chat,
   plan.forced_tools = c.tools;
   plan.forced_tool_name = c.tool_name;
   if (!c.automaton) return;
+  // A thinking model reasons first, unconstrained; the grammar starts after its </think>.
+  std::vector<int32_t> after;
+  if (chat && plan.reasoning_parser != ReasoningParser::kNone) {
+    constexpr size_t kTailTokens = 32;  // the prompt's end decides (reasoning_parser.h)
+    const std::vector<int32_t>& prompt = plan.prompts[0];
+    const size_t n = std::min(prompt.size(), kTailTokens);
+    const ReasoningSplit split(
+        plan.reasoning_parser, plan.thinking,
+        tokenizer_.decode(std::span<const int32_t>(prompt).subspan(prompt.size() - n), false));
+    if (split.reasoning_first()) after = tokenizer_.encode("</think>", false);
+  }
   const auto vocabulary = token_vocabulary();
   for (ChoiceRequest& choice : plan.choices) {
     choice.params.structured_output = c.automaton;
     choice.params.token_vocabulary = vocabulary;
+    choice.params.structured_output_after = after;
   }
 }
 

@@ -54,6 +54,9 @@ class ReasoningSplit {
 
   // Whether the choice's message gets a `reasoning` field at all (a parser was chosen).
   bool enabled() const { return parser_ != ReasoningParser::kNone; }
+  // Whether the output begins with reasoning that </think> ends (structured outputs then apply
+  // only after it, as vLLM's reasoning_ended).
+  bool reasoning_first() const { return splits_ && !prompt_closed_; }
 
   // The whole output's split (non-streaming responses).
   Part whole(std::string_view text) const;
