@@ -84,6 +84,12 @@ TEST(JsonMatcher, Numbers) {
   EXPECT_FALSE(a->advance(a->initial(), '3', next));
   EXPECT_TRUE(a->advance(a->initial(), '1', next));
   EXPECT_FALSE(a->advance(a->initial(), '-', next));
+  // Far past int64: refused, never overflowing (UBSan watches the sanitizer build).
+  EXPECT_FALSE(accepts(bounded, "123456789012345678901234567890"));
+  EXPECT_FALSE(accepts(R"({"type": "integer", "minimum": 0})", "99999999999999999999"));
+  EXPECT_TRUE(accepts(R"({"type": "integer", "minimum": 0})", "9223372036854775807"));
+  EXPECT_FALSE(accepts(R"({"type": "number", "minimum": 0})", "1234567890123456789"));
+  EXPECT_TRUE(accepts(R"({"type": "number", "minimum": 0})", "123456789012345678"));
   const char* negative = R"({"type": "integer", "maximum": -5})";
   EXPECT_TRUE(accepts(negative, "-5"));
   EXPECT_TRUE(accepts(negative, "-123"));

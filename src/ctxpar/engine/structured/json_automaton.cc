@@ -289,6 +289,7 @@ Stepped step_bounded_real(const NumberNode& n, Frame& f, uint8_t b) {
     Frame next = f;
     next.phase = phase;
     if (is_digit_byte) {
+      if (next.pos >= NumberNode::kMaxRealDigits) return {Step::kReject};  // (and no overflow)
       next.value = next.value * 10 + (b - '0');
       ++next.pos;
       if (fraction) ++next.count;
@@ -336,6 +337,8 @@ Stepped step_number(const NumberNode& n, Frame& f, uint8_t b) {
   if (real_bounded(n)) return step_bounded_real(n, f, b);
   const auto digit = [&](bool zero) {
     if (bounded(n)) {
+      // Past int64 no bound can be met; refusing first keeps the product from overflowing.
+      if (f.value > (std::numeric_limits<int64_t>::max() - (b - '0')) / 10) return false;
       f.value = f.value * 10 + (b - '0');
       ++f.pos;
       if (!integer_viable(n, f.negative, f.pos, f.value, zero)) return false;
