@@ -78,6 +78,17 @@ def stream_chat(client, args):
     return content, [calls[i] for i in sorted(calls)], finish
 
 
+def chat_calls(client, args, stream):
+    """(content, calls as {id, name, arguments}, finish_reason) of one chat request, streamed
+    (the deltas added up) or not."""
+    if stream:
+        return stream_chat(client, args)
+    choice = client.chat.completions.create(**args).choices[0]
+    calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
+             for c in choice.message.tool_calls or []]
+    return choice.message.content, calls, choice.finish_reason
+
+
 class StructuredOutputs(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -176,14 +187,7 @@ class StructuredOutputs(unittest.TestCase):
             for _ in range(4):
                 args = self.chat(rng, tools=TOOLS, tool_choice="required")
                 args["temperature"] = 1.0
-                if stream:
-                    content, calls, finish = stream_chat(self.client, args)
-                else:
-                    choice = self.client.chat.completions.create(**args).choices[0]
-                    content, finish = choice.message.content, choice.finish_reason
-                    calls = [{"id": c.id, "name": c.function.name,
-                              "arguments": c.function.arguments}
-                             for c in choice.message.tool_calls or []]
+                content, calls, finish = chat_calls(self.client, args, stream)
                 self.assertEqual(content, "")
                 if finish == "length":
                     self.assertEqual(calls, [])
@@ -203,14 +207,7 @@ class StructuredOutputs(unittest.TestCase):
             for name in ("get_weather", "add"):
                 args = self.chat(rng, tools=TOOLS,
                                  tool_choice={"type": "function", "function": {"name": name}})
-                if stream:
-                    content, calls, finish = stream_chat(self.client, args)
-                else:
-                    choice = self.client.chat.completions.create(**args).choices[0]
-                    content, finish = choice.message.content, choice.finish_reason
-                    calls = [{"id": c.id, "name": c.function.name,
-                              "arguments": c.function.arguments}
-                             for c in choice.message.tool_calls or []]
+                content, calls, finish = chat_calls(self.client, args, stream)
                 self.assertEqual(finish, "stop")  # vLLM's for a named tool
                 self.assertEqual(content, "")
                 self.assertEqual([c["name"] for c in calls], [name])
