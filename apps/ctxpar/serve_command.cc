@@ -194,7 +194,7 @@ void run(ServeOptions& o) {
   o.server.defaults = defaults_of(sampling_defaults(o, tok.generation));
   o.server.eos_token_ids = tok.eos_token_ids;
   // Named as given: a repo id, not the cache directory it was found in (vLLM's names).
-  if (o.server.served_model_name.empty()) o.server.served_model_name = o.engine.config.model;
+  if (o.server.served_model_names.empty()) o.server.served_model_names = {o.engine.config.model};
   o.server.model_root = o.engine.config.model;
 
   // On every rank: the other ranks ignore the signals too (rank 0 stops them).
@@ -203,7 +203,7 @@ void run(ServeOptions& o) {
     server::OpenAiServer server(engine, *tok.tokenizer, *chat, o.server);
     const int port = server.bind();
     std::fprintf(stderr, "ctxpar serve: %s on http://%s:%d (T=%d N=%d), loading\n",
-                 o.server.served_model_name.c_str(), o.server.host.c_str(), port,
+                 o.server.served_model_names.front().c_str(), o.server.host.c_str(), port,
                  config.tensor_parallel_size, config.decode_context_parallel_size);
     std::atomic<bool> served{false}, load_failed{false};
     std::thread stopper(
@@ -238,8 +238,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--host", o->server.host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", o->server.port, "port to listen on (0: any free port)")
       ->capture_default_str();
-  cmd->add_option("--served-model-name", o->server.served_model_name,
-                  "the model name in the API (default: the model)");
+  cmd->add_option("--served-model-name", o->server.served_model_names,
+                  "the model's name(s) in the API: requests may use any, responses give the "
+                  "first (default: the model)");
   cmd->add_option("--api-key", o->server.api_key,
                   "require `Authorization: Bearer KEY` on /v1 routes");
   cmd->add_option("--chat-template", o->chat_template,

@@ -55,7 +55,7 @@ class Running {
   static ServerOptions options() {
     ServerOptions o;
     o.port = 0;
-    o.served_model_name = "tiny";
+    o.served_model_names = {"tiny"};
     return o;
   }
   engine::ChatPrompt chat_;

@@ -1,5 +1,6 @@
 """vLLM serve flags a pasted recipe line carries, through the real server and the openai client:
-a Hugging Face repo id served from the hub cache (named by the id in /v1/models), and
+a Hugging Face repo id served from the hub cache (named by the id in /v1/models), several
+--served-model-name values (any may be requested, responses give the first), and
 --generation-config / --override-generation-config setting requests' defaults (max_new_tokens
 caps every request, as vLLM's, from a directory, over none with `vllm`, or overridden)."""
 
@@ -71,6 +72,21 @@ class ServedFromTheHubCache(unittest.TestCase):
                 self.assertEqual(r.usage.completion_tokens, 4)
             finally:
                 fx.stop(server)
+
+
+class ServedModelNames(unittest.TestCase):
+    def test_every_name_is_served_and_responses_give_the_first(self):
+        server = fx.Server(["--served-model-name", "first", "second"], engine_args=SMALL).__enter__()
+        self.addCleanup(fx.stop, server)
+        client = fx.openai_client(server)
+        self.assertEqual([m.id for m in client.models.list().data], ["first", "second"])
+        for name in ("first", "second"):
+            r = client.completions.create(model=name, prompt="abc", max_tokens=2)
+            self.assertEqual(r.model, "first")
+        status, body, _ = server.request("POST", "/v1/completions",
+                                         {"model": "third", "prompt": "abc", "max_tokens": 2})
+        self.assertEqual(status, 404, body)
+        self.assertIn("third", body["error"]["message"])
 
 
 class GenerationConfigFlags(unittest.TestCase):

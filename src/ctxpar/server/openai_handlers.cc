@@ -148,7 +148,8 @@ void OpenAiServer::Handlers::check_serving() const {
 }
 
 void OpenAiServer::Handlers::check_model(const std::optional<std::string>& model) const {
-  if (model && !model->empty() && *model != options_.served_model_name) {
+  const std::vector<std::string>& names = options_.served_model_names;
+  if (model && !model->empty() && std::find(names.begin(), names.end(), *model) == names.end()) {
     throw model_not_found(*model);
   }
 }
@@ -277,7 +278,7 @@ void OpenAiServer::Handlers::completions(const httplib::Request& req, httplib::R
   plan->endpoint = Endpoint::kCompletion;
   plan->id = "cmpl-" + random_hex(32);
   plan->created = unix_now();
-  plan->model = options_.served_model_name;
+  plan->model = options_.served_model_names.at(0);
   plan->num_top_logprobs = r.logprobs.value_or(-1);
   for (const Prompt& p : r.prompts) {
     plan->prompts.push_back(prompt_tokens(p, r.add_special_tokens.value_or(true)));
@@ -301,7 +302,7 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
   plan->endpoint = Endpoint::kChat;
   plan->id = "chatcmpl-" + random_hex(32);
   plan->created = unix_now();
-  plan->model = options_.served_model_name;
+  plan->model = options_.served_model_names.at(0);
   plan->num_top_logprobs = r.logprobs ? r.top_logprobs.value_or(0) : -1;
   plan->reasoning_parser = options_.reasoning_parser;
   plan->thinking = thinking_requested(options_.reasoning_parser, r.chat_template_kwargs);
@@ -395,15 +396,18 @@ void OpenAiServer::Handlers::models(httplib::Response& res) const {
                            {"organization", "*"},
                            {"group", nullptr},
                            {"is_blocking", false}};
-  const json card = {{"id", options_.served_model_name},
+  json cards = json::array();
+  for (const std::string& name : options_.served_model_names) {
+    cards.push_back({{"id", name},
                      {"object", "model"},
                      {"created", created_},
                      {"owned_by", "vllm"},
                      {"root", options_.model_root},
                      {"parent", nullptr},
                      {"max_model_len", engine_.config().scheduler.max_model_len},
-                     {"permission", json::array({permission})}};
-  respond_json(res, {{"object", "list"}, {"data", json::array({card})}});
+                     {"permission", json::array({permission})}});
+  }
+  respond_json(res, {{"object", "list"}, {"data", cards}});
 }
 
 void OpenAiServer::Handlers::health(httplib::Response& res) const {

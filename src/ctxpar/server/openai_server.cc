@@ -63,7 +63,7 @@ OpenAiServer::OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokeni
                            const engine::ChatPrompt& chat, ServerOptions options)
     : engine_(engine),
       options_(std::move(options)),
-      metrics_(options_.served_model_name),
+      metrics_(options_.served_model_names.at(0)),
       text_tokenizer_(std::make_unique<ValidTextTokenizer>(tokenizer)),
       handlers_(
           std::make_unique<Handlers>(engine, *text_tokenizer_, chat, options_, metrics_, state_)),

@@ -35,10 +35,12 @@ namespace ctxpar::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8000;                // 0: any free port (bind() returns it)
-  std::string served_model_name;  // the model's id in requests and /v1/models
-  std::string model_root;         // /v1/models "root": where the model comes from
-  std::string api_key;            // empty: no authentication
+  int port = 8000;  // 0: any free port (bind() returns it)
+  // The model's ids (vLLM's --served-model-name A B ...): requests may name any, /v1/models
+  // lists them all, and responses and metrics carry the first.
+  std::vector<std::string> served_model_names;
+  std::string model_root;  // /v1/models "root": where the model comes from
+  std::string api_key;     // empty: no authentication
   size_t max_body_bytes = size_t{32} << 20;
   // HTTP worker threads; 0: 2 x max_num_seqs + 16. Each open stream holds one, so this must
   // exceed the streams served at once (running and waiting) plus the probes beside them.
