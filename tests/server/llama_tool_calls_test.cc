@@ -19,25 +19,21 @@
 namespace ctxpar::server {
 namespace {
 
+using test::expect_content;
+using test::expect_split;
+
 ToolCallSplit llama(std::string_view text) {
   return split_tool_calls(ToolCallParser::kLlama3Json, text, nullptr);
 }
 
 // Calls named `names` with arguments `args`, and null content.
+// The calls (names[k] with args[k]), with null content (llama3_json keeps no text).
 void expect_calls(const ToolCallSplit& got, const std::vector<std::string>& names,
                   const std::vector<std::string>& args) {
-  EXPECT_EQ(got.content, std::nullopt);
-  ASSERT_EQ(got.calls.size(), names.size());
-  for (size_t k = 0; k < names.size(); ++k) {
-    EXPECT_EQ(got.calls[k].name, names[k]) << k;
-    EXPECT_EQ(got.calls[k].arguments, args[k]) << k;
-    EXPECT_EQ(got.calls[k].id.rfind("chatcmpl-tool-", 0), 0u);
-  }
-}
-
-void expect_content(const ToolCallSplit& got, std::string_view text) {
-  EXPECT_TRUE(got.calls.empty()) << text;
-  EXPECT_EQ(got.content, std::string(text));
+  ASSERT_EQ(names.size(), args.size());
+  std::vector<std::pair<std::string, std::string>> calls;
+  for (size_t k = 0; k < names.size(); ++k) calls.emplace_back(names[k], args[k]);
+  expect_split(got, std::nullopt, calls);
 }
 
 TEST(LlamaToolCalls, VllmsCases) {

@@ -16,24 +16,17 @@
 namespace ctxpar::server {
 namespace {
 
+using test::expect_content;
+using test::expect_split;
+
 ToolCallSplit pythonic(std::string_view text) {
   return split_tool_calls(ToolCallParser::kPythonic, text, nullptr);
 }
 
+// The calls, with null content (pythonic keeps no text beside its list).
 void expect_calls(const ToolCallSplit& got,
                   const std::vector<std::pair<std::string, std::string>>& calls) {
-  EXPECT_EQ(got.content, std::nullopt);
-  ASSERT_EQ(got.calls.size(), calls.size());
-  for (size_t k = 0; k < calls.size(); ++k) {
-    EXPECT_EQ(got.calls[k].name, calls[k].first) << k;
-    EXPECT_EQ(got.calls[k].arguments, calls[k].second) << k;
-    EXPECT_EQ(got.calls[k].id.rfind("chatcmpl-tool-", 0), 0u);
-  }
-}
-
-void expect_content(const ToolCallSplit& got, std::string_view text) {
-  EXPECT_TRUE(got.calls.empty()) << text;
-  EXPECT_EQ(got.content, std::string(text));
+  expect_split(got, std::nullopt, calls);
 }
 
 const char* kSimple = "get_weather(city='San Francisco', metric='celsius')";

@@ -17,6 +17,9 @@
 namespace ctxpar::server {
 namespace {
 
+using test::expect_content;
+using test::expect_split;
+
 using nlohmann::json;
 
 // vLLM's fixture, and a tool with one parameter of each type.
@@ -46,22 +49,6 @@ std::string call(std::string_view name, std::string_view params) {
   return fmt::format("<tool_call>\n<function={}>\n{}</function>\n</tool_call>", name, params);
 }
 
-void expect_calls(const ToolCallSplit& got, const std::optional<std::string>& content,
-                  const std::vector<std::pair<std::string, std::string>>& calls) {
-  EXPECT_EQ(got.content, content);
-  ASSERT_EQ(got.calls.size(), calls.size());
-  for (size_t k = 0; k < calls.size(); ++k) {
-    EXPECT_EQ(got.calls[k].name, calls[k].first) << k;
-    EXPECT_EQ(got.calls[k].arguments, calls[k].second) << k;
-    EXPECT_EQ(got.calls[k].id.rfind("chatcmpl-tool-", 0), 0u);
-  }
-}
-
-void expect_content(const ToolCallSplit& got, std::string_view text) {
-  EXPECT_TRUE(got.calls.empty()) << text;
-  EXPECT_EQ(got.content, std::string(text));
-}
-
 const std::string kDallas =
     call("get_current_weather",
          param("city", "Dallas") + param("state", "TX") + param("unit", "fahrenheit"));
@@ -71,17 +58,17 @@ TEST(Qwen3CoderToolCalls, VllmsCases) {
   const std::nullopt_t null = std::nullopt;
   expect_content(qwen("This is a test response without any tool calls"),
                  "This is a test response without any tool calls");
-  expect_calls(qwen(kDallas), null, {{"get_current_weather", kDallasArgs}});
-  expect_calls(qwen("Sure! Let me check the weather for you." + kDallas),
+  expect_split(qwen(kDallas), null, {{"get_current_weather", kDallasArgs}});
+  expect_split(qwen("Sure! Let me check the weather for you." + kDallas),
                "Sure! Let me check the weather for you.", {{"get_current_weather", kDallasArgs}});
-  expect_calls(
+  expect_split(
       qwen(call("calculate_area", param("shape", "rectangle") +
                                       param("dimensions", "{\"width\": 10, \n \"height\": 20}") +
                                       param("precision", "2"))),
       null,
       {{"calculate_area",
         R"({"shape": "rectangle", "dimensions": {"width": 10, "height": 20}, "precision": 2})"}});
-  expect_calls(
+  expect_split(
       qwen(kDallas + "\n" +
            call("get_current_weather",
                 param("city", "Orlando") + param("state", "FL") + param("unit", "fahrenheit"))),
@@ -89,10 +76,10 @@ TEST(Qwen3CoderToolCalls, VllmsCases) {
       {{"get_current_weather", kDallasArgs},
        {"get_current_weather", R"({"city": "Orlando", "state": "FL", "unit": "fahrenheit"})"}});
   // No <tool_call> at all: the functions in the whole output.
-  expect_calls(qwen("<function=get_current_weather>\n" + param("city", "Dallas") +
+  expect_split(qwen("<function=get_current_weather>\n" + param("city", "Dallas") +
                     param("state", "TX") + "</function>"),
                null, {{"get_current_weather", R"({"city": "Dallas", "state": "TX"})"}});
-  expect_calls(
+  expect_split(
       qwen(call("test_types", param("int_param", "42") + param("float_param", "3.14") +
                                   param("bool_param", "true") + param("str_param", "hello world") +
                                   param("obj_param", R"({"key": "value"})"))),
@@ -104,25 +91,25 @@ TEST(Qwen3CoderToolCalls, VllmsCases) {
 TEST(Qwen3CoderToolCalls, TheRegexesEdges) {
   const std::nullopt_t null = std::nullopt;
   // A block left open at the end, and a parameter without </parameter>, still count.
-  expect_calls(qwen("<tool_call>\n<function=calculate_area>\n<parameter=precision>\n3\n"), null,
+  expect_split(qwen("<tool_call>\n<function=calculate_area>\n<parameter=precision>\n3\n"), null,
                {{"calculate_area", R"({"precision": 3})"}});
   // The next <parameter= or </function> ends a parameter, too.
-  expect_calls(qwen("<tool_call><function=f><parameter=a>1<parameter=b>2</function></tool_call>"),
+  expect_split(qwen("<tool_call><function=f><parameter=a>1<parameter=b>2</function></tool_call>"),
                null, {{"f", R"({"a": "1", "b": "2"})"}});
   // Names are as written; a repeated parameter takes its first place and the last value.
-  expect_calls(
+  expect_split(
       qwen(call(" f ", param("b", "1") + param("a", "2") + param("b", "3") + param(" a", "4"))),
       null, {{" f ", R"({"b": "3", "a": "2", " a": "4"})"}});
   // One leading and one trailing newline go; more stay.
-  expect_calls(qwen(call("f", param("s", "\n  x  \n"))), null, {{"f", R"({"s": "\n  x  \n"})"}});
+  expect_split(qwen(call("f", param("s", "\n  x  \n"))), null, {{"f", R"({"s": "\n  x  \n"})"}});
   // Several functions in one block; a function without '>' is skipped.
-  expect_calls(qwen("<tool_call><function=a></function><function=b</function><function=c>"
+  expect_split(qwen("<tool_call><function=a></function><function=b</function><function=c>"
                     "</function></tool_call>"),
                null, {{"a", "{}"}, {"c", "{}"}});
   // Content: up to the first <tool_call>, bare functions before it included; blank is null.
-  expect_calls(qwen("<function=x></function> then " + kDallas), "<function=x></function> then ",
+  expect_split(qwen("<function=x></function> then " + kDallas), "<function=x></function> then ",
                {{"get_current_weather", kDallasArgs}});
-  expect_calls(qwen(" \n\t" + kDallas), null, {{"get_current_weather", kDallasArgs}});
+  expect_split(qwen(" \n\t" + kDallas), null, {{"get_current_weather", kDallasArgs}});
   // No <function= anywhere, or only a block without one, or only functions without '>': content.
   for (const std::string& text : {std::string("<tool_call>\n</tool_call>"),
                                   std::string("<tool_call>{\"name\": \"f\"}</tool_call>"),

@@ -1,13 +1,15 @@
 // Shared by the tool-call parser tests: random text, a text streamed through a ToolCallStream
-// in random pieces, and the check that two lists of calls agree.
+// in random pieces, and the checks of a whole output's split and of two lists of calls.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ctxpar/server/tool_call_parser.h"
@@ -48,6 +50,25 @@ inline void expect_same_calls(const std::vector<ToolCall>& got, const std::vecto
     EXPECT_EQ(got[k].name, want[k].name) << "call " << k;
     EXPECT_EQ(got[k].arguments, want[k].arguments) << "call " << k;
   }
+}
+
+// A whole output split into this content and exactly these calls (name, arguments as JSON
+// text), each with a vLLM-style id.
+inline void expect_split(const ToolCallSplit& got, const std::optional<std::string>& content,
+                         const std::vector<std::pair<std::string, std::string>>& calls) {
+  EXPECT_EQ(got.content, content);
+  ASSERT_EQ(got.calls.size(), calls.size());
+  for (size_t k = 0; k < calls.size(); ++k) {
+    EXPECT_EQ(got.calls[k].name, calls[k].first) << k;
+    EXPECT_EQ(got.calls[k].arguments, calls[k].second) << k;
+    EXPECT_EQ(got.calls[k].id.rfind("chatcmpl-tool-", 0), 0u);
+  }
+}
+
+// No calls: the whole text is the content.
+inline void expect_content(const ToolCallSplit& got, std::string_view text) {
+  EXPECT_TRUE(got.calls.empty()) << text;
+  EXPECT_EQ(got.content, std::string(text));
 }
 
 }  // namespace ctxpar::server::test
