@@ -13,7 +13,7 @@ configure() {  # configure DIR SANITIZERS TEST_FOLDERS
 }
 
 # ASan + UBSan: every unit-test folder that needs no model-sized run.
-asan_folders="core;comm;kv;kernels;model;models;engine;tokenizer;chat_template"
+asan_folders="core;comm;kv;kernels;model;models;engine;structured;tokenizer;chat_template"
 configure build-asan "address,undefined" "$asan_folders"
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
