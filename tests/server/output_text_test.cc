@@ -44,6 +44,24 @@ TEST(OutputText, StreamsWholeCharacters) {
   EXPECT_EQ(specials.add(std::vector<int32_t>{104, 257}, true).text, "h<|257|>");
 }
 
+// The EOS or stop token that ended a request counts but is not shown, even with
+// skip_special_tokens off, unless include_stop_str_in_output (vLLM's detokenizer); a request
+// that ended otherwise shows its last token.
+TEST(OutputText, TheTokenThatEndedTheRequestIsNotShown) {
+  for (const bool include : {false, true}) {
+    SCOPED_TRACE(include ? "include" : "leave out");
+    OutputText text(kTokenizer, kPrompt, {{}, include, 0}, false);
+    EXPECT_EQ(text.add(bytes_of("ok"), false).text, "ok");
+    const OutputText::Delta last = text.add(std::vector<int32_t>{'!', 257}, true, true);
+    EXPECT_EQ(last.text, include ? "!<|257|>" : "!");
+    EXPECT_EQ(last.num_tokens, 4);
+    OutputText stop_id(kTokenizer, kPrompt, {{}, include, 0}, true);
+    EXPECT_EQ(stop_id.add(bytes_of("ab"), true, true).text, include ? "ab" : "a");
+  }
+  OutputText length(kTokenizer, kPrompt, {}, false);
+  EXPECT_EQ(length.add(std::vector<int32_t>{'!', 257}, true).text, "!<|257|>");
+}
+
 TEST(OutputText, StopStringsAcrossTokens) {
   for (const bool include : {false, true}) {
     SCOPED_TRACE(include ? "include" : "cut");

@@ -101,7 +101,9 @@ ChoiceDelta Generation::apply(size_t i, engine::RequestOutput output) {
   Choice& c = *choices_[i];
   ChoiceDelta d;
   d.choice = i;
-  const OutputText::Delta text = c.text.add(output.token_ids, output.finished());
+  const OutputText::Delta text =
+      c.text.add(output.token_ids, output.finished(),
+                 output.finished() && *output.finish_reason == engine::FinishReason::kStop);
   d.text = text.text;
   // Only the tokens up to a matched stop string count.
   const auto kept = static_cast<size_t>(text.num_tokens - c.counted);

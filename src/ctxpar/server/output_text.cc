@@ -5,7 +5,9 @@ namespace ctxpar::server {
 OutputText::OutputText(const tokenizer::Tokenizer& tokenizer,
                        std::span<const int32_t> prompt_token_ids, const StopStrings& stop,
                        bool skip_special_tokens)
-    : detokenizer_(tokenizer, prompt_token_ids, skip_special_tokens), min_tokens_(stop.min_tokens) {
+    : detokenizer_(tokenizer, prompt_token_ids, skip_special_tokens),
+      min_tokens_(stop.min_tokens),
+      include_stop_(stop.include_in_output) {
   if (!stop.strings.empty()) matcher_.emplace(stop.strings, stop.include_in_output);
 }
 
@@ -18,13 +20,15 @@ void OutputText::emit(const std::string& text, Delta& delta) {
   if (matcher_->matched()) stop_ = matcher_->matched();
 }
 
-OutputText::Delta OutputText::add(std::span<const int32_t> token_ids, bool finished) {
+OutputText::Delta OutputText::add(std::span<const int32_t> token_ids, bool finished,
+                                  bool stop_terminated) {
   Delta delta;
   delta.num_tokens = num_tokens_;
   if (stop_) return delta;  // the output ended at its stop string
-  for (const int32_t id : token_ids) {
+  for (size_t k = 0; k < token_ids.size(); ++k) {
     ++num_tokens_;
-    emit(detokenizer_.add(id), delta);
+    if (stop_terminated && k + 1 == token_ids.size() && !include_stop_) break;  // not shown
+    emit(detokenizer_.add(token_ids[k]), delta);
     if (stop_) break;  // the token that completed the stop string is the last that counts
   }
   if (finished && !stop_) {

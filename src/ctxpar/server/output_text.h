@@ -40,7 +40,9 @@ class OutputText {
   };
   // Adds the next output tokens (the request's last ones when `finished`, which flushes
   // everything held back). After a stop string matched, later calls return nothing new.
-  Delta add(std::span<const int32_t> token_ids, bool finished);
+  // `stop_terminated`: the last of them is the EOS or stop token that ended the request; as in
+  // vLLM's detokenizer it counts, but its text is left out unless include_stop_str_in_output.
+  Delta add(std::span<const int32_t> token_ids, bool finished, bool stop_terminated = false);
 
   const std::string& text() const { return text_; }  // everything emitted so far
   bool stopped() const { return stop_.has_value(); }
@@ -55,6 +57,7 @@ class OutputText {
   int64_t num_tokens_ = 0;
   std::string text_;
   std::optional<std::string> stop_;
+  bool include_stop_;  // StopStrings::include_in_output
 };
 
 }  // namespace ctxpar::server
