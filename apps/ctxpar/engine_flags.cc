@@ -148,6 +148,9 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
   cmd->add_option("--prefix-caching-hash-algo", c.prefix_caching_hash_algo,
                   "the hash naming cached blocks: sha256")
       ->capture_default_str();
+  cmd->add_option("--max-logprobs", c.max_logprobs,
+                  "the most logprobs / prompt_logprobs a request may ask for (-1: the vocabulary)")
+      ->capture_default_str();
   cmd->add_flag("--prefill-only", c.prefill_only,
                 "the prefill role: each request stops at the token sampled from its prefill "
                 "(max tokens 1, no decode step); reports prefill throughput");

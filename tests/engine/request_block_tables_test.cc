@@ -34,7 +34,8 @@ TEST(StepPlan, RoundTripsThroughBytes) {
                               .token_ids = random_ids(rng, 40),
                               .new_table = rng() % 2 == 0,
                               .new_block_ids = random_ids(rng, 6),
-                              .samples = rng() % 2 == 0});
+                              .samples = rng() % 2 == 0,
+                              .all_logits = rng() % 3 == 0});
     }
     const StepPlan back = StepPlan::decode(plan.encode());
     EXPECT_EQ(back.command, plan.command);
@@ -50,6 +51,7 @@ TEST(StepPlan, RoundTripsThroughBytes) {
       EXPECT_EQ(b.new_table, a.new_table);
       EXPECT_EQ(b.new_block_ids, a.new_block_ids);
       EXPECT_EQ(b.samples, a.samples);
+      EXPECT_EQ(b.all_logits, a.all_logits);
     }
     // Every strict prefix is truncated, and a trailing byte is too many.
     std::vector<uint8_t> bytes = plan.encode();

@@ -10,8 +10,6 @@
 
 #include <fmt/format.h>
 #include <cmath>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <random>
 
 #include "ctxpar/attention/context_parallel/dcp_metadata_builder.h"
@@ -25,27 +23,12 @@
 #include "ctxpar/model/kv_cache_plan.h"
 #include "ctxpar/model/parallel_validation.h"
 #include "ctxpar/model/sfa_mode.h"
+#include "fixture_golden.h"
 
 namespace ctxpar::model {
 namespace {
 
-struct Golden {
-  std::vector<std::vector<int32_t>> prompts;
-  std::vector<std::vector<std::vector<float>>> logits;  // [prompt][position][vocab]
-};
-
-Golden load_golden(const std::string& dir) {
-  std::ifstream in(dir + "/golden.json");
-  const auto j = nlohmann::json::parse(in);
-  Golden g;
-  g.prompts = j.at("prompts").get<std::vector<std::vector<int32_t>>>();
-  g.logits = j.at("logits").get<std::vector<std::vector<std::vector<float>>>>();
-  for (size_t p = 0; p < g.prompts.size(); ++p) {
-    const auto positions = j.at("positions").at(p).get<std::vector<int>>();
-    EXPECT_EQ(positions.size(), g.prompts[p].size()) << "fixture stores every position";
-  }
-  return g;
-}
+using testing_support::FixtureGolden;
 
 struct Case {
   std::string fixture;
@@ -56,7 +39,8 @@ struct Case {
 // Feeds each prompt in random chunks (1 = decode) on T in-process ranks and returns the
 // logits of every position: [prompt][position] rows of vocab floats.
 std::vector<std::vector<std::vector<float>>> run_prompts(const std::string& dir, const Case& c,
-                                                         const Golden& golden, std::mt19937& rng) {
+                                                         const FixtureGolden& golden,
+                                                         std::mt19937& rng) {
   const ModelConfig config = load_model_config(dir + "/config.json");
   const auto checkpoint = Checkpoint::open(dir);
   ModelOptions options;
@@ -126,7 +110,7 @@ TEST_P(FixtureLogits, EveryPositionMatchesTransformers) {
   const auto seed = std::random_device{}();
   SCOPED_TRACE(fmt::format("seed {}", seed));
   std::mt19937 rng(seed);
-  const Golden golden = load_golden(dir);
+  const FixtureGolden golden = testing_support::load_fixture_golden(dir);
   const auto got = run_prompts(dir, c, golden, rng);
   for (size_t p = 0; p < golden.prompts.size(); ++p) {
     ASSERT_EQ(got[p].size(), golden.logits[p].size());

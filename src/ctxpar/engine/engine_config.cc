@@ -188,6 +188,8 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& c) {
                      c.kv_cache_memory);
   CTXPAR_CHECK_INPUT(c.max_context_chunk >= 1, "max context chunk {} must be >= 1",
                      c.max_context_chunk);
+  CTXPAR_CHECK_INPUT(c.max_logprobs >= -1,
+                     "--max-logprobs {} must be -1 (the vocabulary size) or >= 0", c.max_logprobs);
   r.additional = parse_additional_config(c.additional_config);
   if (flashcomm1_from_environment()) r.additional.enable_flashcomm1 = true;
 
@@ -287,6 +289,11 @@ ResolvedEngineConfig resolve_engine_config(const EngineConfig& c) {
                            ? c.threads_per_rank
                            : default_threads_per_rank(r.use_mpi ? mpi_ranks_on_this_host() : t);
   return r;
+}
+
+int64_t ResolvedEngineConfig::max_logprobs() const {
+  return raw.max_logprobs == -1 ? model.vocab_size
+                                : std::min<int64_t>(raw.max_logprobs, model.vocab_size);
 }
 
 }  // namespace ctxpar::engine

@@ -57,6 +57,9 @@ struct EngineConfig {
   // default as in vLLM v1; DESIGN.md §6) and the hash that names cached blocks.
   bool enable_prefix_caching = true;
   std::string prefix_caching_hash_algo = "sha256";  // --prefix-caching-hash-algo
+  // --max-logprobs (vLLM's, default 20): the most logprobs / prompt_logprobs a request may ask
+  // for; -1: the vocabulary size.
+  int32_t max_logprobs = 20;
 };
 
 // Keys of --additional-config this engine understands; others are rejected by name.
@@ -81,6 +84,9 @@ struct ResolvedEngineConfig {
   bool use_dummy_weights = false;
   bool use_mpi = false;
   int threads_per_rank = 1;
+
+  // max_logprobs with -1 resolved to the vocabulary size.
+  int64_t max_logprobs() const;
 };
 
 // Checks every flag and the model config against (T, N); throws ctxpar::Error naming the bad

@@ -50,6 +50,7 @@ void run_batch(OnlineEngine& engine, const std::vector<GenerationRequest>& reque
       out.output_token_ids.insert(out.output_token_ids.end(), o.token_ids.begin(),
                                   o.token_ids.end());
       for (auto& row : o.logits) out.logits.push_back(std::move(row));
+      for (auto& scored : o.prompt_logprobs) out.prompt_logprobs.push_back(std::move(scored));
       generated += static_cast<int64_t>(o.token_ids.size());
       if (!o.finished()) return;
       out.finish_reason = std::string(finish_reason_name(*o.finish_reason));

@@ -11,6 +11,7 @@
 
 #include "ctxpar/engine/engine_config.h"
 #include "ctxpar/engine/engine_stats.h"
+#include "ctxpar/engine/logprobs.h"
 #include "ctxpar/engine/sampling_params.h"
 
 namespace ctxpar::engine {
@@ -28,6 +29,8 @@ struct GenerationOutput {
   std::string finish_reason;  // "stop", "length", "abort", "error: <why>", "rejected: <why>"
   // With RunOptions::record_logits: the logits each output token was sampled from.
   std::vector<std::vector<float>> logits;
+  // With params.prompt_logprobs: prompt tokens 1.. scored (RequestOutput::prompt_logprobs).
+  std::vector<SampledLogprobs> prompt_logprobs;
 };
 
 struct GenerationResult {

@@ -1,5 +1,7 @@
 #include "ctxpar/engine/model_runner.h"
 
+#include <algorithm>
+
 #include "ctxpar/core/error.h"
 #include "ctxpar/core/fault_injection.h"
 #include "ctxpar/core/fp8.h"
@@ -72,7 +74,9 @@ Tensor ModelRunner::execute(const StepPlan& plan, bool all_positions) {
     return forward(batch, entries, all_positions);
   }
 
-  CTXPAR_CHECK(!all_positions, "a dummy-context engine returns no logits for prompt tokens");
+  CTXPAR_CHECK(!all_positions && std::none_of(plan.entries.begin(), plan.entries.end(),
+                                              [](const auto& e) { return e.all_logits; }),
+               "a dummy-context engine returns no logits for prompt tokens");
   // Only decodes run.
   std::vector<attention::ScheduledRequest> decodes;
   std::vector<const StepPlan::Entry*> entries;
@@ -84,8 +88,7 @@ Tensor ModelRunner::execute(const StepPlan& plan, bool all_positions) {
   }
   const Tensor ran = decodes.empty() ? Tensor::empty({0, 0}, DType::kF32)
                                      : forward(decodes, entries, /*all_positions=*/false);
-  Tensor logits =
-      Tensor::zeros({plan.num_sampling_entries(), model_->config().vocab_size}, DType::kF32);
+  Tensor logits = Tensor::zeros({plan.num_logit_rows(), model_->config().vocab_size}, DType::kF32);
   int64_t row = 0, ran_row = 0;
   size_t next = 0;
   for (const StepPlan::Entry& e : plan.entries) {
@@ -108,7 +111,9 @@ Tensor ModelRunner::forward(const std::vector<attention::ScheduledRequest>& batc
   for (const StepPlan::Entry* e : entries) {
     for (size_t i = 0; i < e->token_ids.size(); ++i, ++t) {
       token_ids.data<int32_t>()[t] = e->token_ids[i];
-      if (all_positions || (e->samples && i + 1 == e->token_ids.size())) rows.push_back(t);
+      if (all_positions || e->all_logits || (e->samples && i + 1 == e->token_ids.size())) {
+        rows.push_back(t);
+      }
     }
   }
   Tensor logits_indices = Tensor::empty({static_cast<int64_t>(rows.size())}, DType::kI64);

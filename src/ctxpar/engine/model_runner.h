@@ -25,11 +25,13 @@ class ModelRunner {
   // prompt tokens are taken to have. Throws Error for a cache that is not f32, bf16 or f16.
   void allocate_kv_cache(int32_t num_blocks);
 
-  // Applies the plan to the block tables and runs the step; returns logits [sampling entries,
-  // vocab] f32 (same on every rank), rows in entry order. With all_positions, the rows are
-  // every new token's instead (verify/tests). A plan without entries only updates the tables.
-  // With dummy_context, only decode entries (one new token after a context) run the model;
-  // the others' rows are zeros, and all_positions is an Error.
+  // Applies the plan to the block tables and runs the step; returns logits
+  // [plan.num_logit_rows(), vocab] f32 (same on every rank), rows in entry order: every new
+  // token's for an all_logits entry, the last one's for another sampling entry. With
+  // all_positions, the rows are every new token of every entry (verify/tests). A plan without
+  // entries only updates the tables. With dummy_context, only decode entries (one new token
+  // after a context) run the model; the others' rows are zeros, and all_positions or an
+  // all_logits entry is an Error.
   Tensor execute(const StepPlan& plan, bool all_positions = false);
 
   const RequestBlockTables& block_tables() const { return tables_; }

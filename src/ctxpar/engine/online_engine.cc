@@ -109,7 +109,24 @@ std::optional<std::string> OnlineEngine::problem(const EngineRequest& request) c
     return fmt::format("the prompt has {} tokens, more than max_model_len {}", prompt.size(),
                        max_len);
   }
-  return request.params.problem();
+  if (auto bad = request.params.problem()) return bad;
+  const int64_t max_logprobs = config_.max_logprobs();
+  const std::pair<const char*, std::optional<int32_t>> asked[] = {
+      {"sample", request.params.logprobs}, {"prompt", request.params.prompt_logprobs}};
+  for (const auto& [kind, n] : asked) {
+    if (n && *n > max_logprobs) {
+      return fmt::format(
+          "Requested {} logprobs of {}, which is greater than max allowed: {} (--max-logprobs; "
+          "the vocabulary has {} tokens)",
+          kind, *n, max_logprobs, vocab);
+    }
+  }
+  if (request.params.prompt_logprobs && config_.raw.dummy_context) {
+    return std::string(
+        "prompt_logprobs needs the prompt computed, which a dummy-context engine "
+        "does not do");
+  }
+  return std::nullopt;
 }
 
 void OnlineEngine::add_request(EngineRequest request, OutputConsumer consumer) {
@@ -276,11 +293,43 @@ void OnlineEngine::step(Communicator& world, ModelRunner& runner) {
   const Tensor logits = runner.execute(plan);
   const double collective_seconds = runner.collective_seconds() - collectives_before;
 
-  // One row of logits per sampling entry, in entry order.
+  // The step's rows of logits (ModelRunner::execute): every token's for an all_logits entry,
+  // the last token's for another sampling entry. first_row[i]: entry i's first row.
+  std::vector<int64_t> first_row(out.entries.size(), -1);
+  int64_t num_rows = 0, num_sampling = 0;
+  bool any_all_logits = false;
+  for (size_t i = 0; i < out.entries.size(); ++i) {
+    const ScheduledEntry& e = out.entries[i];
+    num_sampling += e.samples ? 1 : 0;
+    if (!e.samples && !e.all_logits) continue;
+    first_row[i] = num_rows;
+    num_rows += e.all_logits ? e.num_new_tokens : 1;
+    any_all_logits = any_all_logits || e.all_logits;
+  }
+  const int64_t vocab = logits.ndim() == 2 ? logits.size(1) : 0;
+  CTXPAR_CHECK(logits.ndim() == 2 && logits.size(0) == num_rows,
+               "the step returned logits {} for {} rows", logits.describe(), num_rows);
+  const auto logits_row = [&](int64_t row) {
+    return std::span<const float>(logits.data<float>() + row * vocab, static_cast<size_t>(vocab));
+  };
+  collect_prompt_logprobs(out, first_row, logits_row);
+
+  // One row of logits per sampling entry, in entry order (copied out of the step's rows when
+  // some entry returned more than its last).
+  Tensor sampling_logits = logits;
+  if (any_all_logits) {
+    sampling_logits = Tensor::empty({num_sampling, vocab}, DType::kF32);
+    int64_t row = 0;
+    for (size_t i = 0; i < out.entries.size(); ++i) {
+      const ScheduledEntry& e = out.entries[i];
+      if (!e.samples) continue;
+      const auto from = logits_row(first_row[i] + (e.all_logits ? e.num_new_tokens - 1 : 0));
+      std::copy(from.begin(), from.end(), sampling_logits.data<float>() + row++ * vocab);
+    }
+  }
   std::vector<SamplingRow> rows;
   std::unordered_map<RequestId, int64_t> row_of;
   // Structured outputs: one mask per constrained row, [mask_words(vocab)].
-  const int64_t vocab = logits.ndim() == 2 ? logits.size(1) : 0;
   std::vector<std::vector<uint32_t>> masks;
   masks.reserve(out.entries.size());
   for (const ScheduledEntry& e : out.entries) {
@@ -298,7 +347,7 @@ void OnlineEngine::step(Communicator& world, ModelRunner& runner) {
     }
     rows.push_back(row);
   }
-  const std::vector<int32_t> sampled_rows = sampler_->sample(logits, rows);
+  const std::vector<int32_t> sampled_rows = sampler_->sample(sampling_logits, rows);
   std::vector<int32_t> sampled(out.entries.size(), 0);
   for (size_t i = 0; i < out.entries.size(); ++i) {
     const auto it = row_of.find(out.entries[i].request_id);
@@ -311,8 +360,9 @@ void OnlineEngine::step(Communicator& world, ModelRunner& runner) {
     RequestOutput& pending = live.pending;
     if (pending.token_ids.empty()) pending_order_.push_back(u.request_id);
     pending.token_ids.push_back(u.new_token);
-    const std::span<const float> row(logits.data<float>() + row_of.at(u.request_id) * vocab,
-                                     static_cast<size_t>(vocab));
+    const std::span<const float> row(
+        sampling_logits.data<float>() + row_of.at(u.request_id) * vocab,
+        static_cast<size_t>(vocab));
     const SamplingParams& params = scheduler_->find(u.request_id)->sampling_params();
     if (params.logprobs)
       pending.logprobs.push_back(token_logprobs(row, u.new_token, *params.logprobs));
@@ -350,6 +400,28 @@ void OnlineEngine::step(Communicator& world, ModelRunner& runner) {
   if (options_.on_step) {
     report.snapshot = snapshot();
     options_.on_step(report);
+  }
+}
+
+void OnlineEngine::collect_prompt_logprobs(
+    const SchedulerOutput& out, std::span<const int64_t> first_row,
+    const std::function<std::span<const float>(int64_t)>& logits_row) {
+  for (size_t i = 0; i < out.entries.size(); ++i) {
+    const ScheduledEntry& e = out.entries[i];
+    if (!e.all_logits) continue;
+    const Request* r = scheduler_->find(e.request_id);
+    const auto prompt = r->prompt_token_ids();
+    const int32_t num_top = *r->sampling_params().prompt_logprobs;
+    std::vector<SampledLogprobs>& scored = live_.at(e.request_id).pending.prompt_logprobs;
+    for (int64_t t = 0; t < e.num_new_tokens; ++t) {
+      // The logits at position p score prompt token p + 1; scored[j] is prompt token j + 1.
+      const int64_t next = e.num_computed_tokens + t + 1;
+      if (next >= static_cast<int64_t>(prompt.size())) break;
+      // Positions scored before a preemption are computed again; their scores stand.
+      if (next != static_cast<int64_t>(scored.size()) + 1) continue;
+      scored.push_back(
+          token_logprobs(logits_row(first_row[i] + t), prompt[static_cast<size_t>(next)], num_top));
+    }
   }
 }
 

@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -62,8 +63,11 @@ std::string_view finish_reason_name(FinishReason reason);  // "stop", "length", 
 
 // What one request produced since its previous output (a delta), and finally how it ended.
 struct RequestOutput {
-  std::vector<int32_t> token_ids;          // the new output tokens, in order
-  std::vector<SampledLogprobs> logprobs;   // one per new token when params.logprobs is set
+  std::vector<int32_t> token_ids;         // the new output tokens, in order
+  std::vector<SampledLogprobs> logprobs;  // one per new token when params.logprobs is set
+  // With params.prompt_logprobs, on the request's first output: one per prompt token after the
+  // first (prompt token i + 1 given tokens 0..i; a 1-token prompt has none).
+  std::vector<SampledLogprobs> prompt_logprobs;
   std::vector<std::vector<float>> logits;  // one row [vocab] per new token with return_logits
   int64_t num_prompt_tokens = 0;
   int64_t num_output_tokens = 0;              // all output tokens so far, these included
@@ -181,6 +185,10 @@ class OnlineEngine {
   void check_can_add(const std::vector<Queued>& batch) const;  // under mu_
   void admit(std::vector<Queued> batch);
   void step(Communicator& world, ModelRunner& runner);
+  // Scores the prompt tokens of the step's all_logits entries into their pending outputs;
+  // first_row[i]: entry i's first row of logits, logits_row(row): that row [vocab].
+  void collect_prompt_logprobs(const SchedulerOutput& out, std::span<const int64_t> first_row,
+                               const std::function<std::span<const float>(int64_t)>& logits_row);
   void collect_finished();
   void deliver();
   void deliver_one(const RequestId& id, Live& live, RequestOutput output);

@@ -75,8 +75,11 @@ std::optional<std::string> SamplingParams::problem() const {
     return fmt::format("min_tokens must be less than or equal to max_tokens={}, got {}.",
                        max_tokens, min_tokens);
   }
-  if (logprobs && (*logprobs < 0 || *logprobs > kMaxLogprobs)) {
-    return fmt::format("logprobs must be in [0, {}], got {}.", kMaxLogprobs, *logprobs);
+  if (logprobs && *logprobs < 0) {
+    return fmt::format("logprobs must be non-negative, got {}.", *logprobs);
+  }
+  if (prompt_logprobs && *prompt_logprobs < 0) {
+    return fmt::format("prompt_logprobs must be non-negative, got {}.", *prompt_logprobs);
   }
   if (auto bad = negative_id(stop_token_ids, "stop_token_ids")) return bad;
   if (auto bad = negative_id(eos_token_ids, "eos_token_ids")) return bad;

@@ -50,9 +50,13 @@ struct SamplingParams {
   // Set: each output token comes with its log-probability and those of the `logprobs` most
   // likely tokens (0: the sampled one only), from the raw logits (before penalties and
   // temperature) over the whole vocabulary, as vLLM returns them by default. At most
-  // kMaxLogprobs.
+  // EngineConfig::max_logprobs (the engine checks it).
   std::optional<int32_t> logprobs;
-  static constexpr int32_t kMaxLogprobs = 20;
+  // Set: each prompt token after the first comes with its log-probability given the tokens
+  // before it, and those of the `prompt_logprobs` most likely tokens there (vLLM's
+  // prompt_logprobs; same rules as logprobs). Such a request never reads the prefix cache:
+  // every prompt position is computed.
+  std::optional<int32_t> prompt_logprobs;
   // Structured outputs (vLLM's response_format / structured_outputs / forced tool calls): set,
   // each sampled token keeps the output a prefix of a document the automaton accepts (other
   // tokens get -inf before temperature and truncation; logprobs stay the model's), an EOS or

@@ -166,7 +166,7 @@ void Scheduler::schedule_waiting(SchedulerOutput& output, int64_t& budget) {
 
 std::vector<int32_t> Scheduler::find_cached_prefix(Request& request) {
   std::vector<int32_t> cached;
-  if (!config_.enable_prefix_caching) return cached;
+  if (!config_.enable_prefix_caching || request.sampling_params().prompt_logprobs) return cached;
   const int64_t per_block = config_.layout.tokens_per_virtual_block();
   request.hash_full_blocks(config_.block_hash, per_block);
   // At least the last token is computed: its logits are what the request samples next.
@@ -251,6 +251,8 @@ void Scheduler::add_entry(Request& request, int64_t num_new_tokens, bool new_tab
       .new_table = new_table,
       .new_block_ids = std::vector<int32_t>(added.begin(), added.end()),
       .samples = computed + num_new_tokens == request.num_tokens(),
+      .all_logits =
+          request.sampling_params().prompt_logprobs.has_value() && request.num_output_tokens() == 0,
   });
 }
 

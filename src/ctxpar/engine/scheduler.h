@@ -64,6 +64,10 @@ struct ScheduledEntry {
   // This step reaches the request's last token, so its logits are sampled. False for a
   // prefill chunk that leaves part of the sequence for later steps.
   bool samples = false;
+  // The logits of every new token are wanted, not just the last one's: the request asks for
+  // prompt_logprobs and has no output yet (a prompt being prefilled, or recomputed after a
+  // preemption that came before its first token).
+  bool all_logits = false;
 };
 
 struct SchedulerOutput {
@@ -165,7 +169,8 @@ class Scheduler {
                        int64_t& budget);
   void preempt(Request& request, SchedulerOutput& output, int64_t& budget);
   // The cached blocks that start a waiting request's tokens, in order, at most
-  // (num_tokens - 1) / (B·N) of them; empty without prefix caching.
+  // (num_tokens - 1) / (B·N) of them; empty without prefix caching and for a request with
+  // prompt_logprobs (vLLM's rule: those need every prompt position's logits).
   std::vector<int32_t> find_cached_prefix(Request& request);
   // Starts a waiting request's table with `cached` and grows it to num_tokens, all or nothing:
   // false, changing nothing, when the free blocks cannot cover the new blocks and the cached

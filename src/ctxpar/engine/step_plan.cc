@@ -81,7 +81,8 @@ std::vector<uint8_t> StepPlan::encode() const {
   for (const Entry& e : entries) {
     w.u64(e.request);
     w.i64(e.num_computed);
-    w.u8(static_cast<uint8_t>((e.samples ? 1 : 0) | (e.new_table ? 2 : 0)));
+    w.u8(
+        static_cast<uint8_t>((e.samples ? 1 : 0) | (e.new_table ? 2 : 0) | (e.all_logits ? 4 : 0)));
     w.list(e.token_ids);
     w.list(e.new_block_ids);
   }
@@ -104,9 +105,10 @@ StepPlan StepPlan::decode(const std::vector<uint8_t>& bytes) {
     e.request = r.u64();
     e.num_computed = r.i64();
     const uint8_t flags = r.u8();
-    CTXPAR_CHECK(flags <= 3, "step plan: entry {} has unknown flags {}", i, flags);
+    CTXPAR_CHECK(flags <= 7, "step plan: entry {} has unknown flags {}", i, flags);
     e.samples = (flags & 1) != 0;
     e.new_table = (flags & 2) != 0;
+    e.all_logits = (flags & 4) != 0;
     e.token_ids = r.list<int32_t>();
     e.new_block_ids = r.list<int32_t>();
     plan.entries.push_back(std::move(e));
@@ -121,9 +123,11 @@ int64_t StepPlan::num_tokens() const {
   return n;
 }
 
-int64_t StepPlan::num_sampling_entries() const {
+int64_t StepPlan::num_logit_rows() const {
   int64_t n = 0;
-  for (const Entry& e : entries) n += e.samples ? 1 : 0;
+  for (const Entry& e : entries) {
+    n += e.all_logits ? static_cast<int64_t>(e.token_ids.size()) : (e.samples ? 1 : 0);
+  }
   return n;
 }
 
@@ -146,7 +150,8 @@ StepPlan StepPlanBuilder::build(const SchedulerOutput& output) {
                                            .token_ids = e.new_token_ids,
                                            .new_table = e.new_table,
                                            .new_block_ids = e.new_block_ids,
-                                           .samples = e.samples});
+                                           .samples = e.samples,
+                                           .all_logits = e.all_logits});
   }
   return plan;
 }

@@ -29,7 +29,8 @@ struct StepPlan {
     // preemption). False: new_block_ids extend the table the ranks already hold for it.
     bool new_table = false;
     std::vector<int32_t> new_block_ids;
-    bool samples = false;  // this entry's last token's logits are wanted
+    bool samples = false;     // this entry's last token's logits are wanted
+    bool all_logits = false;  // every new token's logits are wanted (prompt logprobs)
   };
 
   Command command = Command::kRun;
@@ -44,7 +45,9 @@ struct StepPlan {
   static StepPlan decode(const std::vector<uint8_t>& bytes);
 
   int64_t num_tokens() const;
-  int64_t num_sampling_entries() const;
+  // Rows of logits the step returns: every token of an all_logits entry, the last token of
+  // another sampling entry.
+  int64_t num_logit_rows() const;
 };
 
 // Rank 0: turns each SchedulerOutput into a StepPlan, naming requests by handles (assigned on
