@@ -110,8 +110,14 @@ TEST(OpenAiProtocol, WrongTypesAndValuesNameTheField) {
   expect_400({{"prompt", "x"}, {"stream", "true"}}, "valid boolean", "stream");
   expect_400({{"prompt", "x"}, {"stream_options", {{"include_usage", true}}}},
              "Stream options can only be defined when `stream=True`.", "stream_options");
-  expect_400({{"prompt", "x"}, {"logprobs", -1}}, "not supported", "logprobs");
-  expect_400({{"prompt", "x"}, {"logprobs", 21}}, "logprobs must be in [0, 20]", "logprobs");
+  expect_400({{"prompt", "x"}, {"logprobs", -2}}, "`logprobs` must be a positive value or -1.",
+             "logprobs");
+  expect_400({{"prompt", "x"}, {"prompt_logprobs", -2}},
+             "`prompt_logprobs` must be a positive value or -1.", "prompt_logprobs");
+  expect_400({{"prompt", "x"}, {"prompt_logprobs", 1}, {"stream", true}},
+             "`prompt_logprobs` are not available when `stream=True`.", "prompt_logprobs");
+  expect_400({{"prompt", "x"}, {"prompt_logprobs", -1}, {"stream", true}},
+             "`prompt_logprobs` are not available when `stream=True`.", "prompt_logprobs");
   expect_400({{"prompt", "x"}, {"stop_token_ids", {3, -1}}}, "greater than or equal to 0",
              "stop_token_ids");
   expect_400({{"prompt", "x"}, {"min_tokens", 20}}, "min_tokens must be less than or equal to",
@@ -158,6 +164,18 @@ TEST(OpenAiProtocol, ChatRequests) {
   EXPECT_EQ(lp.params.logprobs, 3);
   expect_400({{"messages", user}, {"top_logprobs", 3}}, "`logprobs` must be set to true",
              "top_logprobs", true);
+  expect_400({{"messages", user}, {"top_logprobs", -1}}, "`logprobs` must be set to true",
+             "top_logprobs", true);
+  expect_400({{"messages", user}, {"logprobs", true}, {"top_logprobs", -2}},
+             "`top_logprobs` must be a positive value or -1.", "top_logprobs", true);
+  // As vLLM: 0 without logprobs asks for nothing; -1 (the vocabulary) and prompt_logprobs are
+  // counts the handler resolves.
+  EXPECT_FALSE(parse_chat_request({{"messages", user}, {"top_logprobs", 0}}, {}).params.logprobs);
+  const ChatRequest all = parse_chat_request(
+      {{"messages", user}, {"logprobs", true}, {"top_logprobs", -1}, {"prompt_logprobs", 2}}, {});
+  EXPECT_EQ(all.params.logprobs, -1);
+  EXPECT_EQ(all.params.prompt_logprobs, 2);
+  EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"logprobs", -1}}, {}).params.logprobs, -1);
   expect_400({{"max_tokens", 3}}, "messages: Field required", "messages", true);
   expect_400({{"messages", json::array()}}, "at least 1 item", "messages", true);
   expect_400({{"messages", json::array({{{"content", "x"}}})}}, "\"role\"", "messages", true);

@@ -71,8 +71,26 @@ class Errors(unittest.TestCase):
                           "top_p must be in (0, 1]", param="top_p")
         self.assert_error(self.post({"prompt": "hi", "min_tokens": 9, "max_tokens": 4}), 400,
                           "BadRequestError", "min_tokens must be less than or equal to max_tokens=4")
+        # --max-logprobs (default 20) holds logprobs and prompt_logprobs; -1 is the vocabulary.
         self.assert_error(self.post({"prompt": "hi", "logprobs": 21}), 400, "BadRequestError",
-                          "logprobs", param="logprobs")
+                          "Requested sample logprobs of 21, which is greater than max allowed: 20",
+                          param="logprobs")
+        self.assert_error(self.post({"prompt": "hi", "logprobs": -1}), 400, "BadRequestError",
+                          "Requested sample logprobs of 512", param="logprobs")  # the vocabulary
+        self.assert_error(self.post({"prompt": "hi", "prompt_logprobs": 21}), 400,
+                          "BadRequestError", "Requested prompt logprobs of 21",
+                          param="prompt_logprobs")
+        self.assert_error(self.post({"prompt": "hi", "echo": True, "logprobs": 30}), 400,
+                          "BadRequestError", "Requested sample logprobs of 30", param="logprobs")
+        self.assert_error(self.post({"messages": [{"role": "user", "content": "hi"}],
+                                     "logprobs": True, "top_logprobs": 21},
+                                    path="/v1/chat/completions"), 400, "BadRequestError",
+                          "max allowed: 20", param="top_logprobs")
+        self.assert_error(self.post({"prompt": "hi", "prompt_logprobs": 2, "stream": True}), 400,
+                          "BadRequestError", "`prompt_logprobs` are not available when "
+                          "`stream=True`.", param="prompt_logprobs")
+        self.assert_error(self.post({"prompt": "hi", "max_tokens": 0}), 400, "BadRequestError",
+                          "max_tokens must be at least 1, got 0.", param="max_tokens")
         self.assert_error(self.post({"prompt": "hi", "stop": ["ok", ""]}), 400, "BadRequestError",
                           "stop cannot contain an empty string")
         self.assert_error(self.post({"prompt": "hi", "n": 2, "temperature": 0}), 400,

@@ -195,6 +195,93 @@ class OpenAiClient(unittest.TestCase):
             self.assertAlmostEqual(entry["top_logprobs"][0]["logprob"], entry["logprob"], places=5)
             self.assertEqual(entry["bytes"], list(entry["token"].encode()))
 
+    def test_echo_and_prompt_logprobs_score_the_prompt(self):
+        # The tokens a greedy run produced, fed back as a prompt: their prompt logprobs (scored
+        # by a prefill) must be the logprobs they were sampled with (one decode step each).
+        rng = fx.seeded_rng(self)
+        prompt = fx.random_prompts(rng, 1, low=2, high=40)[0]
+        num_top = rng.randint(1, 4)
+        first = self.complete(prompt=prompt, max_tokens=5, temperature=0, logprobs=num_top,
+                              extra_body={"ignore_eos": True, "return_token_ids": True})
+        first = first["choices"][0]
+        full = prompt + first["token_ids"]
+
+        # echo + logprobs + max_tokens 0 (lm-eval's loglikelihood request): the prompt alone.
+        echoed = self.complete(prompt=full, max_tokens=0, echo=True, logprobs=num_top,
+                               temperature=0)
+        choice = echoed["choices"][0]
+        lp = choice["logprobs"]
+        self.assertEqual(len(lp["tokens"]), len(full))
+        self.assertIsNone(lp["token_logprobs"][0])
+        self.assertIsNone(lp["top_logprobs"][0])
+        self.assertEqual(lp["text_offset"][0], 0)
+        for k in range(1, len(full)):
+            self.assertEqual(lp["text_offset"][k],
+                             lp["text_offset"][k - 1] + len(lp["tokens"][k - 1]))
+            top = lp["top_logprobs"][k]
+            self.assertIn(lp["tokens"][k], top)
+            # Keyed by token text: bytes that decode alike (U+FFFD) share one key.
+            self.assertLessEqual(len(top), num_top + 1)
+            self.assertGreaterEqual(max(top.values()), lp["token_logprobs"][k] - 1e-6)
+        for k, want in enumerate(first["logprobs"]["token_logprobs"]):
+            self.assertAlmostEqual(lp["token_logprobs"][len(prompt) + k], want, places=4)
+        self.assertEqual(choice["finish_reason"], "length")
+        self.assertEqual(echoed["usage"]["completion_tokens"], 1)
+
+        # prompt_logprobs: vLLM's per-token dicts keyed by token id, the prompt token first.
+        scored = self.complete(prompt=full, max_tokens=1, temperature=0,
+                               extra_body={"prompt_logprobs": num_top})["choices"][0]
+        plp = scored["prompt_logprobs"]
+        self.assertEqual(len(plp), len(full))
+        self.assertIsNone(plp[0])
+        for k in range(1, len(full)):
+            entry = plp[k]
+            own = entry[str(full[k])]
+            self.assertAlmostEqual(own["logprob"], lp["token_logprobs"][k], places=5)
+            # The top tokens rank 1..num_top; the prompt token, when not among them, after.
+            ranks = sorted(v["rank"] for v in entry.values())
+            if len(entry) == num_top:
+                self.assertLessEqual(own["rank"], num_top)
+                self.assertEqual(ranks, list(range(1, num_top + 1)))
+            else:
+                self.assertGreater(own["rank"], num_top)
+                self.assertEqual(ranks, list(range(1, num_top + 1)) + [own["rank"]])
+            for v in entry.values():
+                self.assertLessEqual(v["logprob"], 0)
+                self.assertIsInstance(v["decoded_token"], str)
+        self.assertIsNone(first.get("prompt_logprobs"))
+
+        # Echo with generation, streamed: the first chunk carries the prompt and its scores,
+        # and the offsets run on across chunks.
+        stream = self.client.completions.create(
+            model=fx.MODEL, prompt=prompt, max_tokens=5, temperature=0, logprobs=num_top,
+            echo=True, stream=True, extra_body={"ignore_eos": True})
+        tokens, offsets, logprobs, text = [], [], [], ""
+        for chunk in stream:
+            for c in chunk.choices:
+                text += c.text
+                if c.logprobs:
+                    tokens += c.logprobs.tokens
+                    offsets += c.logprobs.text_offset
+                    logprobs += c.logprobs.token_logprobs
+        self.assertEqual(len(tokens), len(full))
+        self.assertEqual(tokens, lp["tokens"])
+        self.assertEqual(offsets, lp["text_offset"])
+        prompt_text = self.complete(prompt=prompt, max_tokens=0, echo=True)["choices"][0]["text"]
+        self.assertEqual(text, prompt_text + first["text"])
+        self.assertIsNone(logprobs[0])
+        for got, want in zip(logprobs[1:], lp["token_logprobs"][1:]):
+            self.assertAlmostEqual(got, want, places=4)
+
+        # Chat: the scores of the rendered prompt, once, beside the choices.
+        chat = self.client.chat.completions.create(
+            model=fx.MODEL, messages=[{"role": "user", "content": "hi there"}], max_tokens=2,
+            temperature=0, extra_body={"ignore_eos": True, "prompt_logprobs": 0}).model_dump()
+        plp = chat["prompt_logprobs"]
+        self.assertEqual(len(plp), chat["usage"]["prompt_tokens"])
+        self.assertIsNone(plp[0])
+        self.assertTrue(all(len(entry) == 1 for entry in plp[1:]))
+
     def test_n_choices_are_seeded_consistently(self):
         args = dict(prompt=[1, 2, 3, 4], max_tokens=8, temperature=1.0, n=3, seed=1234,
                     extra_body={"ignore_eos": True, "return_token_ids": True})

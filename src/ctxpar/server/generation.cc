@@ -113,6 +113,7 @@ ChoiceDelta Generation::apply(size_t i, engine::RequestOutput output) {
     d.logprobs.assign(output.logprobs.begin(),
                       output.logprobs.begin() + static_cast<std::ptrdiff_t>(kept));
   }
+  d.prompt_logprobs = std::move(output.prompt_logprobs);
   c.counted = text.num_tokens;
   if (text.stop_string) {
     c.stopped_by_string = true;

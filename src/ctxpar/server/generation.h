@@ -36,9 +36,11 @@ struct ChoiceDelta {
   std::string text;
   std::vector<int32_t> token_ids;
   std::vector<engine::SampledLogprobs> logprobs;  // one per token with logprobs
-  std::optional<std::string> finish_reason;       // "stop", "length" or "abort" once it ended
-  nlohmann::json stop_reason;                     // the stop string or stop token id, else null
-  std::optional<std::string> error;               // the engine failed: why
+  // With prompt_logprobs, in the choice's first delta: prompt tokens 1.. scored.
+  std::vector<engine::SampledLogprobs> prompt_logprobs;
+  std::optional<std::string> finish_reason;  // "stop", "length" or "abort" once it ended
+  nlohmann::json stop_reason;                // the stop string or stop token id, else null
+  std::optional<std::string> error;          // the engine failed: why
 };
 
 class Generation {

@@ -55,14 +55,32 @@ json GenerationResponder::chunk_base() const {
       {"model", plan_.model}};
 }
 
-json GenerationResponder::choice_logprobs(const std::vector<int32_t>& tokens,
+json GenerationResponder::choice_logprobs(const ChoiceState& s, const std::vector<int32_t>& tokens,
                                           const std::vector<engine::SampledLogprobs>& logprobs,
-                                          int64_t text_offset) const {
+                                          int64_t text_offset, bool echo_prompt) const {
   if (plan_.num_top_logprobs < 0) return nullptr;
   if (plan_.endpoint == Endpoint::kChat) {
     return chat_logprobs(tokenizer_, tokens, logprobs, plan_.num_top_logprobs);
   }
-  return completion_logprobs(tokenizer_, tokens, logprobs, plan_.num_top_logprobs, text_offset);
+  if (!echo_prompt) {
+    return completion_logprobs(tokenizer_, tokens, logprobs, plan_.num_top_logprobs, text_offset);
+  }
+  const size_t choice = static_cast<size_t>(&s - states_.data());
+  std::vector<int32_t> all = plan_.prompts[plan_.choices[choice].prompt_index];
+  std::vector<engine::SampledLogprobs> scores = s.prompt_logprobs;
+  if (!plan_.echo_only) {
+    all.insert(all.end(), tokens.begin(), tokens.end());
+    scores.insert(scores.end(), logprobs.begin(), logprobs.end());
+  }
+  return completion_logprobs(tokenizer_, all, scores, plan_.num_top_logprobs, text_offset,
+                             /*num_unscored=*/1);
+}
+
+json GenerationResponder::prompt_logprobs_field(size_t i) const {
+  const ChoiceRequest& c = plan_.choices[i];
+  if (!c.params.prompt_logprobs) return nullptr;
+  return prompt_logprobs_json(tokenizer_, plan_.prompts[c.prompt_index],
+                              states_[i].prompt_logprobs);
 }
 
 int64_t GenerationResponder::completion_tokens() const {
@@ -122,15 +140,21 @@ std::optional<json> GenerationResponder::chat_delta(ChoiceState& s, const std::s
   return delta;
 }
 
-json GenerationResponder::stream_choice(size_t i, const ChoiceDelta& d, int64_t text_offset,
-                                        const json& delta) {
+json GenerationResponder::stream_choice(size_t i, const ChoiceDelta& d, const json& delta) {
   ChoiceState& s = states_[i];
   const ChoiceRequest& c = plan_.choices[i];
-  std::string text = d.text;
-  if (!s.sent_first && request_.echo && plan_.endpoint == Endpoint::kCompletion) {
-    text = plan_.echo[c.prompt_index] + text;
+  const bool echo_prompt =
+      !s.sent_first && request_.echo && plan_.endpoint == Endpoint::kCompletion;
+  std::string text = plan_.echo_only ? std::string() : d.text;
+  if (echo_prompt) text = plan_.echo[c.prompt_index] + text;
+  json logprobs = choice_logprobs(s, d.token_ids, d.logprobs, s.logprob_offset, echo_prompt);
+  if (plan_.echo_only && !echo_prompt && logprobs.is_object()) {
+    logprobs = completion_logprobs(tokenizer_, {}, {}, 0, s.logprob_offset);
   }
-  const json logprobs = choice_logprobs(d.token_ids, d.logprobs, text_offset);
+  if (logprobs.is_object() && !logprobs["tokens"].empty()) {
+    s.logprob_offset = logprobs["text_offset"].back().get<int64_t>() +
+                       text_length(logprobs["tokens"].back().get<std::string>());
+  }
   json finish = d.finish_reason ? json(*d.finish_reason) : json(nullptr);
   if (d.finish_reason && s.tools.calls_sent() > 0) finish = "tool_calls";
   // As vLLM: "required" calls end with "tool_calls" when the model stopped; a named one keeps it.
@@ -172,10 +196,11 @@ std::string GenerationResponder::add(const std::vector<ChoiceDelta>& deltas, boo
       error_ = *d.error;
       continue;
     }
-    const int64_t offset = text_length(s.text);
     s.text += d.text;
     s.token_ids.insert(s.token_ids.end(), d.token_ids.begin(), d.token_ids.end());
     s.logprobs.insert(s.logprobs.end(), d.logprobs.begin(), d.logprobs.end());
+    s.prompt_logprobs.insert(s.prompt_logprobs.end(), d.prompt_logprobs.begin(),
+                             d.prompt_logprobs.end());
     if (d.finish_reason) {
       s.finish_reason = *d.finish_reason;
       s.stop_reason = d.stop_reason;
@@ -191,7 +216,7 @@ std::string GenerationResponder::add(const std::vector<ChoiceDelta>& deltas, boo
       delta = split ? *split : json{{"content", ""}};
     }
     json chunk = chunk_base();
-    chunk["choices"] = json::array({stream_choice(i, d, offset, delta)});
+    chunk["choices"] = json::array({stream_choice(i, d, delta)});
     if (request_.continuous_usage_stats) {
       chunk["usage"] =
           usage_json(static_cast<int64_t>(plan_.prompts[plan_.choices[i].prompt_index].size()),
@@ -220,7 +245,8 @@ json GenerationResponder::whole_response() const {
   for (size_t i = 0; i < states_.size(); ++i) {
     const ChoiceState& s = states_[i];
     const ChoiceRequest& c = plan_.choices[i];
-    const json logprobs = choice_logprobs(s.token_ids, s.logprobs, 0);
+    const bool echo_prompt = request_.echo && plan_.endpoint == Endpoint::kCompletion;
+    const json logprobs = choice_logprobs(s, s.token_ids, s.logprobs, 0, echo_prompt);
     const json token_ids = request_.return_token_ids ? json(s.token_ids) : json(nullptr);
     if (plan_.endpoint == Endpoint::kChat) {
       json message = {{"role", "assistant"}};
@@ -261,14 +287,16 @@ json GenerationResponder::whole_response() const {
                          {"stop_reason", s.stop_reason},
                          {"token_ids", token_ids}});
     } else {
-      const std::string text = request_.echo ? plan_.echo[c.prompt_index] + s.text : s.text;
+      const std::string output_text = plan_.echo_only ? std::string() : s.text;
+      const std::string text =
+          request_.echo ? plan_.echo[c.prompt_index] + output_text : output_text;
       choices.push_back(
           {{"index", i},
            {"text", text},
            {"logprobs", logprobs},
            {"finish_reason", s.finish_reason},
            {"stop_reason", s.stop_reason},
-           {"prompt_logprobs", nullptr},
+           {"prompt_logprobs", prompt_logprobs_field(i)},
            {"prompt_token_ids",
             request_.return_token_ids ? json(plan_.prompts[c.prompt_index]) : json(nullptr)},
            {"token_ids", token_ids}});
@@ -276,14 +304,20 @@ json GenerationResponder::whole_response() const {
   }
   json usage = usage_json(plan_.prompt_tokens, completion_tokens());
   usage["prompt_tokens_details"] = nullptr;
-  return {{"id", plan_.id},
-          {"object", plan_.endpoint == Endpoint::kChat ? "chat.completion" : "text_completion"},
-          {"created", plan_.created},
-          {"model", plan_.model},
-          {"choices", choices},
-          {"usage", usage},
-          {"system_fingerprint", nullptr},
-          {"kv_transfer_params", nullptr}};
+  json response = {
+      {"id", plan_.id},
+      {"object", plan_.endpoint == Endpoint::kChat ? "chat.completion" : "text_completion"},
+      {"created", plan_.created},
+      {"model", plan_.model},
+      {"choices", choices},
+      {"usage", usage},
+      {"system_fingerprint", nullptr},
+      {"kv_transfer_params", nullptr}};
+  // Chat has one prompt: vLLM gives its scores once, beside the choices.
+  if (plan_.endpoint == Endpoint::kChat) {
+    response["prompt_logprobs"] = states_.empty() ? json(nullptr) : prompt_logprobs_field(0);
+  }
+  return response;
 }
 
 }  // namespace ctxpar::server

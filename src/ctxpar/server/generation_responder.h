@@ -29,7 +29,10 @@ struct GenerationPlan {
   int64_t created = 0;
   std::string model;
   std::vector<std::vector<int32_t>> prompts;
-  std::vector<std::string> echo;       // per prompt: the text to echo first (completions, echo)
+  std::vector<std::string> echo;  // per prompt: the text to echo first (completions, echo)
+  // Completions, echo with max_tokens 0 (vLLM's): the prompt alone is the text and logprobs;
+  // the one token the engine still generates is left out of them.
+  bool echo_only = false;
   std::vector<ChoiceRequest> choices;  // prompt-major: choice k of prompt p is p·n + k
   int32_t num_top_logprobs = -1;       // -1: no logprobs
   int64_t prompt_tokens = 0;
@@ -67,6 +70,10 @@ class GenerationResponder {
     std::string text;
     std::vector<int32_t> token_ids;
     std::vector<engine::SampledLogprobs> logprobs;
+    std::vector<engine::SampledLogprobs> prompt_logprobs;  // prompt tokens 1.. scored
+    // Streams: where the next logprobs' text_offset starts (vLLM advances it by the token
+    // texts reported, echoed prompt included).
+    int64_t logprob_offset = 0;
     std::string finish_reason;
     nlohmann::json stop_reason;
     bool sent_first = false;  // streams: the choice's first chunk went out
@@ -78,11 +85,14 @@ class GenerationResponder {
   // a parser splits it; nullopt when the split leaves nothing to send.
   std::optional<nlohmann::json> chat_delta(ChoiceState& s, const std::string& text, bool finished);
   nlohmann::json chunk_base() const;
-  nlohmann::json stream_choice(size_t i, const ChoiceDelta& d, int64_t text_offset,
-                               const nlohmann::json& delta);
-  nlohmann::json choice_logprobs(const std::vector<int32_t>& tokens,
+  nlohmann::json stream_choice(size_t i, const ChoiceDelta& d, const nlohmann::json& delta);
+  // The logprobs of a choice's tokens: with `echo_prompt` (completions, echo), the prompt's
+  // first, scored by its prompt logprobs from its second token on.
+  nlohmann::json choice_logprobs(const ChoiceState& s, const std::vector<int32_t>& tokens,
                                  const std::vector<engine::SampledLogprobs>& logprobs,
-                                 int64_t text_offset) const;
+                                 int64_t text_offset, bool echo_prompt) const;
+  // The choice's prompt_logprobs field: null unless its request asked for them.
+  nlohmann::json prompt_logprobs_field(size_t i) const;
 
   const GenerationPlan& plan_;
   const SamplingRequest& request_;

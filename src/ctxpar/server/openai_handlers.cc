@@ -263,23 +263,46 @@ void add_choices(GenerationPlan& plan, const SamplingRequest& r, const ServerOpt
   }
 }
 
+// Resolves -1 logprobs counts to the whole vocabulary and holds them to --max-logprobs, with
+// vLLM's message.
+void resolve_logprobs_counts(engine::SamplingParams& params,
+                             const engine::ResolvedEngineConfig& config,
+                             const char* logprobs_param) {
+  const int64_t max_allowed = config.max_logprobs();
+  const auto resolve = [&](std::optional<int32_t>& n, const char* kind, const char* param) {
+    if (!n) return;
+    if (*n == -1) n = static_cast<int32_t>(config.model.vocab_size);
+    if (*n > max_allowed) {
+      throw bad_request(fmt::format("Requested {} logprobs of {}, which is greater than max "
+                                    "allowed: {}",
+                                    kind, *n, max_allowed),
+                        param);
+    }
+  };
+  resolve(params.logprobs, "sample", logprobs_param);
+  resolve(params.prompt_logprobs, "prompt", "prompt_logprobs");
+}
+
 }  // namespace
 
 void OpenAiServer::Handlers::completions(const httplib::Request& req, httplib::Response& res) {
   const auto arrival = Clock::now();
   check_serving();
-  const CompletionRequest r = parse_completion_request(parse_body(req), options_.defaults);
+  CompletionRequest r = parse_completion_request(parse_body(req), options_.defaults);
   check_model(r.model);
-  if (r.echo && r.logprobs) {
-    throw bad_request("echo with logprobs needs prompt logprobs, which ctxpar does not compute",
-                      "echo");
-  }
+  // vLLM's echo: logprobs cover the prompt too, and max_tokens 0 returns the prompt alone
+  // (one token is generated and dropped).
+  if (r.echo && !r.params.prompt_logprobs) r.params.prompt_logprobs = r.params.logprobs;
+  const bool echo_only = r.echo && r.max_tokens == 0;
+  if (echo_only) r.max_tokens = 1;
+  resolve_logprobs_counts(r.params, engine_.config(), "logprobs");
   auto plan = std::make_unique<GenerationPlan>();
   plan->endpoint = Endpoint::kCompletion;
   plan->id = "cmpl-" + random_hex(32);
   plan->created = unix_now();
   plan->model = options_.served_model_names.at(0);
-  plan->num_top_logprobs = r.logprobs.value_or(-1);
+  plan->num_top_logprobs = r.params.logprobs.value_or(-1);
+  plan->echo_only = echo_only;
   for (const Prompt& p : r.prompts) {
     plan->prompts.push_back(prompt_tokens(p, r.add_special_tokens.value_or(true)));
     plan->echo.push_back(std::holds_alternative<std::string>(p)
@@ -295,15 +318,16 @@ void OpenAiServer::Handlers::completions(const httplib::Request& req, httplib::R
 void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response& res) {
   const auto arrival = Clock::now();
   check_serving();
-  const ChatRequest r = parse_chat_request(parse_body(req), options_.defaults);
+  ChatRequest r = parse_chat_request(parse_body(req), options_.defaults);
   check_model(r.model);
   if (r.echo) throw bad_request("echo is not supported for chat completions by ctxpar", "echo");
+  resolve_logprobs_counts(r.params, engine_.config(), "top_logprobs");
   auto plan = std::make_unique<GenerationPlan>();
   plan->endpoint = Endpoint::kChat;
   plan->id = "chatcmpl-" + random_hex(32);
   plan->created = unix_now();
   plan->model = options_.served_model_names.at(0);
-  plan->num_top_logprobs = r.logprobs ? r.top_logprobs.value_or(0) : -1;
+  plan->num_top_logprobs = r.params.logprobs.value_or(-1);
   plan->reasoning_parser = options_.reasoning_parser;
   plan->thinking = thinking_requested(options_.reasoning_parser, r.chat_template_kwargs);
   if (r.tool_choice == "auto" && options_.tool_call_parser == ToolCallParser::kNone) {

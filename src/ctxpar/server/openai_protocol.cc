@@ -142,7 +142,10 @@ class Fields {
 };
 
 // A sampling params problem, with its field as param (the message starts with it).
-void check_params(const engine::SamplingParams& params) {
+void check_params(engine::SamplingParams params) {
+  // -1 logprobs (the whole vocabulary) are valid here; the handler resolves them.
+  if (params.logprobs == -1) params.logprobs = 0;
+  if (params.prompt_logprobs == -1) params.prompt_logprobs = 0;
   const auto problem = params.problem();
   if (!problem) return;
   const std::string& m = *problem;
@@ -203,6 +206,16 @@ void parse_sampling(const Fields& f, const GenerationDefaults& defaults, Samplin
   r.echo = f.boolean("echo").value_or(false);
 
   r.stream = f.boolean("stream").value_or(false);
+  p.prompt_logprobs = f.int32("prompt_logprobs");
+  if (p.prompt_logprobs) {
+    if (r.stream && *p.prompt_logprobs != 0) {
+      throw bad_request("`prompt_logprobs` are not available when `stream=True`.",
+                        "prompt_logprobs");
+    }
+    if (*p.prompt_logprobs < -1) {
+      throw bad_request("`prompt_logprobs` must be a positive value or -1.", "prompt_logprobs");
+    }
+  }
   const json& options = f.raw("stream_options");
   if (!options.is_null()) {
     if (!options.is_object()) f.wrong_type("stream_options", "a valid object");
@@ -218,7 +231,6 @@ void parse_sampling(const Fields& f, const GenerationDefaults& defaults, Samplin
   f.unsupported("logit_bias", json::object());
   f.unsupported("use_beam_search", false);
   f.unsupported("best_of", 1);
-  f.unsupported("prompt_logprobs");
   f.unsupported("allowed_token_ids");
   f.unsupported("bad_words", json::array());
   f.unsupported("truncate_prompt_tokens");
@@ -237,13 +249,7 @@ CompletionRequest parse_completion_request(const json& body, const GenerationDef
   // max_new_tokens caps it later (add_choices), as every request's.
   r.max_tokens = f.integer("max_tokens").value_or(16);
   if (const auto logprobs = f.int32("logprobs")) {
-    if (*logprobs == -1) {
-      throw bad_request(fmt::format("logprobs=-1 (every token) is not supported by ctxpar; ask "
-                                    "for at most {}",
-                                    engine::SamplingParams::kMaxLogprobs),
-                        "logprobs");
-    }
-    if (*logprobs < 0) throw bad_request("`logprobs` must be a positive value or -1.", "logprobs");
+    if (*logprobs < -1) throw bad_request("`logprobs` must be a positive value or -1.", "logprobs");
     r.logprobs = *logprobs;
   }
   r.params.logprobs = r.logprobs;
@@ -281,7 +287,8 @@ CompletionRequest parse_completion_request(const json& body, const GenerationDef
   } else {
     f.wrong_type("prompt", "a string, a list of strings, a list of token ids or a list of lists");
   }
-  r.params.max_tokens = *r.max_tokens;
+  // echo with max_tokens 0 returns the prompt alone (vLLM generates one token and drops it).
+  r.params.max_tokens = r.echo && *r.max_tokens == 0 ? 1 : *r.max_tokens;
   check_params(r.params);
   return r;
 }
@@ -301,12 +308,12 @@ ChatRequest parse_chat_request(const json& body, const GenerationDefaults& defau
   r.logprobs = f.boolean("logprobs").value_or(false);
   r.top_logprobs = f.int32("top_logprobs");
   if (r.top_logprobs) {
-    if (!r.logprobs) {
+    if (*r.top_logprobs < -1) {
+      throw bad_request("`top_logprobs` must be a positive value or -1.", "top_logprobs");
+    }
+    if (*r.top_logprobs != 0 && !r.logprobs) {
       throw bad_request("when using `top_logprobs`, `logprobs` must be set to true.",
                         "top_logprobs");
-    }
-    if (*r.top_logprobs < 0) {
-      throw bad_request("`top_logprobs` must be a positive value.", "top_logprobs");
     }
   }
   if (r.logprobs) r.params.logprobs = r.top_logprobs.value_or(0);

@@ -28,7 +28,9 @@ struct GenerationDefaults {
 // What both endpoints take.
 struct SamplingRequest {
   std::optional<std::string> model;
-  engine::SamplingParams params;      // max_tokens is set per prompt (GenerationPlan)
+  // max_tokens is set per prompt (GenerationPlan). logprobs and prompt_logprobs are as given:
+  // -1 (the whole vocabulary) is resolved by the handler, which knows the vocabulary.
+  engine::SamplingParams params;
   std::optional<int64_t> max_tokens;  // as given (completions default 16, chat none)
   int32_t n = 1;
   StopStrings stop;
@@ -45,8 +47,8 @@ struct SamplingRequest {
 using Prompt = std::variant<std::string, std::vector<int32_t>>;
 
 struct CompletionRequest : SamplingRequest {
-  std::vector<Prompt> prompts;  // one or more, none empty
-  std::optional<int32_t> logprobs;
+  std::vector<Prompt> prompts;      // one or more, none empty
+  std::optional<int32_t> logprobs;  // -1: the whole vocabulary
 };
 
 struct ChatRequest : SamplingRequest {
@@ -54,8 +56,8 @@ struct ChatRequest : SamplingRequest {
   bool add_generation_prompt = true;
   bool continue_final_message = false;
   bool logprobs = false;
-  std::optional<int32_t> top_logprobs;
-  nlohmann::json tools;  // null or an array, for the template
+  std::optional<int32_t> top_logprobs;  // -1: the whole vocabulary
+  nlohmann::json tools;                 // null or an array, for the template
   // "none", "auto" (vLLM's default when tools are given), "required", or "named" for
   // {"type": "function", "function": {"name": tool_choice_name}} (one of the tools).
   std::string tool_choice = "none";

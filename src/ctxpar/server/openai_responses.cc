@@ -42,26 +42,52 @@ std::string token_text(const tokenizer::Tokenizer& tokenizer, int32_t token) {
 
 json completion_logprobs(const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& tokens,
                          const std::vector<engine::SampledLogprobs>& logprobs, int32_t num_top,
-                         int64_t text_offset) {
+                         int64_t text_offset, size_t num_unscored) {
   json out = {{"text_offset", json::array()},
               {"token_logprobs", json::array()},
               {"tokens", json::array()},
               {"top_logprobs", json::array()}};
   int64_t offset = text_offset;
-  for (size_t i = 0; i < tokens.size() && i < logprobs.size(); ++i) {
+  for (size_t i = 0; i < tokens.size() && i < num_unscored + logprobs.size(); ++i) {
     const std::string text = token_text(tokenizer, tokens[i]);
     out["text_offset"].push_back(offset);
     // Python counts characters.
     offset += text_length(text);
     out["tokens"].push_back(text);
-    out["token_logprobs"].push_back(clamped(logprobs[i].sampled.logprob));
+    if (i < num_unscored) {
+      out["token_logprobs"].push_back(nullptr);
+      out["top_logprobs"].push_back(nullptr);
+      continue;
+    }
+    const engine::SampledLogprobs& scored = logprobs[i - num_unscored];
+    out["token_logprobs"].push_back(clamped(scored.sampled.logprob));
     json top = json::object();
-    const auto entries = ranked_entries(logprobs[i]);
+    const auto entries = ranked_entries(scored);
     for (size_t k = 0; k < entries.size() && k <= static_cast<size_t>(num_top); ++k) {
       const std::string key = token_text(tokenizer, entries[k].token);
       if (!top.contains(key)) top[key] = clamped(entries[k].logprob);
     }
     out["top_logprobs"].push_back(top);
+  }
+  return out;
+}
+
+json prompt_logprobs_json(const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
+                          const std::vector<engine::SampledLogprobs>& scores) {
+  json out = json::array();
+  if (prompt.empty()) return out;
+  out.push_back(nullptr);
+  for (size_t i = 0; i < scores.size() && i + 1 < prompt.size(); ++i) {
+    const engine::SampledLogprobs& s = scores[i];
+    json entry = json::object();
+    const auto add = [&](const engine::TokenLogprob& t, int64_t rank) {
+      entry[std::to_string(t.token)] = {{"logprob", clamped(t.logprob)},
+                                        {"rank", rank},
+                                        {"decoded_token", token_text(tokenizer, t.token)}};
+    };
+    add(s.sampled, s.rank);
+    for (size_t k = 0; k < s.top.size(); ++k) add(s.top[k], static_cast<int64_t>(k) + 1);
+    out.push_back(std::move(entry));
   }
   return out;
 }

@@ -19,14 +19,23 @@ namespace ctxpar::server {
 // (`tokenizer` decodes to valid UTF-8).
 std::string token_text(const tokenizer::Tokenizer& tokenizer, int32_t token);
 
-// Completions: {text_offset, token_logprobs, tokens, top_logprobs} for `tokens`, whose text
-// starts at `text_offset` of the choice's text. top_logprobs holds the sampled token and the
-// `num_top` most likely ones (a dict, so the sampled one is not repeated), logprobs clamped at
-// -9999 as vLLM does.
+// Completions: {text_offset, token_logprobs, tokens, top_logprobs} for `tokens`, whose first
+// token's text starts at `text_offset`; each next offset adds the token texts before it
+// (vLLM's). top_logprobs holds the sampled token and the `num_top` most likely ones (a dict,
+// so the sampled one is not repeated), logprobs clamped at -9999 as vLLM does. The first
+// `num_unscored` tokens (an echoed prompt's first token) have null logprob and top_logprobs;
+// logprobs[i] scores tokens[num_unscored + i].
 nlohmann::json completion_logprobs(const tokenizer::Tokenizer& tokenizer,
                                    const std::vector<int32_t>& tokens,
                                    const std::vector<engine::SampledLogprobs>& logprobs,
-                                   int32_t num_top, int64_t text_offset);
+                                   int32_t num_top, int64_t text_offset, size_t num_unscored = 0);
+
+// vLLM's prompt_logprobs field: null for the first prompt token, then per token
+// {"<id>": {logprob, rank, decoded_token}} for the prompt token and the most likely ones
+// (ranks 1..). scores[i] scores prompt[i + 1].
+nlohmann::json prompt_logprobs_json(const tokenizer::Tokenizer& tokenizer,
+                                    const std::vector<int32_t>& prompt,
+                                    const std::vector<engine::SampledLogprobs>& scores);
 
 // Chat: {content: [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]} with the
 // first `num_top` of the sampled token and the most likely ones.
