@@ -94,7 +94,10 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
                   "the Hugging Face cache holding the repo id (default: HF_HUB_CACHE, HF_HOME/hub "
                   "or ~/.cache/huggingface/hub)");
   cmd->add_option("--tokenizer", c.tokenizer,
-                  "directory of tokenizer.json (and tokenizer_config.json); default: the model's");
+                  "directory of tokenizer.json (and tokenizer_config.json), or a repo id in the "
+                  "Hugging Face cache; default: the model's");
+  cmd->add_option("--tokenizer-revision", f.tokenizer_revision,
+                  "the --tokenizer repo id's branch, tag or commit (default main)");
   cmd->add_option("--tensor-parallel-size", c.tensor_parallel_size, "ranks (T); alias -tp")
       ->capture_default_str();
   cmd->add_option("--decode-context-parallel-size", c.decode_context_parallel_size,
@@ -181,6 +184,7 @@ engine::EngineConfig finish_engine_config(const EngineFlags& f) {
   engine::EngineConfig c = f.config;
   c.kv_cache_memory = engine::parse_memory_size(f.kv_cache_memory);
   c.model = model::locate_model(c.model, f.revision, f.download_dir);
+  c.tokenizer = model::locate_tokenizer(c.tokenizer, f.tokenizer_revision, f.download_dir);
   CTXPAR_CHECK_INPUT(f.pipeline_parallel_size == 1,
                      "--pipeline-parallel-size {}: ctxpar has no pipeline parallelism; split the "
                      "model over ranks with --tensor-parallel-size (-tp) and the context with "

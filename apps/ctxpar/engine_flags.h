@@ -20,6 +20,7 @@ struct EngineFlags {
   // at this revision, in --download-dir when given.
   std::string revision;
   std::string download_dir;
+  std::string tokenizer_revision;  // the same for a --tokenizer repo id
   // vLLM's -pp and -dp: only 1 runs here (finish_engine_config says what to use instead).
   int pipeline_parallel_size = 1;
   int data_parallel_size = 1;

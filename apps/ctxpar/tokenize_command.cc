@@ -29,7 +29,9 @@ void add_common(CLI::App* cmd, TokenizeOptions& o) {
                   "builtin:NAME, a Hugging Face model directory, or a repo id in the Hugging "
                   "Face cache")
       ->capture_default_str();
-  cmd->add_option("--tokenizer", o.tokenizer, "directory of tokenizer.json; default: the model's");
+  cmd->add_option("--tokenizer", o.tokenizer,
+                  "directory of tokenizer.json, or a repo id in the Hugging Face cache; default: "
+                  "the model's");
   cmd->add_flag("--json", o.json, "one JSON object per input (vLLM's response fields)");
 }
 
@@ -40,7 +42,7 @@ std::string json_line(const nlohmann::json& j) {
 
 void tokenize(const TokenizeOptions& o) {
   const tokenizer::LoadedTokenizer t =
-      engine::load_tokenizer(model::locate_model(o.model), o.tokenizer);
+      engine::load_tokenizer(model::locate_model(o.model), model::locate_tokenizer(o.tokenizer));
   for (const std::string& text : o.inputs) {
     const std::vector<int32_t> ids = t.tokenizer->encode(text, !o.no_special_tokens);
     std::vector<std::string> strs;
@@ -80,7 +82,7 @@ std::vector<int32_t> parse_id_list(const std::string& text) {
 
 void detokenize(const TokenizeOptions& o) {
   const tokenizer::LoadedTokenizer t =
-      engine::load_tokenizer(model::locate_model(o.model), o.tokenizer);
+      engine::load_tokenizer(model::locate_model(o.model), model::locate_tokenizer(o.tokenizer));
   for (const std::string& list : o.inputs) {
     const std::string text = t.tokenizer->decode(parse_id_list(list), o.no_special_tokens);
     if (o.json) {

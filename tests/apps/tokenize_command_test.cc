@@ -173,6 +173,81 @@ TEST(GenerateWithTokenizer, ModelDirectoryTokenizer) {
   fs::remove_all(dir);
 }
 
+// --tokenizer OWNER/NAME, as vLLM takes it: the llama3 fixture's files laid out in a Hugging
+// Face hub cache (refs naming snapshots of symlinks), found through HF_HUB_CACHE or
+// --download-dir, at --tokenizer-revision, encode as the directory does; a repo id that is not
+// cached, or a snapshot without tokenizer.json, exits 2 saying so.
+TEST(GenerateWithTokenizer, RepoIdTokenizerFromTheHuggingFaceCache) {
+  const fs::path cache =
+      fs::temp_directory_path() / ("ctxpar-tok-cache-" + std::to_string(std::random_device{}()));
+  const fs::path repo = cache / "models--meta-llama--Llama-3.2-1B";
+  const std::string commit = "0f9e8d7c6b5a49382716a5b4c3d2e1f0a9b8c7d6";
+  const std::string old_commit = "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d";
+  fs::create_directories(repo / "refs");
+  std::ofstream(repo / "refs" / "main") << commit;
+  std::ofstream(repo / "refs" / "v2") << commit;
+  std::ofstream(repo / "refs" / "broken") << old_commit;
+  fs::create_directories(repo / "snapshots" / commit);
+  fs::create_directories(repo / "snapshots" / old_commit);  // no tokenizer.json
+  for (const auto& e : fs::directory_iterator(kTokenizers + "/llama3")) {
+    fs::create_symlink(e.path(), repo / "snapshots" / commit / e.path().filename());
+  }
+  // A dummy-weight model whose vocabulary covers the tokenizer's ids.
+  nlohmann::json config =
+      read_json(std::string(CTXPAR_FIXTURES_DIR) + "/tiny-llama-fixture/config.json");
+  config["vocab_size"] = 4096;
+  fs::create_directories(cache / "model");
+  std::ofstream(cache / "model" / "config.json") << config.dump();
+  const std::string model = (cache / "model").string();
+  const std::string text = "Hello world";
+  const auto prompt_ids = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"generate",    "--model",
+                                     model,         "--load-format",
+                                     "dummy",       "--prompt",
+                                     text,          "--max-tokens",
+                                     "1",           "--max-model-len",
+                                     "64",          "--json",
+                                     "--tokenizer", "meta-llama/Llama-3.2-1B"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CommandResult r = run_command(CTXPAR_BINARY, args);
+    EXPECT_EQ(r.exit_status, 0) << r.err;
+    return r.exit_status == 0 ? nlohmann::json::parse(r.out)["requests"][0]["prompt_token_ids"]
+                              : nlohmann::json();
+  };
+  const nlohmann::json want = golden_case("llama3", text)["ids"];
+  EXPECT_EQ(prompt_ids({"--download-dir", cache.string()}), want);
+  ::setenv("HF_HUB_CACHE", cache.c_str(), 1);
+  EXPECT_EQ(prompt_ids({"--tokenizer-revision", "v2"}), want);
+  const CommandResult tokenized =
+      run_command(CTXPAR_BINARY, {"tokenize", "--model", "builtin:tiny-llama", "--tokenizer",
+                                  "meta-llama/Llama-3.2-1B", "--json", text});
+  ASSERT_EQ(tokenized.exit_status, 0) << tokenized.err;
+  EXPECT_EQ(nlohmann::json::parse(tokenized.out)["tokens"], want);
+  const auto refused = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"generate", "--model",  model, "--load-format",
+                                     "dummy",    "--prompt", text,  "--max-model-len",
+                                     "64"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CommandResult r = run_command(CTXPAR_BINARY, args);
+    EXPECT_EQ(r.exit_status, 2) << r.out;
+    return r.err;
+  };
+  const std::string missing = refused({"--tokenizer", "meta-llama/Llama-3.3-70B"});
+  EXPECT_NE(missing.find("tokenizer 'meta-llama/Llama-3.3-70B' is not a local path"),
+            std::string::npos)
+      << missing;
+  EXPECT_NE(missing.find("hf download meta-llama/Llama-3.3-70B"), std::string::npos) << missing;
+  const std::string no_revision =
+      refused({"--tokenizer", "meta-llama/Llama-3.2-1B", "--tokenizer-revision", "v9"});
+  EXPECT_NE(no_revision.find("at revision 'v9' (--tokenizer-revision)"), std::string::npos)
+      << no_revision;
+  const std::string incomplete =
+      refused({"--tokenizer", "meta-llama/Llama-3.2-1B", "--tokenizer-revision", "broken"});
+  EXPECT_NE(incomplete.find("has no tokenizer.json"), std::string::npos) << incomplete;
+  ::unsetenv("HF_HUB_CACHE");
+  fs::remove_all(cache);
+}
+
 // --apply-chat-template renders a text prompt as one user message with the model directory's
 // chat template (here Qwen2.5's real one) and encodes it without special tokens, as vLLM's chat
 // endpoint does: the prompt ids are the tokenization of jinja2's render of that conversation.

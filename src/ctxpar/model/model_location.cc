@@ -61,6 +61,42 @@ std::string hf_hub_cache_dir() {
   return (fs::path(env("HOME")) / ".cache" / "huggingface" / "hub").string();
 }
 
+namespace {
+
+// The snapshot directory of repo id `name` (a `what`: "model" or "tokenizer") at `revision`
+// in the hub cache, which must hold `required_file`.
+std::string cached_snapshot(const char* what, const std::string& name, const std::string& revision,
+                            const std::string& cache_dir, const char* required_file,
+                            const char* revision_flag) {
+  std::string folder = "models--";  // huggingface_hub: "/" in the repo id becomes "--"
+  for (char ch : name) folder += ch == '/' ? std::string("--") : std::string(1, ch);
+  const fs::path repo = fs::path(cache_dir.empty() ? hf_hub_cache_dir() : cache_dir) / folder;
+  const std::string rev = revision.empty() ? "main" : revision;
+  const std::string fetch = fmt::format(
+      "ctxpar does not download models: fetch it with `hf download {}{}{}` (pip install "
+      "huggingface_hub) or pass a local directory",
+      name, revision.empty() ? "" : " --revision " + revision,
+      cache_dir.empty() ? "" : " --cache-dir " + cache_dir);
+  std::error_code ec;
+  CTXPAR_CHECK_INPUT(fs::is_directory(repo, ec),
+                     "{} '{}' is not a local path and not in the Hugging Face cache (no {}); {}",
+                     what, name, repo.string(), fetch);
+  // A branch or tag names its commit in refs/; a commit hash names its snapshot itself.
+  std::string commit = rev;
+  if (const fs::path ref = repo / "refs" / rev; fs::is_regular_file(ref, ec))
+    commit = first_line(ref);
+  const fs::path snapshot = repo / "snapshots" / commit;
+  CTXPAR_CHECK_INPUT(!commit.empty() && fs::is_directory(snapshot, ec),
+                     "{} '{}' at revision '{}' ({}) is not in the Hugging Face cache (no {}); {}",
+                     what, name, rev, revision_flag, snapshot.string(), fetch);
+  CTXPAR_CHECK_INPUT(fs::is_regular_file(snapshot / required_file, ec),
+                     "the cached snapshot {} of {} '{}' has no {} (an incomplete download?); {}",
+                     snapshot.string(), what, name, required_file, fetch);
+  return snapshot.string();
+}
+
+}  // namespace
+
 std::string locate_model(const std::string& model, const std::string& revision,
                          const std::string& cache_dir) {
   if (is_builtin_model(model)) return model;
@@ -70,31 +106,16 @@ std::string locate_model(const std::string& model, const std::string& revision,
                      "model '{}' is neither builtin:NAME, a directory with config.json, a "
                      "config.json file, nor a Hugging Face repo id (OWNER/NAME)",
                      model);
-  std::string folder = "models--";  // huggingface_hub: "/" in the repo id becomes "--"
-  for (char ch : model) folder += ch == '/' ? std::string("--") : std::string(1, ch);
-  const fs::path repo = fs::path(cache_dir.empty() ? hf_hub_cache_dir() : cache_dir) / folder;
-  const std::string rev = revision.empty() ? "main" : revision;
-  const std::string fetch = fmt::format(
-      "ctxpar does not download models: fetch it with `hf download {}{}{}` (pip install "
-      "huggingface_hub) or pass a local directory",
-      model, revision.empty() ? "" : " --revision " + revision,
-      cache_dir.empty() ? "" : " --cache-dir " + cache_dir);
-  CTXPAR_CHECK_INPUT(fs::is_directory(repo, ec),
-                     "model '{}' is not a local path and not in the Hugging Face cache (no {}); {}",
-                     model, repo.string(), fetch);
-  // A branch or tag names its commit in refs/; a commit hash names its snapshot itself.
-  std::string commit = rev;
-  if (const fs::path ref = repo / "refs" / rev; fs::is_regular_file(ref, ec))
-    commit = first_line(ref);
-  const fs::path snapshot = repo / "snapshots" / commit;
-  CTXPAR_CHECK_INPUT(!commit.empty() && fs::is_directory(snapshot, ec),
-                     "model '{}' at revision '{}' is not in the Hugging Face cache (no {}); {}",
-                     model, rev, snapshot.string(), fetch);
-  CTXPAR_CHECK_INPUT(fs::is_regular_file(snapshot / "config.json", ec),
-                     "the cached snapshot {} of model '{}' has no config.json (an incomplete "
-                     "download?); {}",
-                     snapshot.string(), model, fetch);
-  return snapshot.string();
+  return cached_snapshot("model", model, revision, cache_dir, "config.json", "--revision");
+}
+
+std::string locate_tokenizer(const std::string& tokenizer, const std::string& revision,
+                             const std::string& cache_dir) {
+  std::error_code ec;
+  // Not a repo id: a path, which loading the tokenizer checks.
+  if (tokenizer.empty() || fs::exists(tokenizer, ec) || !is_repo_id(tokenizer)) return tokenizer;
+  return cached_snapshot("tokenizer", tokenizer, revision, cache_dir, "tokenizer.json",
+                         "--tokenizer-revision");
 }
 
 }  // namespace ctxpar::model

@@ -23,4 +23,11 @@ std::string hf_hub_cache_dir();
 std::string locate_model(const std::string& model, const std::string& revision = "",
                          const std::string& cache_dir = "");
 
+// vLLM's --tokenizer: "" (the model's), existing paths and names that are no repo id unchanged
+// (loading the tokenizer checks them); a repo id becomes its cached snapshot at `revision`
+// (--tokenizer-revision), which must hold tokenizer.json. Throws InputError as locate_model
+// does.
+std::string locate_tokenizer(const std::string& tokenizer, const std::string& revision = "",
+                             const std::string& cache_dir = "");
+
 }  // namespace ctxpar::model
