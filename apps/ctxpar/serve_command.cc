@@ -273,6 +273,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--override-generation-config", o->override_generation_config,
                   "JSON object of defaults on top (temperature, top_p, top_k, min_p, "
                   "repetition_penalty, max_new_tokens)");
+  cmd->add_flag("--enable-prompt-tokens-details", o->server.enable_prompt_tokens_details,
+                "usage.prompt_tokens_details.cached_tokens: the prompt tokens the prefix cache "
+                "served");
   cmd->add_option("--max-request-body-bytes", o->max_body,
                   "larger request bodies get 413 (e.g. 32MiB)")
       ->capture_default_str();

@@ -2,7 +2,8 @@
 a Hugging Face repo id served from the hub cache (named by the id in /v1/models), several
 --served-model-name values (any may be requested, responses give the first), and
 --generation-config / --override-generation-config setting requests' defaults (max_new_tokens
-caps every request, as vLLM's, from a directory, over none with `vllm`, or overridden)."""
+caps every request, as vLLM's, from a directory, over none with `vllm`, or overridden), and
+--enable-prompt-tokens-details counting the prompt tokens the prefix cache served."""
 
 import json
 import os
@@ -87,6 +88,44 @@ class ServedModelNames(unittest.TestCase):
                                          {"model": "third", "prompt": "abc", "max_tokens": 2})
         self.assertEqual(status, 404, body)
         self.assertIn("third", body["error"]["message"])
+
+
+class PromptTokensDetails(unittest.TestCase):
+    def test_cached_tokens_count_the_prefix_cache_hits(self):
+        server = fx.Server(["--enable-prompt-tokens-details"], engine_args=SMALL).__enter__()
+        self.addCleanup(fx.stop, server)
+        client = fx.openai_client(server)
+        rng = fx.seeded_rng(self)
+        prompt = fx.random_prompts(rng, 1, low=33, high=120)[0]
+        # Blocks of 16 tokens; the last prompt token is always computed.
+        hit = (len(prompt) - 1) // 16 * 16
+
+        def cached(**kwargs):
+            r = client.completions.create(model=fx.MODEL, prompt=prompt, max_tokens=2,
+                                          temperature=0, **kwargs)
+            return r.usage.prompt_tokens_details.cached_tokens
+
+        self.assertEqual(cached(), 0)
+        self.assertEqual(cached(), hit)
+        # A request scoring its prompt never reads the cache (vLLM's rule).
+        self.assertEqual(cached(extra_body={"prompt_logprobs": 1}), 0)
+        # The final usage chunk of a stream carries them too.
+        stream = client.completions.create(model=fx.MODEL, prompt=prompt, max_tokens=2,
+                                           stream=True, stream_options={"include_usage": True})
+        usage = [c.usage for c in stream if c.usage][-1]
+        self.assertEqual(usage.prompt_tokens_details.cached_tokens, hit)
+        chat = client.chat.completions.create(
+            model=fx.MODEL, messages=[{"role": "user", "content": "x" * 40}], max_tokens=2)
+        again = client.chat.completions.create(
+            model=fx.MODEL, messages=[{"role": "user", "content": "x" * 40}], max_tokens=2)
+        self.assertEqual(chat.usage.prompt_tokens_details.cached_tokens, 0)
+        self.assertEqual(again.usage.prompt_tokens_details.cached_tokens,
+                         (again.usage.prompt_tokens - 1) // 16 * 16)
+        # Without the flag the details stay null.
+        plain = fx.Server(engine_args=SMALL).__enter__()
+        self.addCleanup(fx.stop, plain)
+        r = fx.openai_client(plain).completions.create(model=fx.MODEL, prompt=prompt, max_tokens=2)
+        self.assertIsNone(r.usage.prompt_tokens_details)
 
 
 class GenerationConfigFlags(unittest.TestCase):

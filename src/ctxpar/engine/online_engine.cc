@@ -368,6 +368,7 @@ void OnlineEngine::step(Communicator& world, ModelRunner& runner) {
       pending.logprobs.push_back(token_logprobs(row, u.new_token, *params.logprobs));
     if (live.return_logits) pending.logits.emplace_back(row.begin(), row.end());
     ++pending.num_output_tokens;
+    pending.num_cached_tokens = scheduler_->find(u.request_id)->num_cached_tokens();
   }
 
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -434,6 +435,7 @@ void OnlineEngine::collect_finished() {
     pending.stop_token_id = stop_token_id(*r);
     pending.finish_message = r->finish_message();
     pending.num_output_tokens = r->num_output_tokens();
+    pending.num_cached_tokens = r->num_cached_tokens();
   }
 }
 
@@ -444,6 +446,7 @@ void OnlineEngine::deliver() {
     it->second.pending = RequestOutput{};
     it->second.pending.num_prompt_tokens = output.num_prompt_tokens;
     it->second.pending.num_output_tokens = output.num_output_tokens;
+    it->second.pending.num_cached_tokens = output.num_cached_tokens;
     if (output.finished()) {
       // Free the id before the consumer learns the request ended, so it can reuse it at once.
       OutputConsumer consumer = std::move(it->second.consumer);

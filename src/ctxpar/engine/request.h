@@ -76,6 +76,9 @@ class Request {
   // The EOS or stop token that ended a kFinishedStopped request.
   std::optional<int32_t> stop_token() const { return stop_token_; }
   int32_t num_preemptions() const { return num_preemptions_; }
+  // Prompt tokens whose KV came from the prefix cache when the request was first scheduled
+  // (vLLM's num_cached_tokens; later resumes after preemption do not change it).
+  int64_t num_cached_tokens() const { return num_cached_tokens_; }
 
   const kv::BlockTable& block_table() const { return block_table_; }
 
@@ -92,6 +95,7 @@ class Request {
   kv::BlockTable& mutable_block_table() { return block_table_; }
   void set_status(RequestStatus status) { status_ = status; }
   void set_num_computed_tokens(int64_t n);
+  void set_num_cached_tokens(int64_t n) { num_cached_tokens_ = n; }
   void append_output_token(int32_t token) { tokens_.push_back(token); }
   // Hashes every full block of tokens_per_block positions of all_token_ids() that is not
   // hashed yet, each chained to the one before (no extra keys: no request has any yet).
@@ -115,6 +119,7 @@ class Request {
   RequestStatus status_ = RequestStatus::kWaiting;
   int64_t num_computed_tokens_ = 0;
   int32_t num_preemptions_ = 0;
+  int64_t num_cached_tokens_ = 0;
   std::string finish_message_;
   std::optional<int32_t> stop_token_;
 };

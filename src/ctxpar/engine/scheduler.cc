@@ -147,6 +147,7 @@ void Scheduler::schedule_waiting(SchedulerOutput& output, int64_t& budget) {
     waiting_.pop_front();
     r.set_status(RequestStatus::kRunning);
     r.set_num_computed_tokens(hit);
+    if (r.num_preemptions() == 0) r.set_num_cached_tokens(hit);
     if (config_.enable_prefix_caching) {
       PrefixCacheStats& st = prefix_cache_stats_;
       const bool resumed = r.num_preemptions() > 0;

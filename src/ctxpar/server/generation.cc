@@ -114,6 +114,7 @@ ChoiceDelta Generation::apply(size_t i, engine::RequestOutput output) {
                       output.logprobs.begin() + static_cast<std::ptrdiff_t>(kept));
   }
   d.prompt_logprobs = std::move(output.prompt_logprobs);
+  d.num_cached_tokens = output.num_cached_tokens;
   c.counted = text.num_tokens;
   if (text.stop_string) {
     c.stopped_by_string = true;

@@ -38,6 +38,7 @@ struct ChoiceDelta {
   std::vector<engine::SampledLogprobs> logprobs;  // one per token with logprobs
   // With prompt_logprobs, in the choice's first delta: prompt tokens 1.. scored.
   std::vector<engine::SampledLogprobs> prompt_logprobs;
+  int64_t num_cached_tokens = 0;             // prompt tokens the prefix cache served
   std::optional<std::string> finish_reason;  // "stop", "length" or "abort" once it ended
   nlohmann::json stop_reason;                // the stop string or stop token id, else null
   std::optional<std::string> error;          // the engine failed: why

@@ -83,6 +83,21 @@ json GenerationResponder::prompt_logprobs_field(size_t i) const {
                               states_[i].prompt_logprobs);
 }
 
+json GenerationResponder::usage() const {
+  json out = usage_json(plan_.prompt_tokens, completion_tokens());
+  out["prompt_tokens_details"] = nullptr;
+  if (plan_.prompt_tokens_details) {
+    int64_t cached = 0;
+    for (size_t i = 0; i < states_.size(); ++i) {
+      const bool first_of_prompt =
+          i == 0 || plan_.choices[i].prompt_index != plan_.choices[i - 1].prompt_index;
+      if (first_of_prompt) cached += states_[i].num_cached_tokens;
+    }
+    out["prompt_tokens_details"] = {{"cached_tokens", cached}};
+  }
+  return out;
+}
+
 int64_t GenerationResponder::completion_tokens() const {
   int64_t n = 0;
   for (const ChoiceState& s : states_) n += static_cast<int64_t>(s.token_ids.size());
@@ -201,6 +216,7 @@ std::string GenerationResponder::add(const std::vector<ChoiceDelta>& deltas, boo
     s.logprobs.insert(s.logprobs.end(), d.logprobs.begin(), d.logprobs.end());
     s.prompt_logprobs.insert(s.prompt_logprobs.end(), d.prompt_logprobs.begin(),
                              d.prompt_logprobs.end());
+    s.num_cached_tokens = std::max(s.num_cached_tokens, d.num_cached_tokens);
     if (d.finish_reason) {
       s.finish_reason = *d.finish_reason;
       s.stop_reason = d.stop_reason;
@@ -234,7 +250,11 @@ std::string GenerationResponder::final_events() const {
   } else if (request_.include_usage) {
     json chunk = chunk_base();
     chunk["choices"] = json::array();
-    chunk["usage"] = usage_json(plan_.prompt_tokens, completion_tokens());
+    chunk["usage"] = usage();
+    // The usage chunk leaves nulls out (vLLM's exclude_none).
+    if (chunk["usage"]["prompt_tokens_details"].is_null()) {
+      chunk["usage"].erase("prompt_tokens_details");
+    }
     out += sse_event(chunk);
   }
   return out + kSseDone;
@@ -302,15 +322,13 @@ json GenerationResponder::whole_response() const {
            {"token_ids", token_ids}});
     }
   }
-  json usage = usage_json(plan_.prompt_tokens, completion_tokens());
-  usage["prompt_tokens_details"] = nullptr;
   json response = {
       {"id", plan_.id},
       {"object", plan_.endpoint == Endpoint::kChat ? "chat.completion" : "text_completion"},
       {"created", plan_.created},
       {"model", plan_.model},
       {"choices", choices},
-      {"usage", usage},
+      {"usage", usage()},
       {"system_fingerprint", nullptr},
       {"kv_transfer_params", nullptr}};
   // Chat has one prompt: vLLM gives its scores once, beside the choices.

@@ -33,6 +33,9 @@ struct GenerationPlan {
   // Completions, echo with max_tokens 0 (vLLM's): the prompt alone is the text and logprobs;
   // the one token the engine still generates is left out of them.
   bool echo_only = false;
+  // --enable-prompt-tokens-details: usage.prompt_tokens_details.cached_tokens counts the prompt
+  // tokens the prefix cache served (each prompt's first choice), else it is null.
+  bool prompt_tokens_details = false;
   std::vector<ChoiceRequest> choices;  // prompt-major: choice k of prompt p is p·n + k
   int32_t num_top_logprobs = -1;       // -1: no logprobs
   int64_t prompt_tokens = 0;
@@ -74,6 +77,7 @@ class GenerationResponder {
     // Streams: where the next logprobs' text_offset starts (vLLM advances it by the token
     // texts reported, echoed prompt included).
     int64_t logprob_offset = 0;
+    int64_t num_cached_tokens = 0;
     std::string finish_reason;
     nlohmann::json stop_reason;
     bool sent_first = false;  // streams: the choice's first chunk went out
@@ -85,6 +89,7 @@ class GenerationResponder {
   // a parser splits it; nullopt when the split leaves nothing to send.
   std::optional<nlohmann::json> chat_delta(ChoiceState& s, const std::string& text, bool finished);
   nlohmann::json chunk_base() const;
+  nlohmann::json usage() const;  // of the whole request, prompt_tokens_details included
   nlohmann::json stream_choice(size_t i, const ChoiceDelta& d, const nlohmann::json& delta);
   // The logprobs of a choice's tokens: with `echo_prompt` (completions, echo), the prompt's
   // first, scored by its prompt logprobs from its second token on.

@@ -301,6 +301,7 @@ void OpenAiServer::Handlers::completions(const httplib::Request& req, httplib::R
   plan->id = "cmpl-" + random_hex(32);
   plan->created = unix_now();
   plan->model = options_.served_model_names.at(0);
+  plan->prompt_tokens_details = options_.enable_prompt_tokens_details;
   plan->num_top_logprobs = r.params.logprobs.value_or(-1);
   plan->echo_only = echo_only;
   for (const Prompt& p : r.prompts) {
@@ -327,6 +328,7 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
   plan->id = "chatcmpl-" + random_hex(32);
   plan->created = unix_now();
   plan->model = options_.served_model_names.at(0);
+  plan->prompt_tokens_details = options_.enable_prompt_tokens_details;
   plan->num_top_logprobs = r.params.logprobs.value_or(-1);
   plan->reasoning_parser = options_.reasoning_parser;
   plan->thinking = thinking_requested(options_.reasoning_parser, r.chat_template_kwargs);

@@ -59,6 +59,8 @@ struct ServerOptions {
   // While nothing arrives for this long, a stream sends an SSE comment (": ping"), which
   // clients skip; a write that fails then aborts a request of a client that left.
   std::chrono::milliseconds keepalive{2000};
+  // --enable-prompt-tokens-details: usage says how many prompt tokens the prefix cache served.
+  bool enable_prompt_tokens_details = false;
 };
 
 class OpenAiServer {
