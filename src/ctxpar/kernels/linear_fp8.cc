@@ -153,22 +153,19 @@ struct Fp8Linear::Impl {
                 ThreadPool* pool) const;
   void prefill(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
                ThreadPool* pool) const;
-  // bf16 activations where oneDNN has a native bf16 matmul (AVX-512 BF16 / AMX): the e4m3
-  // values as bf16 (exact) times x in bf16, one K block of 128 at a time, each product
-  // scaled by that block's scales and accumulated in y.
   void prefill_own(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
                    ThreadPool* pool) const;
+  // bf16 activations where oneDNN has a native bf16 matmul (AVX-512 BF16 / AMX): W as bf16
+  // (e4m3 times its block scale, or unscaled with per-row scales, which then multiply y) and
+  // one bf16 matmul over the whole of K (fp8_bench Fp8Prefill, 512 tokens, 1 thread:
+  // 0.93-0.95 of the bf16 GEMM on the same weights). With per-row or power-of-two block
+  // scales (ue8m0) W is exact in bf16; other block scales round it to bf16 (a relative 2^-9
+  // per weight, as the bf16 activations are; transformers' bf16 dequantization rounds alike).
+  // One matmul per 128-wide K block, which kept those products exact, ran at 0.58-0.64.
   void prefill_native_bf16(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
                            ThreadPool* pool) const;
-  // Per-row scales, or block scales that are all powers of two (ue8m0): e4m3 · block scale is
-  // then exact in bf16, so one bf16 matmul runs over the whole of K instead of one per K block
-  // (each folded into y with its scales), and per-row scales multiply y once (fp8_bench
-  // Fp8Prefill, 512 tokens, 1 thread: 0.93-0.95 of the bf16 GEMM on the same weights against
-  // 0.59-0.60). A separate function: folding it into the K-blocked one as a single block of
-  // width k (a run-time block width, a pass over y for the scales) ran at 0.69.
-  bool whole_k_bf16 = false;
-  void prefill_native_bf16_whole_k(const float* x, int64_t ldx, int64_t tokens, float* y,
-                                   int64_t ldy, ThreadPool* pool) const;
+  // W is not exact in bf16 (block scales that are not all powers of two).
+  bool rounds_w_in_bf16 = false;
 };
 
 Fp8Linear::Fp8Linear(Fp8Weight w, std::optional<Tensor> bias, DType activation_dtype)
@@ -207,7 +204,7 @@ Fp8Linear::Fp8Linear(Fp8Weight w, std::optional<Tensor> bias, DType activation_d
   impl_->bias = std::move(bias);
   impl_->activation_dtype = activation_dtype;
   if (impl_->per_row()) impl_->unit_scales.assign(static_cast<size_t>(blocks(impl_->in)), 1.0f);
-  impl_->whole_k_bf16 = impl_->per_row() || exact_in_bf16(impl_->w.scale_inv);
+  impl_->rounds_w_in_bf16 = !impl_->per_row() && !exact_in_bf16(impl_->w.scale_inv);
 }
 
 Fp8Linear::~Fp8Linear() = default;
@@ -232,6 +229,12 @@ Fp8Scaling Fp8Linear::scaling() const {
 const std::optional<Tensor>& Fp8Linear::bias() const {
   return impl_->bias;
 }
+
+bool Fp8Linear::rounds_weights_to_bf16(int64_t tokens) const {
+  return impl_->rounds_w_in_bf16 && impl_->activation_dtype == DType::kBF16 &&
+         !impl_->uses_amx(tokens) && tokens > kGemvMaxCallTokens && detail::onednn_native_bf16();
+}
+
 DType Fp8Linear::activation_dtype() const {
   return impl_->activation_dtype;
 }
@@ -425,8 +428,8 @@ void Fp8Linear::Impl::prefill_own(const float* x, int64_t ldx, int64_t tokens, f
       });
 }
 
-void Fp8Linear::Impl::prefill_native_bf16_whole_k(const float* x, int64_t ldx, int64_t tokens,
-                                                  float* y, int64_t ldy, ThreadPool* pool) const {
+void Fp8Linear::Impl::prefill_native_bf16(const float* x, int64_t ldx, int64_t tokens, float* y,
+                                          int64_t ldy, ThreadPool* pool) const {
   const detail::Fp8Kernels& k = detail::fp8_kernels(active_isa());
   const auto* wq = static_cast<const uint8_t*>(w.weight.raw());
   const int64_t ldw = row_stride(w.weight);
@@ -441,8 +444,8 @@ void Fp8Linear::Impl::prefill_native_bf16_whole_k(const float* x, int64_t ldx, i
         }
       },
       [&](int64_t t0, int64_t nt, int64_t o0, int64_t no) {
-        // This pool thread's panel of weight rows as bf16 [rows, in] (e4m3 times its power-of-
-        // two block scale, or unscaled), a few rows first widened to f32.
+        // This pool thread's panel of weight rows as bf16 [rows, in] (e4m3 times its block
+        // scale, or unscaled), a few rows first widened to f32.
         thread_local std::vector<uint16_t> panel;
         thread_local std::vector<float> rows_f32;
         panel.resize(static_cast<size_t>(kNativePanel * in));
@@ -455,8 +458,17 @@ void Fp8Linear::Impl::prefill_native_bf16_whole_k(const float* x, int64_t ldx, i
                          rows_f32.data(), in);
             uint16_t* dst = panel.data() + c0 * in;
             const float* src = rows_f32.data();
-            for (int64_t i = 0; i < nc * in; ++i)
-              dst[i] = static_cast<uint16_t>(f32_bits(src[i]) >> 16);
+            if (rounds_w_in_bf16) {
+              // Round to nearest even, without bf16::from_f32's NaN branch (the values are
+              // finite), so that the loop vectorizes.
+              for (int64_t i = 0; i < nc * in; ++i) {
+                const uint32_t u = f32_bits(src[i]);
+                dst[i] = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+              }
+            } else {  // exact: the low half is zero
+              for (int64_t i = 0; i < nc * in; ++i)
+                dst[i] = static_cast<uint16_t>(f32_bits(src[i]) >> 16);
+            }
           }
           detail::MatmulShape s;
           s.m = nt;
@@ -469,91 +481,6 @@ void Fp8Linear::Impl::prefill_native_bf16_whole_k(const float* x, int64_t ldx, i
           s.w_type = DType::kBF16;
           cache.run(s, xp, panel.data(), nullptr, nullptr, y + t0 * ldy + r0);
           scale_rows(y, ldy, t0, nt, r0, nr);
-        }
-      });
-}
-
-void Fp8Linear::Impl::prefill_native_bf16(const float* x, int64_t ldx, int64_t tokens, float* y,
-                                          int64_t ldy, ThreadPool* pool) const {
-  if (whole_k_bf16) {
-    prefill_native_bf16_whole_k(x, ldx, tokens, y, ldy, pool);
-    return;
-  }
-  const detail::Fp8Kernels& k = detail::fp8_kernels(active_isa());
-  const auto* wq = static_cast<const uint8_t*>(w.weight.raw());
-  const int64_t ldw = row_stride(w.weight);
-  const float* scale = w.scale_inv.data<float>();
-  const int64_t k_blocks = blocks(in);
-  // K block kb spans [kb·128, kb·128 + width(kb)); operands are stored K-block-major so that
-  // every matmul reads dense A and W (oneDNN 2.x runs its AMX kernels only on dense operands).
-  const auto width = [&](int64_t kb) { return std::min(kFp8Block, in - kb * kFp8Block); };
-  // dequantize() with lds 0 reads these for every row: the unscaled e4m3 values.
-  thread_local std::vector<float> ones;
-  ones.resize(static_cast<size_t>(k_blocks), 1.0f);
-  const float* unit = ones.data();  // the calling thread's buffer, read by the pool's tasks
-  // A chunk of x in bf16, K-block-major: block kb is [nt, width(kb)] at offset nt·kb·128.
-  thread_local std::vector<bf16> xb;
-  xb.resize(static_cast<size_t>(std::min(tokens, detail::kOneDnnTokenChunk) * in));
-  const bf16* xp = xb.data();  // the calling thread's buffer, read by the pool's tasks
-  detail::for_token_chunks(
-      pool, tokens, out, detail::kOneDnnTokenChunk,
-      [&](int64_t t0, int64_t nt) {
-        for (int64_t t = 0; t < nt; ++t) {
-          const float* src = x + (t0 + t) * ldx;
-          for (int64_t kb = 0; kb < k_blocks; ++kb) {
-            bf16* dst = xb.data() + nt * kb * kFp8Block + t * width(kb);
-            for (int64_t i = 0; i < width(kb); ++i) dst[i] = bf16(src[kb * kFp8Block + i]);
-          }
-        }
-      },
-      [&](int64_t t0, int64_t nt, int64_t o0, int64_t no) {
-        // This pool thread's panel of weight rows as bf16 e4m3 values (exact), K-block-major
-        // (block kb is [rows, width(kb)] at offset rows·kb·128), a few rows first widened to
-        // f32, and one K block's product [nt, rows].
-        thread_local std::vector<uint16_t> panel;
-        thread_local std::vector<float> rows_f32;
-        thread_local std::vector<float> product;
-        panel.resize(static_cast<size_t>(kNativePanel * in));
-        rows_f32.resize(static_cast<size_t>(kConvertRows * in));
-        product.resize(static_cast<size_t>(nt * kNativePanel));
-        for (int64_t r0 = o0; r0 < o0 + no; r0 += kNativePanel) {
-          const int64_t nr = std::min(kNativePanel, o0 + no - r0);
-          for (int64_t c0 = 0; c0 < nr; c0 += kConvertRows) {
-            const int64_t nc = std::min(kConvertRows, nr - c0);
-            k.dequantize(wq, ldw, unit, 0, in, r0 + c0, nc, rows_f32.data(), in);
-            for (int64_t r = 0; r < nc; ++r) {
-              for (int64_t kb = 0; kb < k_blocks; ++kb) {
-                uint16_t* dst = panel.data() + nr * kb * kFp8Block + (c0 + r) * width(kb);
-                const float* src = rows_f32.data() + r * in + kb * kFp8Block;
-                for (int64_t i = 0; i < width(kb); ++i) {
-                  dst[i] = static_cast<uint16_t>(f32_bits(src[i]) >> 16);
-                }
-              }
-            }
-          }
-          // y = Σ_kb scale[·, kb] ⊙ (x[:, kb] · e4m3[·, kb]ᵀ): the products of bf16 values are
-          // exact, so this is the f32 path's sum in another order. The scales are applied
-          // here, not as oneDNN output scales, which would also drop it off its AMX kernels.
-          for (int64_t kb = 0; kb < k_blocks; ++kb) {
-            detail::MatmulShape s;
-            s.m = nt;
-            s.k = width(kb);
-            s.n = nr;
-            s.lda = s.k;
-            s.ldw = s.k;
-            s.ldc = nr;
-            s.a_type = DType::kBF16;
-            s.w_type = DType::kBF16;
-            cache.run(s, xp + nt * kb * kFp8Block, panel.data() + nr * kb * kFp8Block, nullptr,
-                      nullptr, product.data());
-            float row_scale[kNativePanel];
-            for (int64_t r = 0; r < nr; ++r) {
-              row_scale[r] =
-                  per_row() ? scale[r0 + r] : scale[(r0 + r) / kFp8Block * k_blocks + kb];
-            }
-            k.accumulate_scaled(product.data(), nr, nt, nr, row_scale, kb == 0, y + t0 * ldy + r0,
-                                ldy);
-          }
         }
       });
 }

@@ -18,11 +18,12 @@
 //     per-row scales multiply the finished outputs.
 //   prefill, more tokens, 512 at a time: on AVX2 ctxpar's own GEMM (linear_gemm.h), which
 //     dequantizes W one 16-row panel at a time while packing it; with bf16 activations where
-//     bf16 dot products are fast, oneDNN's bf16 matmul per K block (one over the whole of K
-//     for per-row or power-of-two block scales, exact in bf16); otherwise tiles of up to
-//     512 rows of W dequantized to f32 and oneDNN's f32 matmul.
+//     bf16 dot products are fast, W in bf16 and oneDNN's bf16 matmul over the whole of K;
+//     otherwise tiles of up to 512 rows of W dequantized to f32 and oneDNN's f32 matmul.
 // Numerics: products and sums in f32. With activation dtype bf16 (vLLM's --dtype bfloat16 for
-// an FP8 checkpoint: W8A16) x is first rounded to bf16, as for bf16 Linear weights.
+// an FP8 checkpoint: W8A16) x is first rounded to bf16, as for bf16 Linear weights. The bf16
+// prefill also holds W in bf16: exact for per-row and power-of-two block scales (ue8m0),
+// rounded to nearest for other block scales (rounds_weights_to_bf16 says when).
 //
 // Memory: the given tensors are kept (shared storage, never copied or reordered): the FP8
 // bytes are the one persistent copy. Threads: forward may run concurrently on one object; the
@@ -86,6 +87,9 @@ class Fp8Linear {
   Fp8Scaling scaling() const;
   const std::optional<Tensor>& bias() const;
   DType activation_dtype() const;
+  // Whether forward over `tokens` rows uses W rounded to bf16 (the bf16 prefill with block
+  // scales that are not all powers of two) rather than its exact f32 values.
+  bool rounds_weights_to_bf16(int64_t tokens) const;
 
  private:
   struct Impl;
@@ -104,8 +108,9 @@ Fp8Weight quantize_fp8(const Tensor& w, bool ue8m0 = false);
 Fp8Weight quantize_fp8_per_row(const Tensor& w);
 
 // Double-precision reference: y[t, o] = Σ_i x[t, i]·W[o, i] (+ bias[o]) with W dequantized
-// exactly; x rounded to bf16 first when activation_dtype is bf16. Shapes as Fp8Linear.
+// exactly (or, with round_weights, each e4m3 · scale rounded to bf16); x rounded to bf16 first
+// when activation_dtype is bf16. Shapes as Fp8Linear.
 void fp8_linear_reference(const Tensor& x, const Fp8Weight& w, const Tensor* bias,
-                          DType activation_dtype, Tensor& y);
+                          DType activation_dtype, Tensor& y, bool round_weights = false);
 
 }  // namespace ctxpar::kernels

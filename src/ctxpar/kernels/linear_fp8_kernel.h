@@ -42,11 +42,6 @@ struct Fp8Kernels {
   // stride ldo): the prefill path's dequantized tile.
   void (*dequantize)(const uint8_t* w, int64_t ldw, const float* scale, int64_t lds, int64_t k,
                      int64_t r0, int64_t nr, float* out, int64_t ldo);
-  // y[t, r] = p[t, r]·scale[r] (first) or y[t, r] += p[t, r]·scale[r], t < tokens, r < n;
-  // p row stride ldp, y row stride ldy: the native bf16 prefill folds one K block's product
-  // into y with that block's per-row scales.
-  void (*accumulate_scaled)(const float* p, int64_t ldp, int64_t tokens, int64_t n,
-                            const float* scale, bool first, float* y, int64_t ldy);
 };
 
 // FP8 weights times 2 to kFp8AmxMaxTokens tokens on the AMX tile unit (linear_fp8_amx.cc), for

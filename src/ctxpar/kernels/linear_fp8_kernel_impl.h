@@ -127,25 +127,6 @@ void dequantize(const uint8_t* w, int64_t ldw, const float* scale, int64_t lds, 
   }
 }
 
-template <class V>
-void accumulate_scaled(const float* p, int64_t ldp, int64_t tokens, int64_t n, const float* scale,
-                       bool first, float* y, int64_t ldy) {
-  constexpr int kW = V::kWidth;
-  for (int64_t t = 0; t < tokens; ++t) {
-    const float* src = p + t * ldp;
-    float* dst = y + t * ldy;
-    int64_t r = 0;
-    if (first) {
-      for (; r + kW <= n; r += kW) (V::load(src + r) * V::load(scale + r)).store(dst + r);
-      for (; r < n; ++r) dst[r] = src[r] * scale[r];
-    } else {
-      for (; r + kW <= n; r += kW)
-        mul_add(V::load(src + r), V::load(scale + r), V::load(dst + r)).store(dst + r);
-      for (; r < n; ++r) dst[r] += src[r] * scale[r];
-    }
-  }
-}
-
 // A loader whose GEMV chunk is one vector in natural order (the scalar and AVX2 variants).
 template <class V, class Load>
 struct NaturalOrder : Load {
@@ -160,8 +141,7 @@ struct NaturalOrder : Load {
 template <class V, class L, int R1, int R, int MaxM>
 constexpr Fp8Kernels make_fp8_kernels() {
   static_assert(kFp8Block % L::kChunk == 0 && L::kChunk % V::kWidth == 0);
-  return Fp8Kernels{L::kFactor, &scale_x<L>, &gemv<V, L, R1, R, MaxM>, &dequantize<V, L>,
-                    &accumulate_scaled<V>};
+  return Fp8Kernels{L::kFactor, &scale_x<L>, &gemv<V, L, R1, R, MaxM>, &dequantize<V, L>};
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 namespace ctxpar::kernels {
 
 void fp8_linear_reference(const Tensor& x, const Fp8Weight& w, const Tensor* bias,
-                          DType activation_dtype, Tensor& y) {
+                          DType activation_dtype, Tensor& y, bool round_weights) {
   const Tensor xc = x.contiguous();
   const Tensor wq = w.weight.contiguous();
   const int64_t tokens = xc.size(0), in = xc.size(1), out = wq.size(0);
@@ -26,7 +26,10 @@ void fp8_linear_reference(const Tensor& x, const Fp8Weight& w, const Tensor* bia
         const float scale = w.scaling == Fp8Scaling::kPerRow
                                 ? s[o]
                                 : s[(o / kFp8BlockSize) * cb + i / kFp8BlockSize];
-        const double wv = static_cast<double>(fp8_e4m3::to_f32(q[o * in + i])) * scale;
+        const float e4m3 = fp8_e4m3::to_f32(q[o * in + i]);
+        // Rounded: the f32 product (as the kernels dequantize) rounded to bf16.
+        const double wv = round_weights ? bf16::to_f32(bf16::from_f32(e4m3 * scale))
+                                        : static_cast<double>(e4m3) * scale;
         acc += static_cast<double>(xv) * wv;
       }
       float* yp = y.data<float>() + t * y.stride(0) + o * y.stride(1);
