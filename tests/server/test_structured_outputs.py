@@ -1,6 +1,7 @@
 """Structured outputs through the openai client, as vLLM serves them: response_format
 json_schema / json_object and vLLM's structured_outputs on /v1/chat/completions and
-/v1/completions, and tool_choice "required" and a named function. The tiny random-weight model
+/v1/completions (json, json_object and choice), and tool_choice "required" and a named
+function. The tiny random-weight model
 writes whatever its logits favour; the token masks keep it inside the grammar, so every output
 that ends by "stop" must be JSON that Python's `jsonschema` validates against the request's
 schema (a second opinion nobody here wrote). With vLLM's default whitespace the random model
@@ -233,6 +234,40 @@ class StructuredOutputs(unittest.TestCase):
         choice = self.client.chat.completions.create(**args).choices[0]
         self.assertEqual(choice.finish_reason, "length")
         self.assertFalse(choice.message.tool_calls)
+
+    def test_choice_outputs_one_of_the_strings(self):
+        # vLLM's structured_outputs {"choice": [...]}: the text is exactly one of them (raw, no
+        # quotes), whole and streamed, on both routes; choices may begin one another.
+        rng = fx.seeded_rng(self)
+        seen = set()
+        for k in range(10):
+            choices = rng.sample(["yes", "no", "maybe", "yes!", "não sei", "42", "\"quoted\""],
+                                 rng.randint(2, 5))
+            extra = {"structured_outputs": {"choice": choices}}
+            chat = self.client.chat.completions.create(
+                model=fx.MODEL, messages=[{"role": "user", "content": f"pick {k}"}],
+                max_completion_tokens=40, temperature=rng.choice([0, 1.0]),
+                seed=rng.randrange(1000), extra_body=extra)
+            text = chat.choices[0].message.content
+            self.assertIn(text, choices)
+            self.assertEqual(chat.choices[0].finish_reason, "stop")
+            seen.add(text)
+            done = self.client.completions.create(
+                model=fx.MODEL, prompt=f"pick {k}", max_tokens=40, temperature=1.0,
+                seed=rng.randrange(1000), extra_body=extra).choices[0]
+            self.assertIn(done.text, choices)
+            self.assertEqual(done.finish_reason, "stop")
+            streamed = "".join(c.choices[0].text for c in self.client.completions.create(
+                model=fx.MODEL, prompt=f"pick {k}", max_tokens=40, temperature=0,
+                stream=True, extra_body=extra) if c.choices)
+            self.assertIn(streamed, choices)
+        self.assertGreater(len(seen), 1)
+        for bad, needle in (([], "at least one"), (["a", ""], "choice[1] is empty"),
+                            ("yes", "valid list of strings"), ([1, 2], "valid list of strings")):
+            with self.assertRaises(openai.BadRequestError) as caught:
+                self.client.completions.create(model=fx.MODEL, prompt="x",
+                                               extra_body={"structured_outputs": {"choice": bad}})
+            self.assertIn(needle, str(caught.exception))
 
     def test_unsupported_schema_is_a_400_naming_the_keyword(self):
         cases = [

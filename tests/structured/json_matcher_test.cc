@@ -1,9 +1,15 @@
 // The byte-level matcher on hand-picked cases: the odd corners of JSON (empty containers,
 // escapes and surrogates, numbers, UTF-8 split across tokens, whitespace) and the xgrammar
-// rules ctxpar follows (property order, additionalProperties, prefixItems).
+// rules ctxpar follows (property order, additionalProperties, prefixItems); and the raw-text
+// choice grammar.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
+#include "ctxpar/core/error.h"
 #include "structured/match_util.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::structured {
 namespace {
@@ -237,6 +243,58 @@ TEST(JsonMatcher, EndsAndRollback) {
   object.reset();
   EXPECT_EQ(object.num_accepted(), 0u);
   EXPECT_FALSE(object.accept(""));
+}
+
+}  // namespace
+}  // namespace ctxpar::structured
+
+namespace ctxpar::structured {
+namespace {
+
+// structured_outputs {"choice": [...]}: exactly one of the strings, raw (no quotes, no
+// whitespace), including choices that begin others and multi-byte characters; every prefix
+// of a choice is open and ends only where a choice does.
+TEST(ChoiceGrammar, AcceptsExactlyTheChoices) {
+  SEEDED_RNG(rng);
+  const std::string alphabet[] = {"a", "b", " ", "\"", "é", "中", "\n"};
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<std::string> choices;
+    for (size_t n = 1 + rng() % 5; n > 0; --n) {
+      std::string c;
+      for (size_t len = 1 + rng() % 4; len > 0; --len) c += alphabet[rng() % std::size(alphabet)];
+      choices.push_back(c);
+    }
+    if (trial % 3 == 0) choices.push_back(choices[0] + "b");  // one choice begins another
+    const JsonAutomaton a(std::make_shared<Grammar>(choice_grammar(choices)));
+    const auto is_choice = [&](const std::string& s) {
+      return std::find(choices.begin(), choices.end(), s) != choices.end();
+    };
+    for (const std::string& c : choices) {
+      EXPECT_TRUE(testing::accepts(a, c)) << c;
+      StateSet s = a.initial(), next;
+      for (size_t i = 0; i < c.size(); ++i) {
+        EXPECT_EQ(a.can_end(s), is_choice(c.substr(0, i))) << c << " at " << i;
+        ASSERT_TRUE(a.advance(s, static_cast<uint8_t>(c[i]), next)) << c << " at " << i;
+        std::swap(s, next);
+      }
+      for (const std::string& other : {"\"" + c + "\"", c + " ", " " + c}) {
+        EXPECT_EQ(testing::accepts(a, other), is_choice(other)) << other;
+      }
+    }
+    // Random texts over the same alphabet: accepted exactly when they are a choice.
+    for (int k = 0; k < 40; ++k) {
+      std::string t;
+      for (size_t len = rng() % 6; len > 0; --len) t += alphabet[rng() % std::size(alphabet)];
+      EXPECT_EQ(testing::accepts(a, t), is_choice(t)) << t;
+    }
+  }
+  EXPECT_THROW(choice_grammar({}), InputError);
+  try {
+    choice_grammar({"yes", ""});
+    ADD_FAILURE() << "an empty choice was taken";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("choice[1] is empty"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

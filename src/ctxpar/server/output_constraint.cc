@@ -53,13 +53,14 @@ std::shared_ptr<const structured::JsonAutomaton> from_structured_outputs(const j
         "structured_outputs");
   }
   for (const auto& [key, value] : so.items()) {
-    if (value.is_null() || key == "json" || key == "json_object" || key == "disable_fallback") {
+    if (value.is_null() || key == "json" || key == "json_object" || key == "choice" ||
+        key == "disable_fallback") {
       continue;
     }
     if (key == "disable_any_whitespace" && value.is_boolean()) continue;
     if (key == "disable_additional_properties" && value == false) continue;
-    throw bad_request(fmt::format("structured_outputs.{} is not supported by ctxpar (json and "
-                                  "json_object are)",
+    throw bad_request(fmt::format("structured_outputs.{} is not supported by ctxpar (json, "
+                                  "json_object and choice are)",
                                   key),
                       "structured_outputs");
   }
@@ -73,6 +74,22 @@ std::shared_ptr<const structured::JsonAutomaton> from_structured_outputs(const j
       }
     }
     return compile(schema, "structured_outputs", any_ws);
+  }
+  const json& choice = field(so, "choice");
+  if (!choice.is_null()) {
+    std::vector<std::string> choices;
+    for (const json& c : choice.is_array() ? choice : json::array({nullptr})) {
+      if (!c.is_string()) {
+        throw bad_request("structured_outputs.choice: Input should be a valid list of strings",
+                          "structured_outputs");
+      }
+      choices.push_back(c.get<std::string>());
+    }
+    try {
+      return automaton_of(structured::choice_grammar(choices));
+    } catch (const InputError& e) {
+      throw bad_request(fmt::format("structured_outputs.{}", e.what()), "structured_outputs");
+    }
   }
   const json& object = field(so, "json_object");
   if (object == true) return automaton_of(structured::json_object_grammar(any_ws));

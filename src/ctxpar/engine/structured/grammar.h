@@ -63,7 +63,8 @@ struct Node {
   ArrayNode array;
   StringNode string;
   NumberNode number;
-  std::string literal;           // kLiteral: the exact bytes
+  // kLiteral: the exact bytes (compact JSON, or any non-empty text in a choice grammar)
+  std::string literal;
   std::vector<int32_t> members;  // kUnion: the nodes it may be (before flattening)
   // Filled by Grammar::finalize(): the concrete nodes a value of this node starts as.
   std::vector<int32_t> alternatives;

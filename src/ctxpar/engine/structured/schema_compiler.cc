@@ -400,4 +400,22 @@ Grammar json_object_grammar(bool any_whitespace) {
   return compile_json_schema(json{{"type", "object"}}, any_whitespace);
 }
 
+Grammar choice_grammar(const std::vector<std::string>& choices) {
+  CTXPAR_CHECK_INPUT(!choices.empty(), "choice needs at least one string");
+  Grammar g;
+  Node root;
+  root.kind = NodeKind::kUnion;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    CTXPAR_CHECK_INPUT(!choices[i].empty(), "choice[{}] is empty; every choice needs a character",
+                       i);
+    Node literal;
+    literal.kind = NodeKind::kLiteral;
+    literal.literal = choices[i];
+    root.members.push_back(g.add(std::move(literal)));
+  }
+  g.root = g.add(std::move(root));
+  g.finalize();
+  return g;
+}
+
 }  // namespace ctxpar::structured

@@ -20,6 +20,8 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "ctxpar/engine/structured/grammar.h"
 
@@ -34,5 +36,10 @@ Grammar compile_json_schema(const nlohmann::ordered_json& schema, bool any_white
 
 // Any JSON object (response_format {"type": "json_object"}).
 Grammar json_object_grammar(bool any_whitespace = true);
+
+// Exactly one of `choices`, as raw text (vLLM's structured_outputs {"choice": [...]}: no quotes,
+// no whitespace around). Throws ctxpar::InputError for no choices or an empty one (naming its
+// index).
+Grammar choice_grammar(const std::vector<std::string>& choices);
 
 }  // namespace ctxpar::structured
