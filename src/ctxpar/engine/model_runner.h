@@ -35,6 +35,8 @@ class ModelRunner {
   Tensor execute(const StepPlan& plan, bool all_positions = false);
 
   const RequestBlockTables& block_tables() const { return tables_; }
+  // This rank's thread pool (idle between steps).
+  ThreadPool& pool() { return *pool_; }
 
   // This rank's time in TP and DCP collectives so far (ParallelGroups::collective_seconds).
   double collective_seconds() const { return groups_->collective_seconds(); }

@@ -312,7 +312,7 @@ void OnlineEngine::step(Communicator& world, ModelRunner& runner) {
   const auto logits_row = [&](int64_t row) {
     return std::span<const float>(logits.data<float>() + row * vocab, static_cast<size_t>(vocab));
   };
-  collect_prompt_logprobs(out, first_row, logits_row);
+  collect_prompt_logprobs(out, first_row, logits_row, runner.pool());
 
   // One row of logits per sampling entry, in entry order (copied out of the step's rows when
   // some entry returned more than its last).
@@ -406,7 +406,15 @@ void OnlineEngine::step(Communicator& world, ModelRunner& runner) {
 
 void OnlineEngine::collect_prompt_logprobs(
     const SchedulerOutput& out, std::span<const int64_t> first_row,
-    const std::function<std::span<const float>(int64_t)>& logits_row) {
+    const std::function<std::span<const float>(int64_t)>& logits_row, ThreadPool& pool) {
+  // One job per prompt token to score: its row of logits and where its score goes.
+  struct Job {
+    int64_t row;
+    int32_t token;
+    int32_t num_top;
+    SampledLogprobs* into;
+  };
+  std::vector<Job> jobs;
   for (size_t i = 0; i < out.entries.size(); ++i) {
     const ScheduledEntry& e = out.entries[i];
     if (!e.all_logits) continue;
@@ -414,16 +422,31 @@ void OnlineEngine::collect_prompt_logprobs(
     const auto prompt = r->prompt_token_ids();
     const int32_t num_top = *r->sampling_params().prompt_logprobs;
     std::vector<SampledLogprobs>& scored = live_.at(e.request_id).pending.prompt_logprobs;
-    for (int64_t t = 0; t < e.num_new_tokens; ++t) {
-      // The logits at position p score prompt token p + 1; scored[j] is prompt token j + 1.
-      const int64_t next = e.num_computed_tokens + t + 1;
-      if (next >= static_cast<int64_t>(prompt.size())) break;
-      // Positions scored before a preemption are computed again; their scores stand.
-      if (next != static_cast<int64_t>(scored.size()) + 1) continue;
-      scored.push_back(
-          token_logprobs(logits_row(first_row[i] + t), prompt[static_cast<size_t>(next)], num_top));
+    // The logits at position p score prompt token p + 1; scored[j] is prompt token j + 1.
+    // Positions scored before a preemption are computed again; their scores stand.
+    const int64_t first =
+        std::max<int64_t>(e.num_computed_tokens + 1, static_cast<int64_t>(scored.size()) + 1);
+    const int64_t last = std::min<int64_t>(e.num_computed_tokens + e.num_new_tokens,
+                                           static_cast<int64_t>(prompt.size()) - 1);
+    if (first > last) continue;
+    CTXPAR_CHECK(first == static_cast<int64_t>(scored.size()) + 1,
+                 "request '{}' skips prompt logprobs {} to {}", e.request_id, scored.size() + 1,
+                 first - 1);
+    const size_t base = scored.size();
+    scored.resize(base + static_cast<size_t>(last - first + 1));
+    for (int64_t next = first; next <= last; ++next) {
+      jobs.push_back({first_row[i] + (next - 1 - e.num_computed_tokens),
+                      prompt[static_cast<size_t>(next)], num_top,
+                      &scored[base + static_cast<size_t>(next - first)]});
     }
   }
+  // A row of a large vocabulary takes a fraction of a millisecond: worth the pool's threads.
+  pool.parallel_for(static_cast<int64_t>(jobs.size()), 4, [&](int64_t b, int64_t e, int) {
+    for (int64_t j = b; j < e; ++j) {
+      const Job& job = jobs[static_cast<size_t>(j)];
+      *job.into = token_logprobs(logits_row(job.row), job.token, job.num_top);
+    }
+  });
 }
 
 void OnlineEngine::collect_finished() {

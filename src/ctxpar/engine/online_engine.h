@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "ctxpar/comm/communicator.h"
+#include "ctxpar/core/thread_pool.h"
 #include "ctxpar/engine/engine_config.h"
 #include "ctxpar/engine/engine_stats.h"
 #include "ctxpar/engine/logprobs.h"
@@ -186,10 +187,12 @@ class OnlineEngine {
   void check_can_add(const std::vector<Queued>& batch) const;  // under mu_
   void admit(std::vector<Queued> batch);
   void step(Communicator& world, ModelRunner& runner);
-  // Scores the prompt tokens of the step's all_logits entries into their pending outputs;
-  // first_row[i]: entry i's first row of logits, logits_row(row): that row [vocab].
+  // Scores the prompt tokens of the step's all_logits entries into their pending outputs,
+  // rows split over `pool`; first_row[i]: entry i's first row of logits, logits_row(row): that
+  // row [vocab].
   void collect_prompt_logprobs(const SchedulerOutput& out, std::span<const int64_t> first_row,
-                               const std::function<std::span<const float>(int64_t)>& logits_row);
+                               const std::function<std::span<const float>(int64_t)>& logits_row,
+                               ThreadPool& pool);
   void collect_finished();
   void deliver();
   void deliver_one(const RequestId& id, Live& live, RequestOutput output);
