@@ -134,6 +134,47 @@ TEST(Scheduler, ChunkedPrefillSplitsALongPromptAcrossSteps) {
   }
 }
 
+// A request with prompt_logprobs returns a row of logits per prompt token, so its prefill
+// takes at most max_all_logits_tokens per step, whatever the budget leaves; once it has an
+// output (its decodes, a resume after preemption) it takes what others would.
+TEST(Scheduler, PromptLogprobsPrefillInCappedChunks) {
+  SEEDED_RNG(rng);
+  for (int trial = 0; trial < 20; ++trial) {
+    SchedulerConfig config;
+    config.layout = random_layout(rng);
+    config.max_num_seqs = 4;
+    config.max_num_batched_tokens = uniform(rng, 8, 64);
+    config.max_all_logits_tokens = uniform(rng, 1, 80);
+    const int64_t prompt_len = uniform(rng, 1, 200);
+    config.max_model_len = 2 * prompt_len + 10;
+    Scheduler s(config, 10000);
+    SamplingParams scored = long_running(2);
+    scored.prompt_logprobs = 1;
+    const auto prompt = random_tokens(rng, prompt_len);
+    ASSERT_EQ(s.add_request("scored", prompt, scored), RequestStatus::kWaiting);
+    ASSERT_EQ(s.add_request("plain", prompt, long_running(2)), RequestStatus::kWaiting);
+    const int64_t cap = std::min(config.max_num_batched_tokens, config.max_all_logits_tokens);
+    int64_t computed = 0;
+    while (computed < prompt_len) {
+      const SchedulerOutput out = run_step(s, 7);
+      const auto it =
+          std::find_if(out.entries.begin(), out.entries.end(),
+                       [](const ScheduledEntry& e) { return e.request_id == "scored"; });
+      ASSERT_NE(it, out.entries.end());
+      EXPECT_EQ(it->num_new_tokens, std::min(cap, prompt_len - computed));
+      EXPECT_TRUE(it->all_logits);
+      for (const ScheduledEntry& e : out.entries) {
+        EXPECT_TRUE(e.request_id != "plain" || !e.all_logits);
+      }
+      computed += it->num_new_tokens;
+    }
+    const SchedulerOutput decode = run_step(s, 9);
+    for (const ScheduledEntry& e : decode.entries) {
+      EXPECT_TRUE(e.request_id != "scored" || !e.all_logits);
+    }
+  }
+}
+
 TEST(Scheduler, DecodesFirstThenWaitingInArrivalOrder) {
   SEEDED_RNG(rng);
   SchedulerConfig config;

@@ -1,6 +1,7 @@
 #include "ctxpar/engine/scheduler.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "ctxpar/core/error.h"
@@ -121,7 +122,7 @@ void Scheduler::schedule_running(SchedulerOutput& output, int64_t& budget) {
   for (Request* r : order) {
     if (budget == 0) break;
     if (r->status() != RequestStatus::kRunning) continue;  // preempted earlier in this step
-    const int64_t n = std::min(pending_tokens(*r), budget);
+    const int64_t n = std::min({pending_tokens(*r), budget, token_cap(*r)});
     const int64_t blocks_before = r->block_table().num_blocks();
     if (!grow_or_preempt(*r, r->num_computed_tokens() + n, output, budget)) continue;
     add_entry(*r, n, /*new_table=*/false, blocks_before, output);
@@ -140,7 +141,7 @@ void Scheduler::schedule_waiting(SchedulerOutput& output, int64_t& budget) {
         static_cast<int64_t>(cached.size()) * config_.layout.tokens_per_virtual_block();
     const int64_t pending = r.num_tokens() - hit;
     if (!config_.enable_chunked_prefill && pending > budget) break;
-    const int64_t n = std::min(pending, budget);
+    const int64_t n = std::min({pending, budget, token_cap(r)});
     // FCFS: a request that does not fit blocks the ones behind it, and waiting requests never
     // preempt running ones; blocks come back as running requests finish.
     if (!start_table(r, cached, hit + n)) break;
@@ -163,6 +164,13 @@ void Scheduler::schedule_waiting(SchedulerOutput& output, int64_t& budget) {
     cache_blocks(r, hit + n);
     budget -= n;
   }
+}
+
+int64_t Scheduler::token_cap(const Request& request) const {
+  const bool all_logits =
+      request.sampling_params().prompt_logprobs && request.num_output_tokens() == 0;
+  return all_logits && config_.enable_chunked_prefill ? config_.max_all_logits_tokens
+                                                      : std::numeric_limits<int64_t>::max();
 }
 
 std::vector<int32_t> Scheduler::find_cached_prefix(Request& request) {

@@ -172,6 +172,9 @@ class Scheduler {
   // (num_tokens - 1) / (B·N) of them; empty without prefix caching and for a request with
   // prompt_logprobs (vLLM's rule: those need every prompt position's logits).
   std::vector<int32_t> find_cached_prefix(Request& request);
+  // The most new tokens the request may take this step: SchedulerConfig::max_all_logits_tokens
+  // while it wants every token's logits (chunked prefill only), else no limit.
+  int64_t token_cap(const Request& request) const;
   // Starts a waiting request's table with `cached` and grows it to num_tokens, all or nothing:
   // false, changing nothing, when the free blocks cannot cover the new blocks and the cached
   // ones nobody holds (those leave the free queue too).

@@ -16,6 +16,8 @@ void SchedulerConfig::validate() const {
                "prompt of max_model_len tokens could never be scheduled. Raise the budget or "
                "enable chunked prefill",
                max_num_batched_tokens, max_model_len);
+  CTXPAR_CHECK(max_all_logits_tokens >= 1, "max_all_logits_tokens {} is invalid; it must be >= 1",
+               max_all_logits_tokens);
   CTXPAR_CHECK(!enable_prefix_caching || block_hash != nullptr,
                "prefix caching is on but no block hash function is set");
 }
