@@ -11,6 +11,7 @@
 #include <string>
 
 #include "ctxpar/core/error.h"
+#include "ctxpar/server/python_space.h"
 #include "support/seeded_rng.h"
 #include "tool_call_stream_util.h"
 
@@ -107,7 +108,13 @@ TEST(ToolCallParser, RandomlyCutStreamsGiveTheSameCalls) {
 
     const ToolCallStream::Delta got =
         test::stream_in_random_pieces(ToolCallParser::kHermes, nullptr, text, rng, 6);
-    EXPECT_EQ(got.content, want.content.value_or(""));
+    // Whitespace before calls streams as content, as vLLM streams it; the whole response makes
+    // it null (vLLM's chat serving).
+    if (!want.calls.empty() && python_strip_space(got.content).empty()) {
+      EXPECT_FALSE(want.content.has_value());
+    } else {
+      EXPECT_EQ(got.content, want.content.value_or(""));
+    }
     test::expect_same_calls(got.calls, want.calls);
   }
   // A streamed call that is not one goes out as content, tags and all.

@@ -19,26 +19,25 @@ constexpr std::string_view kQwen3Function = "<function=";
 // How one format marks its calls and splits a whole output.
 struct Format {
   std::string_view open, close;
-  bool open_block_counts;   // a block left open at the end of the output is parsed too
-  bool blank_content_null;  // content that is only whitespace is null
+  bool open_block_counts;  // a block left open at the end of the output is parsed too
 };
 
 Format format_of(ToolCallParser parser) {
   switch (parser) {
     case ToolCallParser::kHermes:
-      return {"<tool_call>", "</tool_call>", true, false};
+      return {"<tool_call>", "</tool_call>", true};
     case ToolCallParser::kGlm45:
     case ToolCallParser::kGlm47:
-      return {"<tool_call>", "</tool_call>", false, true};
+      return {"<tool_call>", "</tool_call>", false};
     case ToolCallParser::kDeepSeekV32:
-      return {"<｜DSML｜function_calls>", "</｜DSML｜function_calls>", false, false};
+      return {"<｜DSML｜function_calls>", "</｜DSML｜function_calls>", false};
     case ToolCallParser::kDeepSeekV3:
     case ToolCallParser::kDeepSeekV31:
       // vLLM finds the complete calls of a block the output ends in, too.
-      return {"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", true, false};
+      return {"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", true};
     case ToolCallParser::kQwen3Coder:
-      // vLLM reads a block left open at the end; blank content is null in its chat serving.
-      return {"<tool_call>", "</tool_call>", true, true};
+      // vLLM reads a block left open at the end.
+      return {"<tool_call>", "</tool_call>", true};
     case ToolCallParser::kLlama3Json:
     case ToolCallParser::kPythonic:
     case ToolCallParser::kNone:
@@ -124,10 +123,10 @@ ToolCallSplit split_tool_calls(ToolCallParser parser, std::string_view text,
     at = close + f.close.size();
   }
   if (out.calls.empty()) return all_content;
+  // vLLM's chat serving: content that is only whitespace (Python's str.strip) beside calls is
+  // null.
   const std::string_view before = text.substr(0, first);
-  const bool null_content =
-      before.empty() || (f.blank_content_null && python_strip_space(before).empty());
-  if (!null_content) out.content = std::string(before);
+  if (!python_strip_space(before).empty()) out.content = std::string(before);
   return out;
 }
 
