@@ -1,5 +1,6 @@
-// min_tokens masking and the repetition / frequency / presence penalties against the formulas
-// vLLM documents, and the sampler applying them to a copy of the row.
+// allowed_token_ids, logit_bias, min_tokens masking and the repetition / frequency / presence
+// penalties against the formulas vLLM documents, and the sampler applying them to a copy of the
+// row.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,6 +8,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "ctxpar/core/tensor.h"
@@ -63,6 +65,55 @@ TEST(LogitsProcessors, PenaltiesFollowTheirFormulas) {
         changes_logits(p, static_cast<int64_t>(output.size())),
         p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f);
   }
+}
+
+// allowed_token_ids and logit_bias come first, so a bias can change which side of 0 a logit is
+// on before the repetition penalty divides or multiplies it.
+TEST(LogitsProcessors, AllowedTokensAndBiasBeforeThePenalties) {
+  SEEDED_RNG(rng);
+  for (int trial = 0; trial < 100; ++trial) {
+    const int64_t vocab = uniform(rng, 1, 300);
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    for (float& l : logits) l = uniform_float(rng, -6.0f, 6.0f);
+    const auto prompt = random_ids(rng, uniform(rng, 0, 20), vocab);
+    SamplingParams p;
+    p.repetition_penalty = uniform_float(rng, 0.5f, 2.0f);
+    std::map<int32_t, double> bias;
+    for (int64_t k = uniform(rng, 0, 8); k > 0; --k) {
+      const auto t = static_cast<int32_t>(uniform(rng, 0, vocab - 1));
+      if (bias.count(t)) continue;
+      bias[t] = uniform_float(rng, -100.0f, 100.0f);
+      p.logit_bias.emplace_back(t, static_cast<float>(bias[t]));
+    }
+    std::set<int32_t> allowed;
+    if (trial % 2 == 0) {
+      p.allowed_token_ids = random_ids(rng, uniform(rng, 1, 10), vocab);
+      allowed.insert(p.allowed_token_ids.begin(), p.allowed_token_ids.end());
+    }
+    std::vector<float> got = logits;
+    apply_logits_processors(got, p, prompt, {});
+    const std::set<int32_t> seen(prompt.begin(), prompt.end());
+    for (int32_t v = 0; v < vocab; ++v) {
+      if (!allowed.empty() && !allowed.count(v)) {
+        EXPECT_EQ(got[size_t(v)], -kInf) << "token " << v;
+        continue;
+      }
+      double want = logits[size_t(v)] + (bias.count(v) ? bias[v] : 0.0);
+      if (seen.count(v))
+        want = want > 0 ? want / p.repetition_penalty : want * p.repetition_penalty;
+      EXPECT_NEAR(got[size_t(v)], want, 1e-4 * (1 + std::abs(want))) << "token " << v;
+    }
+    EXPECT_TRUE(changes_logits(p, 0));
+  }
+  SamplingParams p;
+  p.logit_bias = {{3, 100.5f}};
+  EXPECT_NE(p.problem().value_or("").find("logit_bias of token 3 must be in [-100, 100]"),
+            std::string::npos);
+  p.logit_bias.assign(SamplingParams::kMaxTokenList + 1, {1, 1.0f});
+  EXPECT_NE(p.problem().value_or("").find("Too many logit bias tokens: 1025"), std::string::npos);
+  p.logit_bias.clear();
+  p.allowed_token_ids = {2, -1};
+  EXPECT_NE(p.problem().value_or("").find("allowed_token_ids"), std::string::npos);
 }
 
 TEST(LogitsProcessors, MinTokensMasksEosAndStopIdsUntilReached) {

@@ -132,8 +132,23 @@ TEST(OpenAiProtocol, UnimplementedFieldsOnlyAtTheirDefaults) {
                                             {"user", "u"},
                                             {"unknown_field", 3}},
                                            {}));
-  expect_400({{"prompt", "x"}, {"logit_bias", {{"5", 1.0}}}}, "logit_bias is not supported",
+  // logit_bias and allowed_token_ids as vLLM takes them: biases clamped to [-100, 100].
+  const CompletionRequest biased = parse_completion_request(
+      {{"prompt", "x"}, {"logit_bias", {{"5", 1.5}, {"7", -300}}}, {"allowed_token_ids", {5, 9}}},
+      {});
+  EXPECT_EQ(biased.params.logit_bias,
+            (std::vector<std::pair<int32_t, float>>{{5, 1.5f}, {7, -100.0f}}));
+  EXPECT_EQ(biased.params.allowed_token_ids, (std::vector<int32_t>{5, 9}));
+  expect_400({{"prompt", "x"}, {"logit_bias", {{"x5", 1.0}, {"-2", 1.0}}}},
+             "logit_bias contains key(s) that cannot be converted to integer token IDs: ['-2', "
+             "'x5']",
              "logit_bias");
+  expect_400({{"prompt", "x"}, {"logit_bias", {{"5", "up"}}}}, "dictionary of numbers",
+             "logit_bias");
+  expect_400({{"prompt", "x"}, {"allowed_token_ids", json::array()}},
+             "allowed_token_ids is not None and empty!", "allowed_token_ids");
+  expect_400({{"prompt", "x"}, {"allowed_token_ids", {1, -1}}}, "greater than or equal to 0",
+             "allowed_token_ids");
   expect_400({{"prompt", "x"}, {"use_beam_search", true}}, "not supported", "use_beam_search");
   // response_format / structured_outputs are checked by output_constraint.h.
   EXPECT_NO_THROW(parse_completion_request(

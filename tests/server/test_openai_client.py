@@ -1,6 +1,7 @@
 """`ctxpar serve` through the official openai client: greedy tokens equal `ctxpar generate`,
-streams equal whole responses, 64 concurrent streams, stop strings, logprobs, n with seeds,
-min_tokens, and the small routes (/v1/models, /version, /tokenize, /detokenize)."""
+streams equal whole responses, 64 concurrent streams, stop strings, logprobs, prompt logprobs
+and echo, logit_bias and allowed_token_ids, n with seeds, min_tokens, and the small routes
+(/v1/models, /version, /tokenize, /detokenize)."""
 
 import concurrent.futures
 import math
@@ -281,6 +282,35 @@ class OpenAiClient(unittest.TestCase):
         self.assertEqual(len(plp), chat["usage"]["prompt_tokens"])
         self.assertIsNone(plp[0])
         self.assertTrue(all(len(entry) == 1 for entry in plp[1:]))
+
+    def test_logit_bias_and_allowed_token_ids(self):
+        rng = fx.seeded_rng(self)
+        prompt = fx.random_prompts(rng, 1)[0]
+        favoured = rng.randrange(256)
+        got = self.complete(prompt=prompt, max_tokens=6, temperature=0,
+                            logit_bias={str(favoured): 100},
+                            extra_body={"ignore_eos": True, "return_token_ids": True})
+        self.assertEqual(got["choices"][0]["token_ids"], [favoured] * 6)
+        # logprobs stay the model's (before the bias), as vLLM's default raw_logprobs.
+        plain = self.complete(prompt=prompt, max_tokens=1, temperature=0, logprobs=0,
+                              extra_body={"ignore_eos": True})["choices"][0]
+        biased = self.complete(prompt=prompt, max_tokens=1, temperature=0, logprobs=0,
+                               logit_bias={str(favoured): -100},
+                               extra_body={"ignore_eos": True})["choices"][0]
+        if plain["logprobs"]["tokens"] == biased["logprobs"]["tokens"]:
+            self.assertAlmostEqual(plain["logprobs"]["token_logprobs"][0],
+                                   biased["logprobs"]["token_logprobs"][0], places=5)
+        allowed = rng.sample(range(256), 3)
+        sampled = self.complete(prompt=prompt, max_tokens=12, temperature=1.0, seed=rng.randrange(99),
+                                extra_body={"ignore_eos": True, "return_token_ids": True,
+                                            "allowed_token_ids": allowed})
+        self.assertTrue(set(sampled["choices"][0]["token_ids"]) <= set(allowed), allowed)
+        for extra, needle in (({"logit_bias": {"600": 1}}, "in logit_bias contain out-of-vocab"),
+                              ({"extra_body": {"allowed_token_ids": [3, 999]}},
+                               "allowed_token_ids contains out-of-vocab token id")):
+            with self.assertRaises(openai.BadRequestError) as caught:
+                self.complete(prompt=prompt, max_tokens=2, **extra)
+            self.assertIn(needle, str(caught.exception))
 
     def test_n_choices_are_seeded_consistently(self):
         args = dict(prompt=[1, 2, 3, 4], max_tokens=8, temperature=1.0, n=3, seed=1234,

@@ -1,5 +1,6 @@
 #include "ctxpar/engine/logits_processors.h"
 
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -15,13 +16,28 @@ bool in_vocab(int32_t token, size_t vocab) {
 bool changes_logits(const SamplingParams& params, int64_t num_output_tokens) {
   const bool min_tokens = num_output_tokens < params.min_tokens &&
                           (!params.eos_token_ids.empty() || !params.stop_token_ids.empty());
-  return min_tokens || params.repetition_penalty != 1.0f || params.frequency_penalty != 0.0f ||
+  return min_tokens || !params.logit_bias.empty() || !params.allowed_token_ids.empty() ||
+         params.repetition_penalty != 1.0f || params.frequency_penalty != 0.0f ||
          params.presence_penalty != 0.0f;
 }
 
 void apply_logits_processors(std::span<float> logits, const SamplingParams& params,
                              std::span<const int32_t> prompt, std::span<const int32_t> output) {
   const size_t vocab = logits.size();
+  if (!params.allowed_token_ids.empty()) {
+    std::vector<float> kept;
+    kept.reserve(params.allowed_token_ids.size());
+    for (const int32_t t : params.allowed_token_ids)
+      kept.push_back(in_vocab(t, vocab) ? logits[static_cast<size_t>(t)] : 0.0f);
+    std::fill(logits.begin(), logits.end(), -std::numeric_limits<float>::infinity());
+    for (size_t i = 0; i < kept.size(); ++i) {
+      const int32_t t = params.allowed_token_ids[i];
+      if (in_vocab(t, vocab)) logits[static_cast<size_t>(t)] = kept[i];
+    }
+  }
+  for (const auto& [t, bias] : params.logit_bias) {
+    if (in_vocab(t, vocab)) logits[static_cast<size_t>(t)] += bias;
+  }
   if (static_cast<int64_t>(output.size()) < params.min_tokens) {
     for (const auto* ids : {&params.eos_token_ids, &params.stop_token_ids}) {
       for (const int32_t t : *ids) {

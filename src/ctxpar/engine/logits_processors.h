@@ -1,7 +1,7 @@
 // The per-request changes vLLM makes to a row of logits before temperature and truncation,
-// in its order: min_tokens (MinTokensLogitsProcessor), then the repetition, frequency and
-// presence penalties (apply_penalties). The sampler applies them to a copy of the row; the
-// model's logits are never changed (logprobs are computed from them).
+// in its order: allowed_token_ids and logit_bias, min_tokens (one kernel in vLLM), then the
+// repetition, frequency and presence penalties (apply_penalties). The sampler applies them to a
+// copy of the row; the model's logits are never changed (logprobs are computed from them).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,8 @@ namespace ctxpar::engine {
 bool changes_logits(const SamplingParams& params, int64_t num_output_tokens);
 
 // logits: one row [vocab], changed in place. prompt / output: the request's tokens so far
-// (ids outside [0, vocab) are ignored). While output.size() < min_tokens, every EOS and stop
+// (ids outside [0, vocab) are ignored). With allowed_token_ids, every other token gets -inf;
+// each logit_bias entry adds its bias. While output.size() < min_tokens, every EOS and stop
 // token id gets -inf. Then each token that occurs in the prompt or the output has its logit
 // divided by repetition_penalty if positive, multiplied by it otherwise; each token that
 // occurs c > 0 times in the output loses frequency_penalty·c + presence_penalty.

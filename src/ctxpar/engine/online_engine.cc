@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <cstdio>
 #include <thread>
 #include <utility>
@@ -110,6 +111,26 @@ std::optional<std::string> OnlineEngine::problem(const EngineRequest& request) c
                        max_len);
   }
   if (auto bad = request.params.problem()) return bad;
+  // vLLM's messages for ids past the vocabulary.
+  std::vector<int32_t> outside;
+  for (const auto& [token, bias] : request.params.logit_bias) {
+    if (token >= vocab) outside.push_back(token);
+  }
+  if (!outside.empty()) {
+    return fmt::format(
+        "token_id(s) [{}] in logit_bias contain out-of-vocab token ids. "
+        "Vocabulary size: {}",
+        fmt::join(outside, ", "), vocab);
+  }
+  for (const int32_t token : request.params.allowed_token_ids) {
+    if (token >= vocab) outside.push_back(token);
+  }
+  if (!outside.empty()) {
+    return fmt::format(
+        "allowed_token_ids contains out-of-vocab token id! [{}] (vocabulary size "
+        "{})",
+        fmt::join(outside, ", "), vocab);
+  }
   const int64_t max_logprobs = config_.max_logprobs();
   const std::pair<const char*, std::optional<int32_t>> asked[] = {
       {"sample", request.params.logprobs}, {"prompt", request.params.prompt_logprobs}};

@@ -82,6 +82,21 @@ std::optional<std::string> SamplingParams::problem() const {
     return fmt::format("prompt_logprobs must be non-negative, got {}.", *prompt_logprobs);
   }
   if (auto bad = negative_id(stop_token_ids, "stop_token_ids")) return bad;
+  if (auto bad = negative_id(allowed_token_ids, "allowed_token_ids")) return bad;
+  for (const auto& [token, bias] : logit_bias) {
+    if (token < 0) return fmt::format("logit_bias has a negative token id {}.", token);
+    if (!(bias >= -100.0f && bias <= 100.0f)) {
+      return fmt::format("logit_bias of token {} must be in [-100, 100], got {}.", token, bias);
+    }
+  }
+  if (logit_bias.size() > kMaxTokenList) {
+    return fmt::format("Too many logit bias tokens: {}. The max size is {}.", logit_bias.size(),
+                       kMaxTokenList);
+  }
+  if (allowed_token_ids.size() > kMaxTokenList) {
+    return fmt::format("Too many allowed token IDs: {}. The max size is {}.",
+                       allowed_token_ids.size(), kMaxTokenList);
+  }
   if (auto bad = negative_id(eos_token_ids, "eos_token_ids")) return bad;
   if (structured_output && !token_vocabulary) {
     return std::string("structured_output needs the token_vocabulary that spells its tokens");

@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ctxpar::structured {
@@ -37,6 +38,13 @@ struct SamplingParams {
   float repetition_penalty = 1.0f;
   float frequency_penalty = 0.0f;
   float presence_penalty = 0.0f;
+  // vLLM's logit_bias and allowed_token_ids, applied first (before min_tokens and the
+  // penalties): non-empty allowed_token_ids give every other token -inf; each (token, bias)
+  // adds bias (in [-100, 100], as the server clamps it) to that token's logit. At most
+  // kMaxTokenList entries each; ids must be in the vocabulary (the engine checks).
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  std::vector<int32_t> allowed_token_ids;
+  static constexpr size_t kMaxTokenList = 1024;
   // Set: the request draws from its own std::mt19937_64 seeded with it, so its tokens do not
   // depend on what else is in the batch. Unset: draws come from the sampler's shared generator.
   std::optional<uint64_t> seed;

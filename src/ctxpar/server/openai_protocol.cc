@@ -1,8 +1,11 @@
 #include "ctxpar/server/openai_protocol.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "ctxpar/server/api_error.h"
 
@@ -171,6 +174,41 @@ void parse_sampling(const Fields& f, const GenerationDefaults& defaults, Samplin
   }
   p.ignore_eos = f.boolean("ignore_eos").value_or(false);
   p.min_tokens = f.integer("min_tokens").value_or(0);
+  // vLLM's logit_bias: {"<token id>": bias}, each bias clamped to [-100, 100].
+  if (const json& bias = f.raw("logit_bias"); !bias.is_null()) {
+    if (!bias.is_object()) f.wrong_type("logit_bias", "a valid dictionary");
+    std::vector<std::string> bad_keys;
+    for (const auto& [key, value] : bias.items()) {
+      if (!value.is_number()) f.wrong_type("logit_bias", "a dictionary of numbers");
+      size_t used = 0;
+      long long id = -1;
+      try {
+        id = std::stoll(key, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != key.size() || used == 0 || id < 0 || id > std::numeric_limits<int32_t>::max()) {
+        bad_keys.push_back("'" + key + "'");
+        continue;
+      }
+      p.logit_bias.emplace_back(static_cast<int32_t>(id),
+                                std::clamp(value.get<float>(), -100.0f, 100.0f));
+    }
+    if (!bad_keys.empty()) {
+      throw bad_request(fmt::format("logit_bias contains key(s) that cannot be converted to "
+                                    "integer token IDs: [{}]",
+                                    fmt::join(bad_keys, ", ")),
+                        "logit_bias");
+    }
+  }
+  if (f.given("allowed_token_ids")) {
+    const json& allowed = f.raw("allowed_token_ids");
+    if (!allowed.is_array()) f.wrong_type("allowed_token_ids", "a valid list");
+    if (allowed.empty()) {
+      throw bad_request("allowed_token_ids is not None and empty!", "allowed_token_ids");
+    }
+    p.allowed_token_ids = f.token_ids(allowed, "allowed_token_ids", "allowed_token_ids");
+  }
   if (f.given("stop_token_ids")) {
     if (!f.raw("stop_token_ids").is_array()) f.wrong_type("stop_token_ids", "a valid list");
     p.stop_token_ids = f.token_ids(f.raw("stop_token_ids"), "stop_token_ids", "stop_token_ids");
@@ -228,10 +266,8 @@ void parse_sampling(const Fields& f, const GenerationDefaults& defaults, Samplin
         r.include_usage && o.boolean("continuous_usage_stats").value_or(false);
   }
 
-  f.unsupported("logit_bias", json::object());
   f.unsupported("use_beam_search", false);
   f.unsupported("best_of", 1);
-  f.unsupported("allowed_token_ids");
   f.unsupported("bad_words", json::array());
   f.unsupported("truncate_prompt_tokens");
   f.unsupported("suffix");
