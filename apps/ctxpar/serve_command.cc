@@ -193,6 +193,7 @@ void run(ServeOptions& o) {
   });
   o.server.defaults = defaults_of(sampling_defaults(o, tok.generation));
   o.server.eos_token_ids = tok.eos_token_ids;
+  o.server.truncation_side = tok.truncation_side;
   // Named as given: a repo id, not the cache directory it was found in (vLLM's names).
   if (o.server.served_model_names.empty()) o.server.served_model_names = {o.engine.config.model};
   o.server.model_root = o.engine.config.model;

@@ -237,6 +237,27 @@ TEST(OpenAiProtocol, ChatRequests) {
   EXPECT_EQ(message_text({{"role", "assistant"}, {"content", nullptr}}, 0), "");
 }
 
+TEST(OpenAiProtocol, TruncatePromptTokensKeepsOneSide) {
+  const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6};
+  const auto cut = [&](std::optional<int64_t> limit, const std::string& side, int64_t max_len) {
+    std::vector<int32_t> p = prompt;
+    truncate_prompt(p, limit, side, max_len);
+    return p;
+  };
+  EXPECT_EQ(cut(std::nullopt, "right", 512), prompt);
+  EXPECT_EQ(cut(4, "right", 512), (std::vector<int32_t>{1, 2, 3, 4}));
+  EXPECT_EQ(cut(4, "left", 512), (std::vector<int32_t>{3, 4, 5, 6}));
+  EXPECT_EQ(cut(9, "left", 512), prompt);
+  EXPECT_EQ(cut(-1, "left", 4), (std::vector<int32_t>{4, 5, 6}));  // max_model_len - 1
+  EXPECT_EQ(cut(0, "right", 512), std::vector<int32_t>{});
+  std::vector<int32_t> p = prompt;
+  EXPECT_THROW(truncate_prompt(p, 600, "left", 512), ApiError);
+  expect_400({{"prompt", "x"}, {"truncate_prompt_tokens", -2}},
+             "greater than or equal to -1, got -2", "truncate_prompt_tokens");
+  expect_400({{"prompt", "x"}, {"truncation_side", "middle"}},
+             "`truncation_side` must be either 'left' or 'right'.", "truncation_side");
+}
+
 TEST(OpenAiProtocol, MaxTokensFollowTheContextLength) {
   EXPECT_EQ(resolve_max_tokens(16, 10, 512, "max_tokens"), 16);
   EXPECT_EQ(resolve_max_tokens(std::nullopt, 10, 512, "max_tokens"), 502);  // what is left
@@ -250,10 +271,13 @@ TEST(OpenAiProtocol, MaxTokensFollowTheContextLength) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(message([] { resolve_max_tokens(16, 497, 512, "max_tokens"); }),
-            "You passed 497 input tokens and requested 16 output tokens. However, the model's "
-            "context length is only 512 tokens, resulting in a maximum input length of 496 "
-            "tokens. Please reduce the length of the input prompt. | input_tokens");
+  // vLLM 0.34 clamps max_tokens to what the context leaves.
+  EXPECT_EQ(resolve_max_tokens(16, 497, 512, "max_tokens"), 15);
+  EXPECT_EQ(resolve_max_tokens(16, 511, 512, "max_tokens"), 1);
+  EXPECT_EQ(message([] { resolve_max_tokens(16, 513, 512, "max_tokens"); }),
+            "This model's maximum context length is 512 tokens. However, your prompt contains "
+            "513 input tokens, which exceeds this limit even without any output tokens. Please "
+            "reduce the length of the input prompt. | input_tokens");
   EXPECT_NE(message([] {
               resolve_max_tokens(600, 5, 512, "max_completion_tokens");
             }).find("max_completion_tokens=600 cannot be greater than max_model_len=512"),

@@ -111,11 +111,38 @@ class Errors(unittest.TestCase):
                       path="/v1/chat/completions"), 404, "NotFoundError", "gpt-9")
 
     def test_over_long_prompt(self):
-        # max_model_len 512 with the default max_tokens 16: at most 496 prompt tokens.
-        self.assert_error(self.post({"prompt": [5] * 497}), 400, "BadRequestError",
-                          "You passed 497 input tokens and requested 16 output tokens",
-                          "context length is only 512 tokens", "maximum input length of 496",
-                          param="input_tokens")
+        # max_model_len 512: a longer prompt is refused; a shorter one gets at most what the
+        # context leaves (vLLM 0.34 clamps max_tokens).
+        self.assert_error(self.post({"prompt": [5] * 513}), 400, "BadRequestError",
+                          "This model's maximum context length is 512 tokens. However, your "
+                          "prompt contains 513 input tokens", param="input_tokens")
+        status, body, _ = self.post({"prompt": [5] * 509, "max_tokens": 16, "ignore_eos": True})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["usage"]["completion_tokens"], 3)
+        self.assertEqual(body["choices"][0]["finish_reason"], "length")
+        # truncate_prompt_tokens -1 keeps max_model_len - 1 tokens; a limit keeps one side.
+        status, body, _ = self.post({"prompt": [5] * 700, "truncate_prompt_tokens": -1,
+                                     "ignore_eos": True})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["usage"]["prompt_tokens"], 511)
+        self.assertEqual(body["usage"]["completion_tokens"], 1)
+        prompt = list(range(1, 41))
+        for side, want in (("left", prompt[-10:]), ("right", prompt[:10]), (None, prompt[:10])):
+            req = {"prompt": prompt, "truncate_prompt_tokens": 10, "max_tokens": 1,
+                   "return_token_ids": True}
+            if side:
+                req["truncation_side"] = side
+            status, body, _ = self.post(req)
+            self.assertEqual(status, 200, body)
+            self.assertEqual(body["choices"][0]["prompt_token_ids"], want, side)
+        status, body, _ = self.post(
+            {"messages": [{"role": "user", "content": "x" * 80}], "truncate_prompt_tokens": 12,
+             "truncation_side": "left", "max_tokens": 1}, path="/v1/chat/completions")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["usage"]["prompt_tokens"], 12)
+        self.assert_error(self.post({"prompt": prompt, "truncate_prompt_tokens": 600}), 400,
+                          "BadRequestError", "truncate_prompt_tokens=600 cannot be greater than "
+                          "max_model_len = 512", param="truncate_prompt_tokens")
         self.assert_error(self.post({"prompt": [5] * 10, "max_tokens": 600}), 400,
                           "BadRequestError", "max_tokens=600 cannot be greater than "
                           "max_model_len=512", param="max_tokens")

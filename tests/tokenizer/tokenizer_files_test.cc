@@ -5,6 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <utility>
+
+#include "ctxpar/core/error.h"
 #include "ctxpar/tokenizer/hf_tokenizer.h"
 #include "tokenizer/fixture_goldens.h"
 
@@ -103,6 +110,32 @@ TEST(TokenizerFiles, LlamaClassRewritesThePostProcessor) {
   EXPECT_EQ(ids.back(), *t.eos_token_id);
   EXPECT_EQ(std::vector<int32_t>(ids.begin() + 1, ids.end() - 1),
             t.tokenizer->encode("hello", false));
+}
+
+// tokenizer_config.json truncation_side (the end truncate_prompt_tokens keeps): "right" unless
+// it says "left"; anything else is refused naming the field.
+TEST(TokenizerFiles, TruncationSide) {
+  namespace fs = std::filesystem;
+  const fs::path src = fs::path(CTXPAR_FIXTURES_DIR) / "tokenizers" / "qwen2";
+  EXPECT_EQ(load_hf_tokenizer(src.string(), "").truncation_side, "right");
+  const fs::path dir =
+      fs::temp_directory_path() / ("ctxpar-trunc-" + std::to_string(std::random_device{}()));
+  fs::create_directories(dir);
+  fs::copy_file(src / "tokenizer.json", dir / "tokenizer.json");
+  for (const auto& [side, ok] : {std::pair<std::string, bool>{"left", true}, {"middle", false}}) {
+    std::ofstream(dir / "tokenizer_config.json") << R"({"truncation_side": ")" << side << R"("})";
+    if (ok) {
+      EXPECT_EQ(load_hf_tokenizer(dir.string(), "").truncation_side, side);
+    } else {
+      try {
+        load_hf_tokenizer(dir.string(), "");
+        ADD_FAILURE() << "truncation_side " << side << " was taken";
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("truncation_side"), std::string::npos) << e.what();
+      }
+    }
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -304,11 +304,17 @@ void OpenAiServer::Handlers::completions(const httplib::Request& req, httplib::R
   plan->prompt_tokens_details = options_.enable_prompt_tokens_details;
   plan->num_top_logprobs = r.params.logprobs.value_or(-1);
   plan->echo_only = echo_only;
+  const int64_t max_model_len = engine_.config().scheduler.max_model_len;
   for (const Prompt& p : r.prompts) {
-    plan->prompts.push_back(prompt_tokens(p, r.add_special_tokens.value_or(true)));
-    plan->echo.push_back(std::holds_alternative<std::string>(p)
+    std::vector<int32_t> ids = prompt_tokens(p, r.add_special_tokens.value_or(true));
+    const size_t given = ids.size();
+    truncate_prompt(ids, r.truncate_prompt_tokens,
+                    r.truncation_side.value_or(options_.truncation_side), max_model_len);
+    // Echo the prompt as given, or what truncation left of it.
+    plan->echo.push_back(std::holds_alternative<std::string>(p) && ids.size() == given
                              ? std::get<std::string>(p)
-                             : tokenizer_.decode(plan->prompts.back(), false));
+                             : tokenizer_.decode(ids, false));
+    plan->prompts.push_back(std::move(ids));
   }
   add_choices(*plan, r, options_, engine_.config().scheduler.max_model_len, "max_tokens");
   constrain(req.body, false, *plan);
@@ -342,6 +348,9 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
     plan->tools = r.tools;
   }
   plan->prompts.push_back(chat_prompt_tokens(r));
+  truncate_prompt(plan->prompts.back(), r.truncate_prompt_tokens,
+                  r.truncation_side.value_or(options_.truncation_side),
+                  engine_.config().scheduler.max_model_len);
   add_choices(*plan, r, options_, engine_.config().scheduler.max_model_len,
               "max_completion_tokens");
   constrain(req.body, true, *plan);

@@ -269,7 +269,17 @@ void parse_sampling(const Fields& f, const GenerationDefaults& defaults, Samplin
   f.unsupported("use_beam_search", false);
   f.unsupported("best_of", 1);
   f.unsupported("bad_words", json::array());
-  f.unsupported("truncate_prompt_tokens");
+  r.truncate_prompt_tokens = f.integer("truncate_prompt_tokens");
+  if (r.truncate_prompt_tokens && *r.truncate_prompt_tokens < -1) {
+    throw bad_request(fmt::format("truncate_prompt_tokens: Input should be greater than or equal "
+                                  "to -1, got {}",
+                                  *r.truncate_prompt_tokens),
+                      "truncate_prompt_tokens");
+  }
+  r.truncation_side = f.string("truncation_side");
+  if (r.truncation_side && *r.truncation_side != "left" && *r.truncation_side != "right") {
+    throw bad_request("`truncation_side` must be either 'left' or 'right'.", "truncation_side");
+  }
   f.unsupported("suffix");
   // response_format and structured_outputs: output_constraint.h (they need the schema's key
   // order, which this parse does not keep).
@@ -475,14 +485,16 @@ int64_t resolve_max_tokens(std::optional<int64_t> requested, int64_t prompt_len,
                                   max_tokens_param, wanted, max_model_len),
                       max_tokens_param);
   }
-  if (prompt_len > max_model_len - wanted) {
-    throw bad_request(
-        fmt::format("You passed {} input tokens and requested {} output tokens. However, the "
-                    "model's context length is only {} tokens, resulting in a maximum input "
-                    "length of {} tokens. Please reduce the length of the input prompt.",
-                    prompt_len, wanted, max_model_len, max_model_len - wanted),
-        "input_tokens");
+  if (prompt_len > max_model_len) {
+    throw bad_request(fmt::format("This model's maximum context length is {} tokens. However, "
+                                  "your prompt contains {} input tokens, which exceeds this "
+                                  "limit even without any output tokens. Please reduce the "
+                                  "length of the input prompt.",
+                                  max_model_len, prompt_len),
+                      "input_tokens");
   }
+  // A prompt that leaves less than max_tokens gets what is left (vLLM 0.34 clamps; older
+  // versions refused it).
   const int64_t left = max_model_len - prompt_len;
   if (left < 1) {
     throw bad_request(
@@ -492,6 +504,24 @@ int64_t resolve_max_tokens(std::optional<int64_t> requested, int64_t prompt_len,
         "input_tokens");
   }
   return requested ? std::min(*requested, left) : left;
+}
+
+void truncate_prompt(std::vector<int32_t>& prompt, std::optional<int64_t> limit,
+                     const std::string& side, int64_t max_model_len) {
+  if (!limit) return;
+  if (*limit > max_model_len) {
+    throw bad_request(fmt::format("truncate_prompt_tokens={} cannot be greater than "
+                                  "max_model_len = {}. Please request a smaller truncation size.",
+                                  *limit, max_model_len),
+                      "truncate_prompt_tokens");
+  }
+  const int64_t keep = *limit < 0 ? std::max<int64_t>(0, max_model_len - 1) : *limit;
+  if (keep >= static_cast<int64_t>(prompt.size())) return;
+  if (side == "left") {
+    prompt.erase(prompt.begin(), prompt.end() - keep);
+  } else {
+    prompt.resize(static_cast<size_t>(keep));
+  }
 }
 
 }  // namespace ctxpar::server

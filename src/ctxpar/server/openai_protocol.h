@@ -41,6 +41,10 @@ struct SamplingRequest {
   bool continuous_usage_stats = false;  // stream_options.continuous_usage_stats
   bool return_token_ids = false;
   bool echo = false;
+  // vLLM's truncate_prompt_tokens (>= -1) and truncation_side ("left" | "right"; unset: the
+  // tokenizer's, tokenizer_config.json truncation_side, "right" by default).
+  std::optional<int64_t> truncate_prompt_tokens;
+  std::optional<std::string> truncation_side;
 };
 
 // A prompt as given: text, or token ids.
@@ -76,10 +80,16 @@ ChatRequest parse_chat_request(const nlohmann::json& body, const GenerationDefau
 std::string message_text(const nlohmann::json& message, size_t index);
 
 // max_tokens for one prompt of `prompt_len` tokens under vLLM's rules (renderers/params.py and
-// serve/utils/api_utils.py get_max_tokens): a request for more than max_model_len, or a prompt
-// longer than max_model_len - max_tokens, is a 400 naming the numbers; otherwise the requested
+// serve/utils/api_utils.py get_max_tokens, vLLM 0.34): a request for more than max_model_len, or
+// a prompt that leaves no room for output, is a 400 naming the numbers; otherwise the requested
 // value (none: what the context leaves) capped by the context left.
 int64_t resolve_max_tokens(std::optional<int64_t> requested, int64_t prompt_len,
                            int64_t max_model_len, const char* max_tokens_param);
+
+// vLLM's truncate_prompt_tokens: `prompt` cut to its first (side "right") or last ("left")
+// `limit` tokens; -1 means max_model_len - 1 (room for one output token), unset or a limit at
+// least the prompt's length leaves it. A limit over max_model_len is a 400.
+void truncate_prompt(std::vector<int32_t>& prompt, std::optional<int64_t> limit,
+                     const std::string& side, int64_t max_model_len);
 
 }  // namespace ctxpar::server

@@ -61,6 +61,9 @@ struct ServerOptions {
   std::chrono::milliseconds keepalive{2000};
   // --enable-prompt-tokens-details: usage says how many prompt tokens the prefix cache served.
   bool enable_prompt_tokens_details = false;
+  // Which end truncate_prompt_tokens keeps when a request does not say: the tokenizer's
+  // truncation_side ("right" keeps the first tokens, "left" the last).
+  std::string truncation_side = "right";
 };
 
 class OpenAiServer {

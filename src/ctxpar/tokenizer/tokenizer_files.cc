@@ -180,6 +180,10 @@ LoadedTokenizer load_hf_tokenizer(const std::string& tokenizer_dir,
   out.pad_token_id = id_of("pad_token");
 
   // LlamaTokenizerFast (transformers 4.x) rebuilds the post-processor from the flags.
+  out.truncation_side = config.string_or("truncation_side", "right");
+  if (out.truncation_side != "left" && out.truncation_side != "right") {
+    config.fail("truncation_side {} must be \"left\" or \"right\"", out.truncation_side);
+  }
   const std::string tokenizer_class = config.string_or("tokenizer_class", "");
   if (rewrites_post_processor(tokenizer_class)) {
     const bool add_bos = config.bool_or("add_bos_token", true);

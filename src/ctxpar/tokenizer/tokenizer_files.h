@@ -53,6 +53,9 @@ struct LoadedTokenizer {
   // int or a list), without repeats. engine::load_tokenizer adds config.json's.
   std::vector<int32_t> eos_token_ids;
   GenerationDefaults generation;
+  // tokenizer_config.json truncation_side: the end a truncated prompt keeps ("right": the
+  // first tokens, transformers' default; "left": the last).
+  std::string truncation_side = "right";
 
   // The template called `name`, or nullptr.
   const std::string* chat_template(std::string_view name = "default") const;
