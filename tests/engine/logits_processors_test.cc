@@ -3,6 +3,7 @@
 // row.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -32,6 +33,13 @@ std::vector<int32_t> random_ids(std::mt19937_64& rng, int64_t n, int64_t vocab) 
   std::vector<int32_t> ids(static_cast<size_t>(n));
   for (auto& t : ids) t = static_cast<int32_t>(uniform(rng, 0, vocab - 1));
   return ids;
+}
+
+// The presence penalty alone, as its formula says (for the bad_words test's expected row).
+void apply_penalties_for_test(std::vector<float>& logits, const SamplingParams& p,
+                              const std::vector<int32_t>& output) {
+  const std::set<int32_t> seen(output.begin(), output.end());
+  for (const int32_t t : seen) logits[size_t(t)] -= p.presence_penalty;
 }
 
 TEST(LogitsProcessors, PenaltiesFollowTheirFormulas) {
@@ -114,6 +122,55 @@ TEST(LogitsProcessors, AllowedTokensAndBiasBeforeThePenalties) {
   p.logit_bias.clear();
   p.allowed_token_ids = {2, -1};
   EXPECT_NE(p.problem().value_or("").find("allowed_token_ids"), std::string::npos);
+}
+
+// bad_words: a sequence's last token is banned exactly when the output ends with the rest of
+// it (a one-token sequence always), after the penalties.
+TEST(LogitsProcessors, BadWordsBanTheTokenThatWouldCompleteThem) {
+  SEEDED_RNG(rng);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t vocab = uniform(rng, 2, 50);
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    for (float& l : logits) l = uniform_float(rng, -6.0f, 6.0f);
+    const auto output = random_ids(rng, uniform(rng, 0, 12), vocab);
+    SamplingParams p;
+    p.presence_penalty = 0.5f;
+    for (int64_t k = uniform(rng, 1, 6); k > 0; --k) {
+      std::vector<int32_t> word;
+      const int64_t len = uniform(rng, 1, 4);
+      // Half end the output so far (and then ban their last token), half are random.
+      if (uniform(rng, 0, 1) == 0 && len - 1 <= static_cast<int64_t>(output.size())) {
+        word.assign(output.end() - (len - 1), output.end());
+        word.push_back(static_cast<int32_t>(uniform(rng, 0, vocab - 1)));
+      } else {
+        word = random_ids(rng, len, vocab);
+      }
+      p.bad_words_token_ids.push_back(word);
+    }
+    std::set<int32_t> banned;
+    for (const auto& w : p.bad_words_token_ids) {
+      const size_t n = w.size() - 1;
+      if (n <= output.size() && std::equal(w.begin(), w.end() - 1, output.end() - long(n)))
+        banned.insert(w.back());
+    }
+    std::vector<float> want = logits;
+    apply_penalties_for_test(want, p, output);
+    std::vector<float> got = logits;
+    apply_logits_processors(got, p, {}, output);
+    for (int32_t v = 0; v < vocab; ++v) {
+      if (banned.count(v)) {
+        EXPECT_EQ(got[size_t(v)], -kInf) << "token " << v;
+      } else {
+        EXPECT_EQ(got[size_t(v)], want[size_t(v)]) << "token " << v;
+      }
+    }
+  }
+  SamplingParams p;
+  p.bad_words_token_ids = {{1, 2}, {}};
+  EXPECT_NE(p.problem().value_or("").find("at least one token"), std::string::npos);
+  p.bad_words_token_ids.assign(SamplingParams::kMaxBadWords + 1, {1});
+  EXPECT_NE(p.problem().value_or("").find("Too many bad words after tokenization: 129"),
+            std::string::npos);
 }
 
 TEST(LogitsProcessors, MinTokensMasksEosAndStopIdsUntilReached) {

@@ -7,6 +7,7 @@
 
 #include "ctxpar/server/api_error.h"
 #include "ctxpar/server/openai_protocol.h"
+#include "ctxpar/tokenizer/byte_tokenizer.h"
 
 namespace ctxpar::server {
 namespace {
@@ -256,6 +257,27 @@ TEST(OpenAiProtocol, TruncatePromptTokensKeepsOneSide) {
              "greater than or equal to -1, got -2", "truncate_prompt_tokens");
   expect_400({{"prompt", "x"}, {"truncation_side", "middle"}},
              "`truncation_side` must be either 'left' or 'right'.", "truncation_side");
+}
+
+// bad_words as vLLM tokenizes them, on a byte tokenizer (one token per byte): leading
+// whitespace is stripped; the spaced form is kept only when it is as long as the bare one,
+// which one byte more never is; repeats are dropped; a word of whitespace alone is refused.
+TEST(OpenAiProtocol, BadWordsAreTokenizedAsVllmDoes) {
+  const tokenizer::ByteTokenizer bytes(512);
+  const CompletionRequest r =
+      parse_completion_request({{"prompt", "x"}, {"bad_words", {"ab", "  b", "ab"}}}, {});
+  EXPECT_EQ(r.bad_words, (std::vector<std::string>{"ab", "  b"}));
+  EXPECT_EQ(bad_words_token_ids(r.bad_words, bytes),
+            (std::vector<std::vector<int32_t>>{{'a', 'b'}, {'b'}}));
+  try {
+    bad_words_token_ids({"ok", " \t"}, bytes);
+    ADD_FAILURE() << "a whitespace word was taken";
+  } catch (const ApiError& e) {
+    EXPECT_NE(std::string(e.what()).find("must tokenize to at least one token"), std::string::npos);
+  }
+  expect_400({{"prompt", "x"}, {"bad_words", {"a", ""}}},
+             "bad_words cannot contain an empty string", "bad_words");
+  expect_400({{"prompt", "x"}, {"bad_words", "ab"}}, "valid list", "bad_words");
 }
 
 TEST(OpenAiProtocol, MaxTokensFollowTheContextLength) {

@@ -1,6 +1,6 @@
 """`ctxpar serve` through the official openai client: greedy tokens equal `ctxpar generate`,
 streams equal whole responses, 64 concurrent streams, stop strings, logprobs, prompt logprobs
-and echo, logit_bias and allowed_token_ids, n with seeds, min_tokens, and the small routes
+and echo, logit_bias, allowed_token_ids and bad_words, n with seeds, min_tokens, and the small routes
 (/v1/models, /version, /tokenize, /detokenize)."""
 
 import concurrent.futures
@@ -305,6 +305,19 @@ class OpenAiClient(unittest.TestCase):
                                 extra_body={"ignore_eos": True, "return_token_ids": True,
                                             "allowed_token_ids": allowed})
         self.assertTrue(set(sampled["choices"][0]["token_ids"]) <= set(allowed), allowed)
+        # bad_words: biases make the greedy text "yyyy..."; banning "yy" bans y right after y,
+        # so x (the next best) comes between them.
+        x, y = ord("x"), ord("y")
+        forced = dict(prompt=prompt, max_tokens=6, temperature=0,
+                      logit_bias={str(y): 100, str(x): 90})
+        plain = self.complete(extra_body={"ignore_eos": True}, **forced)["choices"][0]["text"]
+        self.assertEqual(plain, "yyyyyy")
+        banned = self.complete(extra_body={"ignore_eos": True, "bad_words": ["yy"]},
+                               **forced)["choices"][0]["text"]
+        self.assertEqual(banned, "yxyxyx")
+        one = self.complete(extra_body={"ignore_eos": True, "bad_words": [" y"]},
+                            **forced)["choices"][0]["text"]
+        self.assertEqual(one, "xxxxxx")
         for extra, needle in (({"logit_bias": {"600": 1}}, "in logit_bias contain out-of-vocab"),
                               ({"extra_body": {"allowed_token_ids": [3, 999]}},
                                "allowed_token_ids contains out-of-vocab token id")):

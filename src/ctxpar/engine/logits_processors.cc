@@ -11,41 +11,10 @@ bool in_vocab(int32_t token, size_t vocab) {
   return token >= 0 && static_cast<size_t>(token) < vocab;
 }
 
-}  // namespace
-
-bool changes_logits(const SamplingParams& params, int64_t num_output_tokens) {
-  const bool min_tokens = num_output_tokens < params.min_tokens &&
-                          (!params.eos_token_ids.empty() || !params.stop_token_ids.empty());
-  return min_tokens || !params.logit_bias.empty() || !params.allowed_token_ids.empty() ||
-         params.repetition_penalty != 1.0f || params.frequency_penalty != 0.0f ||
-         params.presence_penalty != 0.0f;
-}
-
-void apply_logits_processors(std::span<float> logits, const SamplingParams& params,
-                             std::span<const int32_t> prompt, std::span<const int32_t> output) {
+// The repetition, frequency and presence penalties (vLLM's apply_penalties).
+void apply_penalties(std::span<float> logits, const SamplingParams& params,
+                     std::span<const int32_t> prompt, std::span<const int32_t> output) {
   const size_t vocab = logits.size();
-  if (!params.allowed_token_ids.empty()) {
-    std::vector<float> kept;
-    kept.reserve(params.allowed_token_ids.size());
-    for (const int32_t t : params.allowed_token_ids)
-      kept.push_back(in_vocab(t, vocab) ? logits[static_cast<size_t>(t)] : 0.0f);
-    std::fill(logits.begin(), logits.end(), -std::numeric_limits<float>::infinity());
-    for (size_t i = 0; i < kept.size(); ++i) {
-      const int32_t t = params.allowed_token_ids[i];
-      if (in_vocab(t, vocab)) logits[static_cast<size_t>(t)] = kept[i];
-    }
-  }
-  for (const auto& [t, bias] : params.logit_bias) {
-    if (in_vocab(t, vocab)) logits[static_cast<size_t>(t)] += bias;
-  }
-  if (static_cast<int64_t>(output.size()) < params.min_tokens) {
-    for (const auto* ids : {&params.eos_token_ids, &params.stop_token_ids}) {
-      for (const int32_t t : *ids) {
-        if (in_vocab(t, vocab))
-          logits[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
-      }
-    }
-  }
   const bool repetition = params.repetition_penalty != 1.0f;
   const bool counted = params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f;
   if (!repetition && !counted) return;
@@ -73,6 +42,51 @@ void apply_logits_processors(std::span<float> logits, const SamplingParams& para
       const int32_t c = output_count[v];
       if (c == 0) continue;
       logits[v] -= params.frequency_penalty * static_cast<float>(c) + params.presence_penalty;
+    }
+  }
+}
+
+}  // namespace
+
+bool changes_logits(const SamplingParams& params, int64_t num_output_tokens) {
+  const bool min_tokens = num_output_tokens < params.min_tokens &&
+                          (!params.eos_token_ids.empty() || !params.stop_token_ids.empty());
+  return min_tokens || !params.logit_bias.empty() || !params.allowed_token_ids.empty() ||
+         !params.bad_words_token_ids.empty() || params.repetition_penalty != 1.0f ||
+         params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f;
+}
+
+void apply_logits_processors(std::span<float> logits, const SamplingParams& params,
+                             std::span<const int32_t> prompt, std::span<const int32_t> output) {
+  const size_t vocab = logits.size();
+  if (!params.allowed_token_ids.empty()) {
+    std::vector<float> kept;
+    kept.reserve(params.allowed_token_ids.size());
+    for (const int32_t t : params.allowed_token_ids)
+      kept.push_back(in_vocab(t, vocab) ? logits[static_cast<size_t>(t)] : 0.0f);
+    std::fill(logits.begin(), logits.end(), -std::numeric_limits<float>::infinity());
+    for (size_t i = 0; i < kept.size(); ++i) {
+      const int32_t t = params.allowed_token_ids[i];
+      if (in_vocab(t, vocab)) logits[static_cast<size_t>(t)] = kept[i];
+    }
+  }
+  for (const auto& [t, bias] : params.logit_bias) {
+    if (in_vocab(t, vocab)) logits[static_cast<size_t>(t)] += bias;
+  }
+  if (static_cast<int64_t>(output.size()) < params.min_tokens) {
+    for (const auto* ids : {&params.eos_token_ids, &params.stop_token_ids}) {
+      for (const int32_t t : *ids) {
+        if (in_vocab(t, vocab))
+          logits[static_cast<size_t>(t)] = -std::numeric_limits<float>::infinity();
+      }
+    }
+  }
+  apply_penalties(logits, params, prompt, output);
+  for (const std::vector<int32_t>& word : params.bad_words_token_ids) {
+    const size_t before = word.size() - 1;  // the tokens the output must end with
+    if (before > output.size() || !in_vocab(word.back(), vocab)) continue;
+    if (std::equal(word.begin(), word.end() - 1, output.end() - static_cast<ptrdiff_t>(before))) {
+      logits[static_cast<size_t>(word.back())] = -std::numeric_limits<float>::infinity();
     }
   }
 }

@@ -89,6 +89,20 @@ std::optional<std::string> SamplingParams::problem() const {
       return fmt::format("logit_bias of token {} must be in [-100, 100], got {}.", token, bias);
     }
   }
+  size_t bad_word_tokens = 0;
+  for (const auto& word : bad_words_token_ids) {
+    if (word.empty()) return std::string("bad_words entries must tokenize to at least one token.");
+    if (auto bad = negative_id(word, "bad_words")) return bad;
+    bad_word_tokens += word.size();
+  }
+  if (bad_words_token_ids.size() > kMaxBadWords) {
+    return fmt::format("Too many bad words after tokenization: {}. The max number is {}.",
+                       bad_words_token_ids.size(), kMaxBadWords);
+  }
+  if (bad_word_tokens > kMaxBadWordTokens) {
+    return fmt::format("Too many total bad word tokens: {}. The max is {}.", bad_word_tokens,
+                       kMaxBadWordTokens);
+  }
   if (logit_bias.size() > kMaxTokenList) {
     return fmt::format("Too many logit bias tokens: {}. The max size is {}.", logit_bias.size(),
                        kMaxTokenList);

@@ -45,6 +45,12 @@ struct SamplingParams {
   std::vector<std::pair<int32_t, float>> logit_bias;
   std::vector<int32_t> allowed_token_ids;
   static constexpr size_t kMaxTokenList = 1024;
+  // vLLM's bad_words after tokenization: the last token of each sequence gets -inf (after the
+  // penalties) whenever the output ends with the sequence's other tokens. At most
+  // kMaxBadWords sequences of kMaxBadWordTokens tokens in all (vLLM's defaults).
+  std::vector<std::vector<int32_t>> bad_words_token_ids;
+  static constexpr size_t kMaxBadWords = 128;
+  static constexpr size_t kMaxBadWordTokens = 1024;
   // Set: the request draws from its own std::mt19937_64 seeded with it, so its tokens do not
   // depend on what else is in the batch. Unset: draws come from the sampler's shared generator.
   std::optional<uint64_t> seed;

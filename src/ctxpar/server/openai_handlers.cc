@@ -296,6 +296,7 @@ void OpenAiServer::Handlers::completions(const httplib::Request& req, httplib::R
   const bool echo_only = r.echo && r.max_tokens == 0;
   if (echo_only) r.max_tokens = 1;
   resolve_logprobs_counts(r.params, engine_.config(), "logprobs");
+  r.params.bad_words_token_ids = bad_words_token_ids(r.bad_words, tokenizer_);
   auto plan = std::make_unique<GenerationPlan>();
   plan->endpoint = Endpoint::kCompletion;
   plan->id = "cmpl-" + random_hex(32);
@@ -329,6 +330,7 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
   check_model(r.model);
   if (r.echo) throw bad_request("echo is not supported for chat completions by ctxpar", "echo");
   resolve_logprobs_counts(r.params, engine_.config(), "top_logprobs");
+  r.params.bad_words_token_ids = bad_words_token_ids(r.bad_words, tokenizer_);
   auto plan = std::make_unique<GenerationPlan>();
   plan->endpoint = Endpoint::kChat;
   plan->id = "chatcmpl-" + random_hex(32);

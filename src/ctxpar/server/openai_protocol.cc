@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "ctxpar/server/api_error.h"
+#include "ctxpar/server/python_space.h"
 
 namespace ctxpar::server {
 namespace {
@@ -268,7 +269,20 @@ void parse_sampling(const Fields& f, const GenerationDefaults& defaults, Samplin
 
   f.unsupported("use_beam_search", false);
   f.unsupported("best_of", 1);
-  f.unsupported("bad_words", json::array());
+  if (const json& words = f.raw("bad_words"); !words.is_null()) {
+    if (!words.is_array()) f.wrong_type("bad_words", "a valid list");
+    for (const json& w : words) {
+      if (!w.is_string()) f.wrong_type("bad_words", "a list of strings");
+      if (w.get<std::string>().empty()) {
+        throw bad_request(fmt::format("bad_words cannot contain an empty string. Got "
+                                      "bad_words={}",
+                                      words.dump()),
+                          "bad_words");
+      }
+      if (std::find(r.bad_words.begin(), r.bad_words.end(), w) == r.bad_words.end())
+        r.bad_words.push_back(w.get<std::string>());
+    }
+  }
   r.truncate_prompt_tokens = f.integer("truncate_prompt_tokens");
   if (r.truncate_prompt_tokens && *r.truncate_prompt_tokens < -1) {
     throw bad_request(fmt::format("truncate_prompt_tokens: Input should be greater than or equal "
@@ -504,6 +518,30 @@ int64_t resolve_max_tokens(std::optional<int64_t> requested, int64_t prompt_len,
         "input_tokens");
   }
   return requested ? std::min(*requested, left) : left;
+}
+
+std::vector<std::vector<int32_t>> bad_words_token_ids(const std::vector<std::string>& words,
+                                                      const tokenizer::Tokenizer& tokenizer) {
+  std::vector<std::vector<int32_t>> out;
+  for (const std::string& word : words) {
+    // Python's str.lstrip(): leading whitespace off.
+    const std::string bare = word.substr(skip_python_space(word, 0));
+    for (const bool prefix_space : {false, true}) {
+      const std::vector<int32_t> ids =
+          tokenizer.encode(prefix_space ? " " + bare : bare, /*add_special_tokens=*/false);
+      if (ids.empty()) {
+        if (!prefix_space) {
+          throw bad_request("bad_words entries must tokenize to at least one token.", "bad_words");
+        }
+        continue;
+      }
+      // The spaced form only when it starts with another token and is as long (a word token
+      // with its space, not a space token before the same word).
+      if (!prefix_space || (ids.front() != out.back().front() && ids.size() == out.back().size()))
+        out.push_back(ids);
+    }
+  }
+  return out;
 }
 
 void truncate_prompt(std::vector<int32_t>& prompt, std::optional<int64_t> limit,

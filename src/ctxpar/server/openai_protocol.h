@@ -14,6 +14,7 @@
 
 #include "ctxpar/engine/sampling_params.h"
 #include "ctxpar/server/output_text.h"
+#include "ctxpar/tokenizer/tokenizer.h"
 
 namespace ctxpar::server {
 
@@ -45,6 +46,8 @@ struct SamplingRequest {
   // tokenizer's, tokenizer_config.json truncation_side, "right" by default).
   std::optional<int64_t> truncate_prompt_tokens;
   std::optional<std::string> truncation_side;
+  // vLLM's bad_words, without repeats; the handler tokenizes them (bad_words_token_ids).
+  std::vector<std::string> bad_words;
 };
 
 // A prompt as given: text, or token ids.
@@ -85,6 +88,12 @@ std::string message_text(const nlohmann::json& message, size_t index);
 // value (none: what the context leaves) capped by the context left.
 int64_t resolve_max_tokens(std::optional<int64_t> requested, int64_t prompt_len,
                            int64_t max_model_len, const char* max_tokens_param);
+
+// vLLM's update_from_tokenizer for bad_words: each word (leading whitespace stripped) encoded
+// without special tokens, and again after a space when that gives another first token and the
+// same length. A word that encodes to nothing is a 400.
+std::vector<std::vector<int32_t>> bad_words_token_ids(const std::vector<std::string>& words,
+                                                      const tokenizer::Tokenizer& tokenizer);
 
 // vLLM's truncate_prompt_tokens: `prompt` cut to its first (side "right") or last ("left")
 // `limit` tokens; -1 means max_model_len - 1 (room for one output token), unset or a limit at
