@@ -17,7 +17,7 @@
 #include "ctxpar/core/error.h"
 #include "ctxpar/engine/llm_engine.h"
 #include "ctxpar/model/model_config.h"
-#include "ctxpar/model/parallel_validation.h"
+#include "fixture_cases.h"
 #include "fixture_golden.h"
 #include "support/seeded_rng.h"
 
@@ -26,11 +26,7 @@ namespace {
 
 using testing_support::FixtureGolden;
 
-struct Case {
-  std::string fixture;
-  int tp;
-  int dcp;
-};
+using Case = testing_support::FixtureCase;
 
 std::string fixture_dir(const std::string& fixture) {
   return std::string(CTXPAR_FIXTURES_DIR) + "/" + fixture;
@@ -213,26 +209,14 @@ TEST(PromptLogprobsLimits, OverMaxLogprobsIsRejectedNamingTheLimit) {
 }
 
 std::vector<Case> cases() {
-  std::vector<Case> out;
-  for (const char* f : {"tiny-llama-fixture", "tiny-qwen3-moe-fixture", "tiny-deepseek-v3-fixture",
-                        "tiny-deepseek-v32-fixture"}) {
-    const model::ModelConfig config = model::load_model_config(fixture_dir(f) + "/config.json");
-    for (const auto& [tp, dcp] : {std::pair{1, 1}, {2, 2}, {4, 2}}) {
-      try {
-        model::validate_for_parallel(config, tp, dcp);
-      } catch (const Error&) {
-        continue;  // a shape the model cannot take; the others cover the path
-      }
-      out.push_back({f, tp, dcp});
-    }
-  }
-  return out;
+  return testing_support::fixture_cases(CTXPAR_FIXTURES_DIR,
+                                        {"tiny-llama-fixture", "tiny-qwen3-moe-fixture",
+                                         "tiny-deepseek-v3-fixture", "tiny-deepseek-v32-fixture"},
+                                        {{1, 1}, {2, 2}, {4, 2}});
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  std::string name = fmt::format("{}_T{}_N{}", info.param.fixture, info.param.tp, info.param.dcp);
-  std::replace(name.begin(), name.end(), '-', '_');
-  return name;
+  return testing_support::fixture_case_name(info.param);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, PromptLogprobs, ::testing::ValuesIn(cases()), case_name);

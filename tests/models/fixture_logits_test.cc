@@ -23,6 +23,7 @@
 #include "ctxpar/model/kv_cache_plan.h"
 #include "ctxpar/model/parallel_validation.h"
 #include "ctxpar/model/sfa_mode.h"
+#include "fixture_cases.h"
 #include "fixture_golden.h"
 
 namespace ctxpar::model {
@@ -30,11 +31,7 @@ namespace {
 
 using testing_support::FixtureGolden;
 
-struct Case {
-  std::string fixture;
-  int tp;
-  int dcp;
-};
+using Case = testing_support::FixtureCase;
 
 // Feeds each prompt in random chunks (1 = decode) on T in-process ranks and returns the
 // logits of every position: [prompt][position] rows of vocab floats.
@@ -127,40 +124,21 @@ TEST_P(FixtureLogits, EveryPositionMatchesTransformers) {
 }
 
 std::vector<Case> cases() {
-  std::vector<Case> out;
-  const std::string fixtures[] = {"tiny-llama-fixture",        "tiny-qwen2-fixture",
-                                  "tiny-qwen3-fixture",        "tiny-qwen3-moe-fixture",
-                                  "tiny-deepseek-v2-fixture",  "tiny-deepseek-v3-fixture",
-                                  "tiny-deepseek-v32-fixture", "tiny-glm5-fixture",
-                                  "tiny-glm5-fp8-fixture",     "tiny-qwen3-fp8-fixture"};
-  for (const std::string& f : fixtures) {
-    const ModelConfig config =
-        load_model_config(std::string(CTXPAR_FIXTURES_DIR) + "/" + f + "/config.json");
-    // The block-scaled FP8 fixture's tensor-parallel cuts fall on 128-row blocks up to T = 2
-    // (T = 4 is refused with the rule: tests/fp8); per-row scales cut anywhere.
-    const int max_tp = config.quantization.is_fp8() && config.quantization.block_rows > 0 ? 2 : 4;
-    for (int tp : {1, 2, 4}) {
-      if (tp > max_tp) continue;
-      for (int dcp = 1; dcp <= tp; ++dcp) {
-        if (tp % dcp != 0) continue;
-        try {
-          validate_for_parallel(config, tp, dcp);
-        } catch (const Error&) {
-          continue;  // e.g. 4 Qwen2 heads... the rule rejects it; other shapes cover it
-        }
-        out.push_back({f, tp, dcp});
-      }
-    }
-  }
-  return out;
+  // T in {1, 2, 4}, every N dividing T. The block-scaled FP8 fixture's tensor-parallel cuts fall
+  // on 128-row blocks up to T = 2 (T = 4 is refused with the rule: tests/fp8); per-row scales
+  // cut anywhere.
+  return testing_support::fixture_cases(
+      CTXPAR_FIXTURES_DIR,
+      {"tiny-llama-fixture", "tiny-qwen2-fixture", "tiny-qwen3-fixture", "tiny-qwen3-moe-fixture",
+       "tiny-deepseek-v2-fixture", "tiny-deepseek-v3-fixture", "tiny-deepseek-v32-fixture",
+       "tiny-glm5-fixture", "tiny-glm5-fp8-fixture", "tiny-qwen3-fp8-fixture"},
+      {{1, 1}, {2, 1}, {2, 2}, {4, 1}, {4, 2}, {4, 4}}, [](const ModelConfig& config, int tp) {
+        return tp <= 2 || !(config.quantization.is_fp8() && config.quantization.block_rows > 0);
+      });
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  std::string name = fmt::format("{}_T{}_N{}", info.param.fixture, info.param.tp, info.param.dcp);
-  for (char& ch : name) {
-    if (ch == '-') ch = '_';
-  }
-  return name;
+  return testing_support::fixture_case_name(info.param);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureLogits, ::testing::ValuesIn(cases()), case_name);

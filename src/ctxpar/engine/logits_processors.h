@@ -1,7 +1,8 @@
 // The per-request changes vLLM makes to a row of logits before temperature and truncation,
 // in its order: allowed_token_ids and logit_bias, min_tokens (one kernel in vLLM), then the
-// repetition, frequency and presence penalties (apply_penalties), then bad_words. The sampler applies them to a
-// copy of the row; the model's logits are never changed (logprobs are computed from them).
+// repetition, frequency and presence penalties (apply_penalties), then bad_words. The sampler
+// applies them to a copy of the row; the model's logits are never changed (logprobs are computed
+// from them).
 #pragma once
 
 #include <cstdint>
