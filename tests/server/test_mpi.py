@@ -1,6 +1,7 @@
 """`ctxpar serve` under `mpirun -np 4 ... --distributed-executor-backend mpi`: rank 0 serves HTTP,
 the other ranks run the worker loop; greedy tokens equal `ctxpar generate` (in-process ranks);
-SIGTERM to rank 0 stops every rank and mpirun exits 0."""
+prompt logprobs score generated tokens as they were sampled; SIGTERM to rank 0 stops every rank
+and mpirun exits 0."""
 
 import concurrent.futures
 import os
@@ -51,6 +52,18 @@ class UnderMpirun(unittest.TestCase):
                                               max_tokens=max_tokens, temperature=0,
                                               extra_body={"ignore_eos": True})
             self.assertEqual(text, whole.choices[0].text)
+            # Prompt logprobs come from every rank's logits of the prefill: the generated
+            # tokens, fed back with echo, score as they were sampled.
+            first = client.completions.create(
+                model=fx.MODEL, prompt=prompts[1], max_tokens=3, temperature=0, logprobs=1,
+                extra_body={"ignore_eos": True, "return_token_ids": True}).choices[0]
+            full = prompts[1] + first.token_ids
+            echoed = client.completions.create(model=fx.MODEL, prompt=full, max_tokens=0,
+                                               echo=True, logprobs=1).choices[0].logprobs
+            self.assertEqual(len(echoed.token_logprobs), len(full))
+            self.assertIsNone(echoed.token_logprobs[0])
+            for k, want in enumerate(first.logprobs.token_logprobs):
+                self.assertAlmostEqual(echoed.token_logprobs[len(prompts[1]) + k], want, places=4)
             server.wait_idle()
             # mpirun answers its own SIGTERM with status 1 whatever the ranks do, so the
             # signal goes to rank 0, which stops the others.
