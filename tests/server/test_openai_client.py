@@ -274,6 +274,28 @@ class OpenAiClient(unittest.TestCase):
         for got, want in zip(logprobs[1:], lp["token_logprobs"][1:]):
             self.assertAlmostEqual(got, want, places=4)
 
+        # Chat echo (vLLM's): the last message's content starts the reply when it has the
+        # reply's role (continuing an assistant message); a user's last message is not echoed.
+        partial = [{"role": "user", "content": "hi"},
+                   {"role": "assistant", "content": "The answer is"}]
+        cont = dict(model=fx.MODEL, messages=partial, max_tokens=4, temperature=0,
+                    extra_body={"ignore_eos": True, "continue_final_message": True,
+                                "add_generation_prompt": False, "echo": True})
+        reply = self.client.chat.completions.create(**cont).choices[0].message.content
+        cont["extra_body"]["echo"] = False
+        bare = self.client.chat.completions.create(**cont).choices[0].message.content
+        self.assertEqual(reply, "The answer is" + bare)
+        cont["extra_body"]["echo"] = True
+        streamed = "".join(c.choices[0].delta.content or "" for c in
+                           self.client.chat.completions.create(stream=True, **cont) if c.choices)
+        self.assertEqual(streamed, reply)
+        asked = dict(model=fx.MODEL, messages=partial[:1], max_tokens=4, temperature=0,
+                     extra_body={"ignore_eos": True})
+        plain = self.client.chat.completions.create(**asked).choices[0].message.content
+        asked["extra_body"]["echo"] = True
+        self.assertEqual(self.client.chat.completions.create(**asked).choices[0].message.content,
+                         plain)
+
         # Chat: the scores of the rendered prompt, once, beside the choices.
         chat = self.client.chat.completions.create(
             model=fx.MODEL, messages=[{"role": "user", "content": "hi there"}], max_tokens=2,

@@ -119,6 +119,17 @@ std::string GenerationResponder::first_events() {
     }
     out += sse_event(chunk);
   }
+  // vLLM's chat echo: the last message's content, a chunk per choice after the roles.
+  if (!plan_.echo.empty() && !plan_.echo[0].empty()) {
+    for (size_t i = 0; i < states_.size(); ++i) {
+      json chunk = chunk_base();
+      chunk["choices"] = json::array({{{"index", i},
+                                       {"delta", {{"content", plan_.echo[0]}}},
+                                       {"logprobs", nullptr},
+                                       {"finish_reason", nullptr}}});
+      out += sse_event(chunk);
+    }
+  }
   return out;
 }
 
@@ -299,6 +310,7 @@ json GenerationResponder::whole_response() const {
           finish_reason = "tool_calls";
         }
       }
+      if (!plan_.echo.empty()) content = plan_.echo[0] + content.value_or("");
       message["content"] = or_null(content);
       choices.push_back({{"index", i},
                          {"message", message},

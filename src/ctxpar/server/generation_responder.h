@@ -29,7 +29,9 @@ struct GenerationPlan {
   int64_t created = 0;
   std::string model;
   std::vector<std::vector<int32_t>> prompts;
-  std::vector<std::string> echo;  // per prompt: the text to echo first (completions, echo)
+  // Per prompt: the text to echo first (completions, echo); chat: the last message's content
+  // when echo asks for it and it has the reply's role (one entry), else none.
+  std::vector<std::string> echo;
   // Completions, echo with max_tokens 0 (vLLM's): the prompt alone is the text and logprobs;
   // the one token the engine still generates is left out of them.
   bool echo_only = false;

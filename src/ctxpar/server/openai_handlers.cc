@@ -328,7 +328,11 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
   check_serving();
   ChatRequest r = parse_chat_request(parse_body(req), options_.defaults);
   check_model(r.model);
-  if (r.echo) throw bad_request("echo is not supported for chat completions by ctxpar", "echo");
+  // vLLM's chat echo: the last message's content starts the reply when it has the reply's
+  // role (continue_final_message), and top_logprobs score the prompt.
+  if (r.echo && !r.params.prompt_logprobs && r.logprobs) {
+    r.params.prompt_logprobs = r.params.logprobs;
+  }
   resolve_logprobs_counts(r.params, engine_.config(), "top_logprobs");
   r.params.bad_words_token_ids = bad_words_token_ids(r.bad_words, tokenizer_);
   auto plan = std::make_unique<GenerationPlan>();
@@ -348,6 +352,12 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
   if (r.tool_choice == "auto" && r.tools.is_array() && !r.tools.empty()) {
     plan->tool_call_parser = options_.tool_call_parser;
     plan->tools = r.tools;
+  }
+  if (r.echo) {
+    const nlohmann::json& last = r.messages.back();
+    const std::string role = r.add_generation_prompt ? "assistant" : last.value("role", "");
+    if (last.value("role", "") == role)
+      plan->echo.push_back(message_text(last, r.messages.size() - 1));
   }
   plan->prompts.push_back(chat_prompt_tokens(r));
   truncate_prompt(plan->prompts.back(), r.truncate_prompt_tokens,
