@@ -112,24 +112,25 @@ std::optional<std::string> OnlineEngine::problem(const EngineRequest& request) c
   }
   if (auto bad = request.params.problem()) return bad;
   // vLLM's messages for ids past the vocabulary.
-  std::vector<int32_t> outside;
-  for (const auto& [token, bias] : request.params.logit_bias) {
-    if (token >= vocab) outside.push_back(token);
-  }
-  if (!outside.empty()) {
+  const auto past_vocab = [&](const auto& ids, const auto& id_of) {
+    std::vector<int32_t> out;
+    for (const auto& entry : ids) {
+      if (id_of(entry) >= vocab) out.push_back(id_of(entry));
+    }
+    return out;
+  };
+  const auto bias_id = [](const std::pair<int32_t, float>& e) { return e.first; };
+  const auto plain_id = [](int32_t id) { return id; };
+  if (const auto ids = past_vocab(request.params.logit_bias, bias_id); !ids.empty()) {
     return fmt::format(
         "token_id(s) [{}] in logit_bias contain out-of-vocab token ids. "
         "Vocabulary size: {}",
-        fmt::join(outside, ", "), vocab);
+        fmt::join(ids, ", "), vocab);
   }
-  for (const int32_t token : request.params.allowed_token_ids) {
-    if (token >= vocab) outside.push_back(token);
-  }
-  if (!outside.empty()) {
+  if (const auto ids = past_vocab(request.params.allowed_token_ids, plain_id); !ids.empty()) {
     return fmt::format(
-        "allowed_token_ids contains out-of-vocab token id! [{}] (vocabulary size "
-        "{})",
-        fmt::join(outside, ", "), vocab);
+        "allowed_token_ids contains out-of-vocab token id! [{}] (vocabulary size {})",
+        fmt::join(ids, ", "), vocab);
   }
   const int64_t max_logprobs = config_.max_logprobs();
   const std::pair<const char*, std::optional<int32_t>> asked[] = {
