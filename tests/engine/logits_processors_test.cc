@@ -203,6 +203,23 @@ TEST(LogitsProcessors, MinTokensMasksEosAndStopIdsUntilReached) {
   }
 }
 
+// allowed_token_ids whose every token is banned (bad_words here) cannot be met: the sampler
+// takes the allowed tokens' raw logits instead of failing the step.
+TEST(LogitsProcessors, BansThatLeaveNothingFallBackToTheAllowedTokens) {
+  SEEDED_RNG(rng);
+  const int64_t vocab = uniform(rng, 8, 200);
+  Tensor logits = Tensor::empty({1, vocab}, DType::kF32);
+  for (int64_t i = 0; i < vocab; ++i) logits.data<float>()[i] = uniform_float(rng, -1.0f, 1.0f);
+  const auto only = static_cast<int32_t>(uniform(rng, 0, vocab - 1));
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.allowed_token_ids = {only};
+  p.bad_words_token_ids = {{only}};
+  Sampler sampler(rng());
+  const SamplingRow rows[] = {{&p, nullptr, {}, {}}};
+  EXPECT_EQ(sampler.sample(logits, rows), std::vector<int32_t>{only});
+}
+
 TEST(LogitsProcessors, TheSamplerAppliesThemToACopy) {
   SEEDED_RNG(rng);
   const int64_t vocab = uniform(rng, 8, 200);

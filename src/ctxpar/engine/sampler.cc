@@ -290,6 +290,14 @@ std::vector<int32_t> Sampler::sample(const Tensor& logits, std::span<const Sampl
       copy.assign(row.begin(), row.end());
       if (processors) {
         apply_logits_processors(copy, *sr.params, sr.prompt_token_ids, sr.output_token_ids);
+        // Bans that leave nothing (allowed_token_ids all held back by min_tokens or bad_words)
+        // cannot be met: the allowed tokens keep their raw logits rather than the step failing.
+        if (std::none_of(copy.begin(), copy.end(), [](float x) { return x > kNegInf; })) {
+          copy.assign(row.begin(), row.end());
+          SamplingParams allowed_only;
+          allowed_only.allowed_token_ids = sr.params->allowed_token_ids;
+          apply_logits_processors(copy, allowed_only, {}, {});
+        }
       }
       if (!sr.allowed_tokens.empty()) apply_token_mask(row, sr.allowed_tokens, copy);
       row = copy;
