@@ -1,8 +1,10 @@
 // Grammar: a JSON schema compiled into a graph of nodes that the byte-level matcher
 // (json_automaton.h) walks. Tokenizer-independent.
 //
-// Concrete nodes describe one JSON value: an object, an array, a string, a number or a literal
-// (the exact bytes of a const, an enum value, true, false or null). Union nodes (anyOf, oneOf,
+// Concrete nodes describe one JSON value: an object, an array, a string (its content matched by
+// a regex when the schema gives a pattern or format), a number or a literal (the exact bytes of
+// a const, an enum value, true, false or null); or, as the root only, raw text a regex matches
+// (structured_outputs {"regex": ...}). Union nodes (anyOf, oneOf,
 // type arrays, enums, $ref) only point at other nodes; compile() flattens every node into the
 // list of concrete nodes a value may start as (`alternatives`), so the matcher never follows a
 // union at run time.
@@ -14,9 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "ctxpar/engine/structured/byte_dfa.h"
+
 namespace ctxpar::structured {
 
-enum class NodeKind : uint8_t { kObject, kArray, kString, kNumber, kLiteral, kUnion };
+enum class NodeKind : uint8_t { kObject, kArray, kString, kNumber, kLiteral, kRegex, kUnion };
 
 struct ObjectNode {
   struct Property {
@@ -43,6 +47,9 @@ struct ArrayNode {
 struct StringNode {
   int64_t min_length = 0;  // code points, as Python's len() counts them
   int64_t max_length = -1;
+  // Index into Grammar::regexes of the content's pattern (RegexText::kJsonString), or -1. With
+  // a pattern the lengths are ignored, as xgrammar ignores them.
+  int32_t pattern = -1;
 };
 
 struct NumberNode {
@@ -65,6 +72,7 @@ struct Node {
   NumberNode number;
   // kLiteral: the exact bytes (compact JSON, or any non-empty text in a choice grammar)
   std::string literal;
+  int32_t regex = -1;            // kRegex: index into Grammar::regexes (RegexText::kRaw)
   std::vector<int32_t> members;  // kUnion: the nodes it may be (before flattening)
   // Filled by Grammar::finalize(): the concrete nodes a value of this node starts as.
   std::vector<int32_t> alternatives;
@@ -72,6 +80,7 @@ struct Node {
 
 struct Grammar {
   std::vector<Node> nodes;
+  std::vector<ByteDfa> regexes;
   int32_t root = -1;
   // xgrammar's any_whitespace (vLLM's default): whitespace runs between tokens. false: the
   // compact form json.dumps writes, ", " and ": " (vLLM's disable_any_whitespace).

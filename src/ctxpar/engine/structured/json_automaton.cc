@@ -264,12 +264,25 @@ struct Stepped {
   int32_t node = -1;
 };
 
-Stepped step_string(const StringNode& n, Frame& f, uint8_t b) {
+// A DFA in kJsonString mode never takes a raw '"' between characters (only inside \"), and
+// accepts only between characters: a '"' it refuses closes the string when the text matched.
+Stepped step_patterned(const ByteDfa& dfa, Frame& f, uint8_t b) {
+  const int32_t next = dfa.next(f.pos, b);
+  if (next != ByteDfa::kNone) {
+    f.pos = next;
+    return {Step::kConsumed};
+  }
+  return {b == '"' && dfa.accepting(f.pos) ? Step::kDone : Step::kReject};
+}
+
+Stepped step_string(const Grammar& g, const StringNode& n, Frame& f, uint8_t b) {
   if (f.phase == kStrOpen) {
     if (b != '"') return {Step::kReject};
     f.phase = kStrIn;
+    f.pos = ByteDfa::kStart;
     return {Step::kConsumed};
   }
+  if (n.pattern >= 0) return step_patterned(g.regexes[static_cast<size_t>(n.pattern)], f, b);
   const bool full = n.max_length >= 0 && f.count >= n.max_length;
   switch (scan_string_byte(f.scan, b, full)) {
     case ScanResult::kReject:
@@ -412,6 +425,13 @@ Stepped step_number(const NumberNode& n, Frame& f, uint8_t b) {
     default:
       return {Step::kReject};
   }
+}
+
+Stepped step_regex(const ByteDfa& dfa, Frame& f, uint8_t b) {
+  const int32_t next = dfa.next(f.pos, b);
+  if (next == ByteDfa::kNone) return {Step::kReject};
+  f.pos = next;
+  return {Step::kConsumed};
 }
 
 Stepped step_literal(const std::string& lit, Frame& f, uint8_t b) {
@@ -561,7 +581,10 @@ void JsonAutomaton::run(std::vector<Frame>& stack, uint8_t b, StateSet& out) con
     Stepped r{Step::kReject};
     switch (n.kind) {
       case NodeKind::kString:
-        r = step_string(n.string, f, b);
+        r = step_string(*grammar_, n.string, f, b);
+        break;
+      case NodeKind::kRegex:
+        r = step_regex(grammar_->regexes[static_cast<size_t>(n.regex)], f, b);
         break;
       case NodeKind::kNumber:
         r = step_number(n.number, f, b);
@@ -623,6 +646,10 @@ bool JsonAutomaton::can_end(const StateSet& state) const {
     if (s.size() == 1) {
       const Node& n = grammar_->nodes[static_cast<size_t>(s[0].node)];
       if (n.kind == NodeKind::kNumber && number_complete(s[0], n.number)) return true;
+      if (n.kind == NodeKind::kRegex &&
+          grammar_->regexes[static_cast<size_t>(n.regex)].accepting(s[0].pos)) {
+        return true;
+      }
     }
   }
   return false;
@@ -632,12 +659,25 @@ std::optional<int64_t> JsonAutomaton::string_room(const StateSet& state) const {
   if (state.size() != 1 || state.stack(0).empty()) return std::nullopt;
   const Frame& top = state.stack(0).back();
   const Node& n = grammar_->nodes[static_cast<size_t>(top.node)];
-  if (n.kind != NodeKind::kString || top.phase != kStrIn || top.scan.state != StringScan{}.state ||
-      top.scan.need != 0) {
+  if (n.kind != NodeKind::kString || n.string.pattern >= 0 || top.phase != kStrIn ||
+      top.scan.state != StringScan{}.state || top.scan.need != 0) {
     return std::nullopt;
   }
   if (n.string.max_length < 0) return std::numeric_limits<int64_t>::max();
   return std::max<int64_t>(0, n.string.max_length - top.count);
+}
+
+std::optional<JsonAutomaton::RegexAt> JsonAutomaton::regex_at(const StateSet& state) const {
+  if (state.size() != 1 || state.stack(0).empty()) return std::nullopt;
+  const Frame& top = state.stack(0).back();
+  const Node& n = grammar_->nodes[static_cast<size_t>(top.node)];
+  if (n.kind == NodeKind::kRegex) {
+    return RegexAt{&grammar_->regexes[static_cast<size_t>(n.regex)], top.pos, false};
+  }
+  if (n.kind == NodeKind::kString && n.string.pattern >= 0 && top.phase == kStrIn) {
+    return RegexAt{&grammar_->regexes[static_cast<size_t>(n.string.pattern)], top.pos, true};
+  }
+  return std::nullopt;
 }
 
 bool JsonAutomaton::must_end(const StateSet& state) const {

@@ -44,7 +44,8 @@ struct Frame {
   bool spaced = false;      // compact whitespace: the one space after ':' or ',' was read
   StringScan scan;          // strings, and object keys
   int32_t count = 0;        // strings: code points; arrays: items; objects: properties
-  int32_t pos = 0;          // literals: bytes matched; numbers: integer digits; keys: key bytes
+  int32_t pos = 0;          // literals: bytes matched; numbers: integer digits; keys: key bytes;
+                            // regexes and patterned strings: the ByteDfa state
   int32_t last = -1;        // objects: the last declared property read
   int32_t key_lo = 0;       // objects: the range of by_key whose keys begin with the key so far
   int32_t key_hi = 0;
@@ -89,6 +90,17 @@ class JsonAutomaton {
   // There, plain string bytes may come whatever else is on the stack (token masks take a
   // shortcut).
   std::optional<int64_t> string_room(const StateSet& state) const;
+
+  // One way of reading only, inside a regex (the root of a regex grammar) or inside the content
+  // of a patterned string: the DFA and its state. There the bytes the DFA takes are exactly the
+  // bytes the automaton takes, but for a string's closing '"' (when the DFA accepts), after
+  // which the rest of the stack reads on (token masks walk the DFA alone until then).
+  struct RegexAt {
+    const ByteDfa* dfa = nullptr;
+    int32_t state = 0;
+    bool in_string = false;
+  };
+  std::optional<RegexAt> regex_at(const StateSet& state) const;
 
   const Grammar& grammar() const { return *grammar_; }
 

@@ -5,10 +5,13 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "ctxpar/core/error.h"
+#include "ctxpar/engine/structured/byte_dfa.h"
+#include "ctxpar/engine/structured/string_formats.h"
 
 namespace ctxpar::structured {
 namespace {
@@ -42,6 +45,8 @@ const std::set<std::string>& supported() {
                                           "definitions",
                                           "minLength",
                                           "maxLength",
+                                          "pattern",
+                                          "format",
                                           "minimum",
                                           "maximum",
                                           "exclusiveMinimum",
@@ -114,6 +119,36 @@ class Compiler {
       fail(path, fmt::format("`{}` must be a non-negative integer, got {}", key, v.dump()));
     }
     return static_cast<int64_t>(d);
+  }
+
+  // The regex a string's content must match: its format when xgrammar knows the format (the
+  // format wins over a pattern, as there), else its pattern; -1 when neither applies.
+  int32_t string_pattern(const json& s, const std::string& path) {
+    std::optional<std::string> regex;
+    const char* from = "pattern";
+    for (const char* key : {"format", "pattern"}) {
+      if (!s.contains(key)) continue;
+      if (!s.at(key).is_string()) {
+        fail(path, fmt::format("`{}` must be a string, got {}", key, s.at(key).dump()));
+      }
+    }
+    if (s.contains("format")) {
+      if (const auto r = format_regex(s.at("format").get<std::string>())) {
+        regex = std::string(*r);
+        from = "format";
+      }
+    }
+    if (!regex && s.contains("pattern")) regex = s.at("pattern").get<std::string>();
+    if (!regex) return -1;
+    const auto [it, fresh] = patterns_.emplace(*regex, static_cast<int32_t>(g_.regexes.size()));
+    if (!fresh) return it->second;
+    try {
+      g_.regexes.push_back(compile_regex(*regex, RegexText::kJsonString));
+    } catch (const InputError& e) {
+      patterns_.erase(it);
+      fail(path, fmt::format("`{}` {}: {}", from, s.at(from).dump(), e.what()));
+    }
+    return it->second;
   }
 
   int32_t compile(const json& s, const std::string& path) {
@@ -209,6 +244,7 @@ class Compiler {
       if (n.string.max_length >= 0 && n.string.min_length > n.string.max_length) {
         fail(path, "`minLength` is greater than `maxLength`");
       }
+      n.string.pattern = string_pattern(s, path);
     } else if (type == "number" || type == "integer") {
       n.kind = NodeKind::kNumber;
       n.number.integer = type == "integer";
@@ -388,6 +424,7 @@ class Compiler {
   Grammar g_;
   int32_t any_ = -1;
   std::map<std::string, int32_t> refs_;
+  std::map<std::string, int32_t> patterns_;  // regex -> index into g_.regexes
 };
 
 }  // namespace
@@ -398,6 +435,17 @@ Grammar compile_json_schema(const json& schema, bool any_whitespace) {
 
 Grammar json_object_grammar(bool any_whitespace) {
   return compile_json_schema(json{{"type", "object"}}, any_whitespace);
+}
+
+Grammar regex_grammar(std::string_view pattern) {
+  Grammar g;
+  g.regexes.push_back(compile_regex(pattern, RegexText::kRaw));
+  Node root;
+  root.kind = NodeKind::kRegex;
+  root.regex = 0;
+  g.root = g.add(std::move(root));
+  g.finalize();
+  return g;
 }
 
 Grammar choice_grammar(const std::vector<std::string>& choices) {

@@ -13,7 +13,9 @@
 // Supported keywords: type (string or list), properties, required, additionalProperties,
 // items, prefixItems, minItems, maxItems, enum, const, anyOf, oneOf, allOf with one schema,
 // $ref to a local JSON pointer ("#", "#/$defs/X", "#/definitions/X", ...), $defs / definitions,
-// minLength, maxLength, and minimum / maximum / exclusiveMinimum / exclusiveMaximum (on a
+// minLength, maxLength, pattern and format (string_formats.h; an unknown format is ignored, as
+// xgrammar ignores it; a known one wins over a pattern; with either, lengths are ignored, as
+// xgrammar ignores them), and minimum / maximum / exclusiveMinimum / exclusiveMaximum (on a
 // "number" they make it a decimal without exponent of at most 18 digits).
 // Annotations (title, description, default, examples, $schema, $id, $comment, deprecated,
 // readOnly, writeOnly) are ignored. Any other keyword is refused, never ignored.
@@ -21,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ctxpar/engine/structured/grammar.h"
@@ -36,6 +39,10 @@ Grammar compile_json_schema(const nlohmann::ordered_json& schema, bool any_white
 
 // Any JSON object (response_format {"type": "json_object"}).
 Grammar json_object_grammar(bool any_whitespace = true);
+
+// Raw text matching `pattern` whole (vLLM's structured_outputs {"regex": ...}; regex_parser.h).
+// Throws ctxpar::InputError for a pattern regex_parser or compile_byte_dfa refuses.
+Grammar regex_grammar(std::string_view pattern);
 
 // Exactly one of `choices`, as raw text (vLLM's structured_outputs {"choice": [...]}: no quotes,
 // no whitespace around). Throws ctxpar::InputError for no choices or an empty one (naming its

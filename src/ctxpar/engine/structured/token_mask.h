@@ -32,8 +32,18 @@ class TokenMasker {
                std::span<const int32_t> stop_tokens, std::span<uint32_t> mask);
 
  private:
+  // Walks trie nodes [begin, end) of a preorder range whose first node's parent state is
+  // states_[depth - 1], allowing the tokens the automaton takes.
+  void walk(const JsonAutomaton& automaton, const ByteTrie& trie, uint32_t begin, uint32_t end,
+            std::span<uint32_t> mask, int64_t& allowed);
+  // The same over the DFA of a regex (JsonAutomaton::regex_at) from `state`.
+  void walk_regex(const JsonAutomaton& automaton, const StateSet& state,
+                  const JsonAutomaton::RegexAt& at, std::span<uint32_t> mask, int64_t& allowed);
+
   const TokenVocabulary& vocabulary_;
-  std::vector<StateSet> states_;  // [max_depth + 1]: the state after each byte of the walk
+  std::vector<StateSet> states_;     // [max_depth + 1]: the state after each byte of the walk
+  std::vector<int32_t> dfa_states_;  // [max_depth + 1], walk_regex's
+  std::vector<uint8_t> path_;        // [max_depth], the bytes from the root to the node
 };
 
 }  // namespace ctxpar::structured

@@ -1,0 +1,56 @@
+// ByteDfa: a parsed regex (regex_parser.h) as a deterministic automaton over UTF-8 bytes, for the
+// byte-level matcher (json_automaton.h). Every state it can reach can still end in a match: a
+// byte after which no match is possible has no transition, so token masks never lead a
+// generation into a dead end.
+//
+// Two encodings of the matched text:
+//   - kRaw: the text itself, as UTF-8 (structured_outputs {"regex": ...});
+//   - kJsonString: the text as it appears between the quotes of a JSON string (a schema's
+//     "pattern"): every code point as json.dumps(..., ensure_ascii=False) writes it: '"' as \",
+//     '\' as \\, \b \f \n \r \t for those controls, \u00xx (lowercase) for the other controls
+//     below U+0020, anything else as its UTF-8 bytes. xgrammar instead drops '"', '\' and the
+//     controls from classes and writes a literal control character raw, which is not JSON.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "ctxpar/engine/structured/regex_parser.h"
+
+namespace ctxpar::structured {
+
+enum class RegexText : uint8_t { kRaw, kJsonString };
+
+class ByteDfa {
+ public:
+  static constexpr int32_t kStart = 0;
+  static constexpr int32_t kNone = -1;
+  // States above this are refused as "too complex" (256 transitions of 4 bytes each).
+  static constexpr int32_t kMaxStates = 8192;
+
+  // The state after byte b from `state`, or kNone.
+  int32_t next(int32_t state, uint8_t b) const {
+    return next_[static_cast<size_t>(state) * 256 + b];
+  }
+  // The bytes read so far are a whole match.
+  bool accepting(int32_t state) const { return accepting_[static_cast<size_t>(state)] != 0; }
+  // Some byte may still come.
+  bool has_next(int32_t state) const { return live_[static_cast<size_t>(state)] != 0; }
+  int32_t size() const { return static_cast<int32_t>(accepting_.size()); }
+
+ private:
+  friend ByteDfa compile_byte_dfa(const Regex&, RegexText);
+  std::vector<int32_t> next_;  // [size() * 256]
+  std::vector<uint8_t> accepting_;
+  std::vector<uint8_t> live_;
+};
+
+// Throws ctxpar::InputError when the regex matches nothing (in this encoding: an empty class)
+// or needs more than kMaxStates states.
+ByteDfa compile_byte_dfa(const Regex& regex, RegexText text);
+
+// parse_regex + compile_byte_dfa.
+ByteDfa compile_regex(std::string_view pattern, RegexText text);
+
+}  // namespace ctxpar::structured
