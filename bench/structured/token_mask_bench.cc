@@ -7,7 +7,8 @@
 // Llama-3's (the 256 bytes, words with and without a leading space, digit runs, punctuation and
 // code pieces, whitespace runs, accented / CJK / emoji pieces; 256 special ids at the end).
 // Reports time per mask and the allowed-token count per state; "walk" averages the masks of
-// every step of a whole document generated token by token with the vocabulary's longest tokens.
+// every step of a whole document generated token by token with the vocabulary's longest tokens;
+// "regex/*" masks structured_outputs {"regex": ...} (free text, an ISO date).
 //
 // Run: build/bench/structured/token_mask_bench [--tokenizer=DIR] [benchmark flags]
 #include <benchmark/benchmark.h>
@@ -111,6 +112,14 @@ std::shared_ptr<const JsonAutomaton> automaton() {
   return a;
 }
 
+// structured_outputs {"regex": ...}: a sentence of free words (most tokens allowed: the walk over
+// the token trie's every branch is the worst case), and an ISO date (few allowed).
+std::shared_ptr<const JsonAutomaton> regex_automaton(const char* pattern) {
+  return std::make_shared<JsonAutomaton>(std::make_shared<Grammar>(regex_grammar(pattern)));
+}
+constexpr const char* kSentence = "[^\\n]{1,400}";
+constexpr const char* kDate = "\\d{4}-\\d{2}-\\d{2}";
+
 constexpr const char* kDocument =
     R"({"name": "Ada Lovelace, the first programmer", "city": "London", "age": 36, )"
     R"("unit": "celsius", "tags": ["math", "engines"], "scores": [1.5, -2e3, 42], )"
@@ -121,6 +130,23 @@ StateSet state_after(size_t prefix) {
   JsonMatcher m(automaton());
   if (prefix > 0 && !m.accept(std::string_view(kDocument, prefix))) std::abort();
   return m.state();
+}
+
+void BM_RegexMask(benchmark::State& state, const char* pattern, const char* prefix) {
+  const TokenVocabulary& vocab = vocabulary();
+  TokenMasker masker(vocab);
+  const auto a = regex_automaton(pattern);
+  JsonMatcher m(a);
+  if (*prefix != 0 && !m.accept(prefix)) std::abort();
+  std::vector<uint32_t> mask(mask_words(vocab.size()));
+  const std::vector<int32_t> stops = {vocab.size() - 1};
+  int64_t allowed = 0;
+  for (auto _ : state) {
+    allowed = masker.fill(*a, m.state(), stops, mask);
+    benchmark::DoNotOptimize(mask.data());
+  }
+  state.counters["allowed"] = static_cast<double>(allowed);
+  state.SetLabel(pattern);
 }
 
 void BM_Mask(benchmark::State& state, size_t prefix, const char* where) {
@@ -209,6 +235,10 @@ int main(int argc, char** argv) {
                                "after a value: ',', '}' or whitespace")
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("walk", BM_Walk)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("regex/sentence", BM_RegexMask, kSentence, "Once upon")
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("regex/date", BM_RegexMask, kDate, "2024-0")
+      ->Unit(benchmark::kMicrosecond);
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
   benchmark::RunSpecifiedBenchmarks();

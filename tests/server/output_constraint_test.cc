@@ -69,14 +69,19 @@ TEST(OutputConstraint, ResponseFormatAndStructuredOutputs) {
 TEST(OutputConstraint, Refusals) {
   std::string param;
   EXPECT_NE(error_of(R"({"response_format": {"type": "json_schema", "json_schema": {"name": "n",
-      "schema": {"type": "string", "format": "email"}}}})",
+      "schema": {"type": "string", "pattern": "(a"}}}})",
                      false, &param)
-                .find("`format`"),
+                .find("`pattern` \"(a\": regex: missing ), unterminated subpattern at position 0"),
             std::string::npos);
   EXPECT_EQ(param, "response_format");
   EXPECT_NE(error_of(R"({"response_format": {"type": "json_schema"}})").find("'json_schema'"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"structured_outputs": {"regex": "a+"}})", false, &param).find("regex"),
+  EXPECT_NE(error_of(R"({"structured_outputs": {"regex": "a\\1"}})", false, &param)
+                .find("structured_outputs.regex: a backreference is not supported at position 1"),
+            std::string::npos);
+  EXPECT_EQ(param, "structured_outputs");
+  EXPECT_NE(error_of(R"({"structured_outputs": {"grammar": "root ::= \"a\""}})", false, &param)
+                .find("structured_outputs.grammar is not supported"),
             std::string::npos);
   EXPECT_EQ(param, "structured_outputs");
   EXPECT_NE(error_of(R"({"structured_outputs": {"json": {}, "choice": ["a"]}})").find("one kind"),

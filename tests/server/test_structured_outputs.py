@@ -1,7 +1,7 @@
 """Structured outputs through the openai client, as vLLM serves them: response_format
 json_schema / json_object and vLLM's structured_outputs on /v1/chat/completions and
-/v1/completions (json, json_object and choice), and tool_choice "required" and a named
-function. The tiny random-weight model
+/v1/completions (json, json_object, regex and choice; schema patterns and formats), and
+tool_choice "required" and a named function. The tiny random-weight model
 writes whatever its logits favour; the token masks keep it inside the grammar, so every output
 that ends by "stop" must be JSON that Python's `jsonschema` validates against the request's
 schema (a second opinion nobody here wrote). With vLLM's default whitespace the random model
@@ -269,13 +269,74 @@ class StructuredOutputs(unittest.TestCase):
                                                extra_body={"structured_outputs": {"choice": bad}})
             self.assertIn(needle, str(caught.exception))
 
+    def test_regex_outputs_match_the_pattern(self):
+        # vLLM's structured_outputs {"regex": ...}: the whole text matches (Python's re, a second
+        # opinion: its \d and \w take more than the ASCII ones xgrammar's and ctxpar's take),
+        # whole and streamed, on both routes.
+        rng = fx.seeded_rng(self)
+        patterns = [r"\d{3}-[a-z]{2,4}", r"(yes|no|maybe)!?", r"[A-Z][a-z]{1,5}( [A-Z][a-z]{1,5}){0,2}",
+                    r"0x[0-9a-f]{1,6}", r"\w{2,8}@\w{2,5}\.(com|org)", r"é{1,3}[^a-z\n]{2}"]
+        for pattern in patterns:
+            extra = {"structured_outputs": {"regex": pattern}}
+            chat = self.client.chat.completions.create(
+                model=fx.MODEL, messages=[{"role": "user", "content": f"go {rng.random()}"}],
+                max_completion_tokens=60, temperature=rng.choice([0, 1.0]),
+                seed=rng.randrange(1000), extra_body=extra).choices[0]
+            self.assertEqual(chat.finish_reason, "stop", chat.message.content)
+            self.assertRegex(chat.message.content, f"^(?:{pattern})$")
+            done = self.client.completions.create(
+                model=fx.MODEL, prompt=f"go {rng.random()}", max_tokens=60, temperature=1.0,
+                seed=rng.randrange(1000), extra_body=extra).choices[0]
+            self.assertEqual(done.finish_reason, "stop", done.text)
+            self.assertRegex(done.text, f"^(?:{pattern})$")
+            args = dict(model=fx.MODEL, prompt=f"go {rng.random()}", max_tokens=60,
+                        temperature=1.0, seed=rng.randrange(1000), extra_body=extra)
+            whole = self.client.completions.create(**args).choices[0].text
+            streamed = "".join(c.choices[0].text for c in self.client.completions.create(
+                stream=True, **args) if c.choices)
+            self.assertEqual(streamed, whole)
+        for bad, needle in (("(a", "missing ), unterminated subpattern at position 0"),
+                            ("a(?=b)", "lookaround"), ("[^\\s\\S]", "matches no text"),
+                            (5, "valid string")):
+            with self.assertRaises(openai.BadRequestError) as caught:
+                self.client.completions.create(model=fx.MODEL, prompt="x", extra_body={
+                    "structured_outputs": {"regex": bad}})
+            self.assertIn(needle, str(caught.exception))
+
+    def test_schema_patterns_and_formats(self):
+        # A pydantic-style schema with formats (checked by jsonschema's format checker) and a
+        # pattern (jsonschema's re.search; ctxpar's match is whole, which implies it).
+        schema = {"type": "object", "properties": {
+            "id": {"type": "string", "format": "uuid"},
+            "day": {"type": "string", "format": "date"},
+            "ip": {"type": "string", "format": "ipv4"},
+            "code": {"type": "string", "pattern": "^[A-Z]{2}-\\d{2,3}$"},
+            "note": {"type": "string", "format": "no-such-format", "maxLength": 3}},
+            "required": ["id", "day", "ip", "code", "note"]}
+        rng = fx.seeded_rng(self)
+        # xgrammar's date and ipv4 are regexes: "2024-02-31" and "01.2.3.4" pass them (and vLLM),
+        # not Python's date.fromisoformat and ipaddress; those two are checked by their shape.
+        checker = jsonschema.FormatChecker(formats=["uuid"])
+        for _ in range(3):
+            args = self.chat(rng, response_format={"type": "json_schema", "json_schema": {
+                "name": "record", "schema": schema}})
+            choice = self.client.chat.completions.create(**args).choices[0]
+            self.assertEqual(choice.finish_reason, "stop", choice.message.content)
+            record = json.loads(choice.message.content)
+            jsonschema.validate(record, schema, format_checker=checker)
+            self.assertRegex(record["code"], r"^[A-Z]{2}-[0-9]{2,3}$")
+            self.assertRegex(record["day"], r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$")
+            octets = record["ip"].split(".")
+            self.assertEqual(len(octets), 4, record["ip"])
+            self.assertTrue(all(o.isdigit() and int(o) <= 255 for o in octets), record["ip"])
+
     def test_unsupported_schema_is_a_400_naming_the_keyword(self):
         cases = [
-            ("pattern", {"response_format": {"type": "json_schema", "json_schema": {
-                "name": "s", "schema": {"type": "object", "properties": {
-                    "a": {"type": "string", "pattern": "^a+$"}}}}}}),
-            ("format", {"extra_body": {"structured_outputs": {"json": {
-                "type": "string", "format": "date-time"}}}}),
+            ("patternProperties", {"response_format": {"type": "json_schema", "json_schema": {
+                "name": "s", "schema": {"type": "object", "patternProperties": {
+                    "^a": {"type": "string"}}}}}}),
+            ("not", {"extra_body": {"structured_outputs": {"json": {
+                "not": {"type": "string"}}}}}),
             ("minProperties", {"tools": [{"type": "function", "function": {
                 "name": "f", "parameters": {"type": "object", "minProperties": 1}}}],
                 "tool_choice": "required"}),
@@ -290,7 +351,8 @@ class StructuredOutputs(unittest.TestCase):
                     model=fx.MODEL, messages=[{"role": "user", "content": "x"}], **extra)
             self.assertIn(f"`{keyword}`", str(caught.exception))
         for extra, needle in (({"guided_json": {"type": "object"}}, "guided_json"),
-                              ({"structured_outputs": {"regex": "a+"}}, "regex"),
+                              ({"structured_outputs": {"grammar": "root ::= \"a\""}},
+                               "grammar"),
                               ({"response_format": {"type": "json_schema"}}, "'json_schema'")):
             with self.assertRaises(openai.BadRequestError) as caught:
                 self.client.completions.create(model=fx.MODEL, prompt="x", extra_body=extra)

@@ -54,13 +54,13 @@ std::shared_ptr<const structured::JsonAutomaton> from_structured_outputs(const j
   }
   for (const auto& [key, value] : so.items()) {
     if (value.is_null() || key == "json" || key == "json_object" || key == "choice" ||
-        key == "disable_fallback") {
+        key == "regex" || key == "disable_fallback") {
       continue;
     }
     if (key == "disable_any_whitespace" && value.is_boolean()) continue;
     if (key == "disable_additional_properties" && value == false) continue;
     throw bad_request(fmt::format("structured_outputs.{} is not supported by ctxpar (json, "
-                                  "json_object and choice are)",
+                                  "json_object, regex and choice are)",
                                   key),
                       "structured_outputs");
   }
@@ -74,6 +74,18 @@ std::shared_ptr<const structured::JsonAutomaton> from_structured_outputs(const j
       }
     }
     return compile(schema, "structured_outputs", any_ws);
+  }
+  const json& regex = field(so, "regex");
+  if (!regex.is_null()) {
+    if (!regex.is_string()) {
+      throw bad_request("structured_outputs.regex: Input should be a valid string",
+                        "structured_outputs");
+    }
+    try {
+      return automaton_of(structured::regex_grammar(regex.get<std::string>()));
+    } catch (const InputError& e) {
+      throw bad_request(fmt::format("structured_outputs.{}", e.what()), "structured_outputs");
+    }
   }
   const json& choice = field(so, "choice");
   if (!choice.is_null()) {

@@ -1,11 +1,12 @@
 // vLLM's structured outputs on the OpenAI routes, turned into the grammar the engine masks
 // tokens with: response_format {"type": "json_object"} and {"type": "json_schema",
-// "json_schema": {"name", "schema", "strict"}}, vLLM's extra structured_outputs {"json": schema}
-// or {"json_object": true} (response_format wins over it, as in vLLM), and on chat the forced
+// "json_schema": {"name", "schema", "strict"}}, vLLM's extra structured_outputs {"json": schema},
+// {"json_object": true}, {"choice": [...]} or {"regex": pattern} (response_format wins over it,
+// as in vLLM), and on chat the forced
 // tool choices: tool_choice "required" (a JSON array, at least one item, of {"name": one of the
 // tools' names, "parameters": that tool's parameters}) and {"type": "function", "function":
-// {"name": X}} (X's parameters). vLLM's other constraints (regex, choice, grammar,
-// structural_tag) and the removed guided_* fields are refused with a 400 naming them.
+// {"name": X}} (X's parameters). vLLM's other constraints (grammar, structural_tag) and the
+// removed guided_* fields are refused with a 400 naming them.
 // structured_outputs {"disable_any_whitespace": true} (a server option in vLLM,
 // --structured-outputs-config) makes every grammar of the request the compact form, ", " and
 // ": " (xgrammar's any_whitespace=False); the default lets whitespace runs in, as vLLM's.
