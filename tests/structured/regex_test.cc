@@ -234,6 +234,7 @@ TEST(Regex, RefusedPatternsSayWhatAndWhere) {
       {"\\x4", "incomplete escape"},
       {"a\xFF", "not valid UTF-8"},
       {"((((((((a{1000}){1000})))))))", "too large"},
+      {"(a|b)*a(a|b){20}", "too complex"},  // 2^21 DFA states
   };
   for (const auto& [pattern, message] : refused) {
     try {
@@ -273,6 +274,24 @@ TEST(Regex, SchemaKeywordsFollowXgrammar) {
   EXPECT_THROW(
       (void)compile_json_schema(ordered_json::parse(R"({"type": "string", "pattern": 5})")),
       InputError);
+}
+
+// Long counted runs of multi-byte classes stay within the limits (byte classes keep the
+// transition table small).
+TEST(Regex, LongRunsCompile) {
+  for (const char* pattern : {".{0,1000}", "[^a]{1000}", "\\w{1000}@\\w{1000}", "(.*a){50}"}) {
+    for (const RegexText text : {RegexText::kRaw, RegexText::kJsonString}) {
+      const ByteDfa dfa = compile_regex(pattern, text);
+      EXPECT_GT(dfa.size(), 1000) << pattern;
+    }
+  }
+  const JsonAutomaton a = regex_automaton(".{0,1000}");
+  EXPECT_TRUE(accepts(a, std::string(1000, 'x')));
+  EXPECT_FALSE(accepts(a, std::string(1001, 'x')));
+  std::string wide;
+  for (int i = 0; i < 1000; ++i) wide += i % 2 == 0 ? "\xF0\x9F\x98\x80" : "\xC3\xA9";
+  EXPECT_TRUE(accepts(a, wide));
+  EXPECT_FALSE(accepts(a, wide + "a"));
 }
 
 TEST(Regex, TopLevelRegexEndsWhenNothingCanFollow) {

@@ -250,6 +250,23 @@ ByteDfa compile_byte_dfa(const Regex& regex, RegexText text) {
   const std::vector<NfaState>& nfa = builder.states();
 
   ByteDfa dfa;
+  // Byte classes: a new class starts wherever some edge's range starts or ends.
+  std::array<bool, 257> cut{};
+  for (const NfaState& s : nfa) {
+    for (const ByteEdge& e : s.bytes) {
+      cut[e.lo] = true;
+      cut[static_cast<size_t>(e.hi) + 1] = true;
+    }
+  }
+  size_t classes = 0;
+  for (size_t b = 0; b < 256; ++b) {
+    if (b > 0 && cut[b]) ++classes;
+    dfa.class_of_[b] = static_cast<uint8_t>(classes);
+  }
+  dfa.classes_ = classes + 1;
+  const size_t max_states = std::min<size_t>(
+      ByteDfa::kMaxStates, ByteDfa::kMaxTableBytes / (dfa.classes_ * sizeof(int32_t)));
+
   std::map<std::vector<int32_t>, int32_t> ids;
   std::vector<std::vector<int32_t>> sets;
   std::vector<uint32_t> seen(nfa.size(), 0);
@@ -257,10 +274,10 @@ ByteDfa compile_byte_dfa(const Regex& regex, RegexText text) {
   const auto intern = [&](std::vector<int32_t> set) {
     const auto [it, fresh] = ids.emplace(set, static_cast<int32_t>(sets.size()));
     if (fresh) {
-      CTXPAR_CHECK_INPUT(sets.size() < static_cast<size_t>(ByteDfa::kMaxStates),
+      CTXPAR_CHECK_INPUT(sets.size() < max_states,
                          "regex: the pattern is too complex for ctxpar (its automaton passes {} "
                          "states)",
-                         ByteDfa::kMaxStates);
+                         max_states);
       sets.push_back(std::move(set));
     }
     return it->second;
@@ -269,30 +286,33 @@ ByteDfa compile_byte_dfa(const Regex& regex, RegexText text) {
   close_over_empty(nfa, start, seen, ++stamp);
   intern(std::move(start));
 
-  std::array<std::vector<int32_t>, 256> moves;
+  // Subset construction; the work (NFA edges visited) is bounded so that no pattern holds a
+  // request thread for long (~0.1 s at the bound).
+  constexpr size_t kMaxWork = size_t{1} << 26;
+  size_t work = 0;
+  std::vector<std::vector<int32_t>> moves(dfa.classes_);
   for (size_t d = 0; d < sets.size(); ++d) {
     for (auto& m : moves) m.clear();
     for (const int32_t s : sets[d]) {
       for (const ByteEdge& e : nfa[static_cast<size_t>(s)].bytes) {
-        for (int b = e.lo; b <= e.hi; ++b) moves[static_cast<size_t>(b)].push_back(e.to);
+        for (size_t c = dfa.class_of_[e.lo]; c <= dfa.class_of_[e.hi]; ++c) {
+          moves[c].push_back(e.to);
+        }
       }
+      work += nfa[static_cast<size_t>(s)].bytes.size() + nfa[static_cast<size_t>(s)].empty.size();
     }
-    dfa.next_.resize((d + 1) * 256, ByteDfa::kNone);
+    CTXPAR_CHECK_INPUT(work <= kMaxWork,
+                       "regex: the pattern is too complex for ctxpar (building its automaton "
+                       "takes too long; lower the repetition counts)");
+    dfa.next_.resize((d + 1) * dfa.classes_, ByteDfa::kNone);
     dfa.accepting_.push_back(std::binary_search(sets[d].begin(), sets[d].end(), accept) ? 1 : 0);
-    std::vector<int32_t> previous;
-    int32_t previous_id = ByteDfa::kNone;
-    for (int b = 0; b < 256; ++b) {
-      std::vector<int32_t>& m = moves[static_cast<size_t>(b)];
+    for (size_t c = 0; c < dfa.classes_; ++c) {
+      std::vector<int32_t>& m = moves[c];
       if (m.empty()) continue;
       std::sort(m.begin(), m.end());
       m.erase(std::unique(m.begin(), m.end()), m.end());
-      if (m != previous) {  // neighbouring bytes usually move alike
-        previous = m;
-        std::vector<int32_t> closed = m;
-        close_over_empty(nfa, closed, seen, ++stamp);
-        previous_id = intern(std::move(closed));
-      }
-      dfa.next_[d * 256 + static_cast<size_t>(b)] = previous_id;
+      close_over_empty(nfa, m, seen, ++stamp);
+      dfa.next_[d * dfa.classes_ + c] = intern(m);
     }
   }
 
@@ -300,8 +320,8 @@ ByteDfa compile_byte_dfa(const Regex& regex, RegexText text) {
   const size_t n = sets.size();
   std::vector<std::vector<int32_t>> from(n);
   for (size_t d = 0; d < n; ++d) {
-    for (size_t b = 0; b < 256; ++b) {
-      const int32_t t = dfa.next_[d * 256 + b];
+    for (size_t c = 0; c < dfa.classes_; ++c) {
+      const int32_t t = dfa.next_[d * dfa.classes_ + c];
       if (t != ByteDfa::kNone) from[static_cast<size_t>(t)].push_back(static_cast<int32_t>(d));
     }
   }
@@ -326,8 +346,8 @@ ByteDfa compile_byte_dfa(const Regex& regex, RegexText text) {
   CTXPAR_CHECK_INPUT(alive[ByteDfa::kStart] != 0, "regex: the pattern matches no text");
   dfa.live_.assign(n, 0);
   for (size_t d = 0; d < n; ++d) {
-    for (size_t b = 0; b < 256; ++b) {
-      int32_t& t = dfa.next_[d * 256 + b];
+    for (size_t c = 0; c < dfa.classes_; ++c) {
+      int32_t& t = dfa.next_[d * dfa.classes_ + c];
       if (t != ByteDfa::kNone && alive[static_cast<size_t>(t)] == 0) t = ByteDfa::kNone;
       if (t != ByteDfa::kNone) dfa.live_[d] = 1;
     }

@@ -12,6 +12,8 @@
 //     controls from classes and writes a literal control character raw, which is not JSON.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -26,12 +28,15 @@ class ByteDfa {
  public:
   static constexpr int32_t kStart = 0;
   static constexpr int32_t kNone = -1;
-  // States above this are refused as "too complex" (256 transitions of 4 bytes each).
-  static constexpr int32_t kMaxStates = 8192;
+  // Larger automata are refused as "too complex": more states than this, or a transition table
+  // (states x byte classes x 4 bytes) above kMaxTableBytes. `.{0,1000}` takes ~9,000 states
+  // (a UTF-8 character is up to four bytes) of ~12 classes.
+  static constexpr int32_t kMaxStates = 1 << 16;
+  static constexpr size_t kMaxTableBytes = size_t{16} << 20;
 
   // The state after byte b from `state`, or kNone.
   int32_t next(int32_t state, uint8_t b) const {
-    return next_[static_cast<size_t>(state) * 256 + b];
+    return next_[static_cast<size_t>(state) * classes_ + class_of_[b]];
   }
   // The bytes read so far are a whole match.
   bool accepting(int32_t state) const { return accepting_[static_cast<size_t>(state)] != 0; }
@@ -41,7 +46,10 @@ class ByteDfa {
 
  private:
   friend ByteDfa compile_byte_dfa(const Regex&, RegexText);
-  std::vector<int32_t> next_;  // [size() * 256]
+  // Bytes no transition tells apart share a class: [256] class of each byte.
+  std::array<uint8_t, 256> class_of_{};
+  size_t classes_ = 1;
+  std::vector<int32_t> next_;  // [size() * classes_]
   std::vector<uint8_t> accepting_;
   std::vector<uint8_t> live_;
 };
