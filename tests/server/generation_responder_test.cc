@@ -56,7 +56,22 @@ Streamed add_up(const std::string& events) {
     if (c["delta"].contains("content") && !c["delta"]["content"].is_null()) {
       s.content += c["delta"]["content"].get<std::string>();
     }
-    for (const json& call : c["delta"].value("tool_calls", json::array())) s.calls.push_back(call);
+    // Calls accumulate as a client accumulates them: an entry with an id starts one (its
+    // arguments may follow in later entries of the same index).
+    for (const json& call : c["delta"].value("tool_calls", json::array())) {
+      if (call.contains("id")) {
+        EXPECT_EQ(call["index"], s.calls.size());
+        json whole = call;
+        if (!whole["function"].contains("arguments")) whole["function"]["arguments"] = "";
+        s.calls.push_back(std::move(whole));
+      } else {
+        const size_t index = call["index"].get<size_t>();
+        EXPECT_LT(index, s.calls.size());
+        if (index >= s.calls.size()) continue;
+        json& args = s.calls[index]["function"]["arguments"];
+        args = args.get<std::string>() + call["function"]["arguments"].get<std::string>();
+      }
+    }
     if (!c["finish_reason"].is_null()) s.finish = c["finish_reason"];
   }
   return s;

@@ -9,6 +9,7 @@
 
 #include <random>
 #include <string>
+#include <vector>
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/server/python_space.h"
@@ -122,6 +123,79 @@ TEST(ToolCallParser, RandomlyCutStreamsGiveTheSameCalls) {
   const ToolCallStream::Delta d = stream.add("hi<tool_call>{oops}</tool_call>", true);
   EXPECT_EQ(d.content, "hi<tool_call>{oops}</tool_call>");
   EXPECT_TRUE(d.calls.empty());
+}
+
+// A hermes call streams as the model writes it: the id and name once the name is whole, the
+// arguments piece by piece before the closing tag (all of them once their object closed), in the
+// json.dumps form the whole response gives; the pieces and the rest at the close add up to it.
+TEST(ToolCallParser, HermesArgumentsStreamBeforeTheCloseTag) {
+  SEEDED_RNG(rng);
+  const std::vector<std::string> values = {R"("Paris")",
+                                           R"("line\nbreak \"q\" \u00e9\ud83d\ude00")",
+                                           "12",
+                                           "-1.50e2",
+                                           "true",
+                                           "null",
+                                           R"([1,  2 , "x"])",
+                                           R"({"deep" :{"er":[]}})",
+                                           R"("")"};
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string args = "{";
+    const int n = static_cast<int>(rng() % 4);
+    for (int i = 0; i < n; ++i) {
+      args += fmt::format("{}\"k{}\"{}:{}{}", i > 0 ? "," : "", i, rng() % 2 ? " " : "",
+                          rng() % 2 ? " " : "\n  ", values[rng() % values.size()]);
+    }
+    args += "}";
+    const std::string head =
+        fmt::format("Sure.<tool_call>\n{{\"name\": \"f{}\", \"arguments\": ", trial % 7);
+    const std::string tail = "}\n</tool_call>";
+    const std::string text = head + args + tail;
+    SCOPED_TRACE(text);
+    const ToolCallSplit want = hermes(text);
+    ASSERT_EQ(want.calls.size(), 1u);
+
+    // Up to the arguments' closing brace, unfinished: the name and every argument are out.
+    ToolCallStream stream(ToolCallParser::kHermes);
+    std::vector<ToolCallPiece> calls;
+    std::string content;
+    const std::string before_tail = head + args;
+    bool args_before_end = false;
+    for (size_t at = 0; at < before_tail.size();) {
+      const size_t len = std::min(before_tail.size() - at, size_t{1} + rng() % 5);
+      ToolCallStream::Delta d = stream.add(std::string_view(before_tail).substr(at, len), false);
+      content += d.content;
+      for (ToolCallPiece& p : d.calls) {
+        args_before_end |= !p.arguments.empty() && at + len < before_tail.size();
+        test::add_piece(calls, std::move(p));
+      }
+      at += len;
+    }
+    EXPECT_EQ(content, "Sure.");
+    ASSERT_EQ(calls.size(), 1u);
+    EXPECT_EQ(calls[0].name, want.calls[0].name);
+    EXPECT_EQ(calls[0].arguments, want.calls[0].arguments);
+    EXPECT_TRUE(args_before_end || n == 0);
+    // The close adds nothing more; the whole stream adds up to the whole response.
+    const ToolCallStream::Delta last = stream.add(tail, true);
+    EXPECT_TRUE(last.calls.empty());
+    EXPECT_EQ(last.content, "");
+    const ToolCallStream::Delta all =
+        test::stream_in_random_pieces(ToolCallParser::kHermes, nullptr, text, rng, 6);
+    test::expect_same_calls(all.calls, want.calls);
+  }
+  // Arguments as a JSON string (the other shape hermes takes) wait for the close, whole.
+  ToolCallStream quoted(ToolCallParser::kHermes);
+  const ToolCallStream::Delta named =
+      quoted.add(R"(<tool_call>{"name": "g", "arguments": "{\"a\": 1}")", false);
+  ASSERT_EQ(named.calls.size(), 1u);
+  EXPECT_EQ(named.calls[0].name, "g");
+  EXPECT_EQ(named.calls[0].arguments, "");
+  const ToolCallStream::Delta rest = quoted.add("}</tool_call>", true);
+  ASSERT_EQ(rest.calls.size(), 1u);
+  EXPECT_EQ(rest.calls[0].index, 0);
+  EXPECT_EQ(rest.calls[0].id, "");
+  EXPECT_EQ(rest.calls[0].arguments, R"({"a": 1})");
 }
 
 }  // namespace

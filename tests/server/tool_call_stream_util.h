@@ -23,9 +23,24 @@ inline std::string random_text(std::mt19937_64& rng, size_t n, std::string_view 
   return t;
 }
 
+// A streamed piece added to the calls as a client accumulates them: a piece with an id starts
+// the next call (its index must be the next one), one without adds to its call's arguments.
+inline void add_piece(std::vector<ToolCallPiece>& calls, ToolCallPiece p) {
+  if (!p.id.empty()) {
+    EXPECT_EQ(p.index, static_cast<int>(calls.size()));
+    EXPECT_EQ(p.id.rfind("chatcmpl-tool-", 0), 0u);
+    calls.push_back(std::move(p));
+    return;
+  }
+  ASSERT_GE(p.index, 0);
+  ASSERT_LT(p.index, static_cast<int>(calls.size()));
+  EXPECT_EQ(p.index, static_cast<int>(calls.size()) - 1) << "pieces of an earlier call";
+  calls[static_cast<size_t>(p.index)].arguments += p.arguments;
+}
+
 // `text` streamed through a new ToolCallStream in pieces of 1 to max_piece bytes, the last one
-// finishing: every delta's content and calls, in order. Expects the stream to count each call
-// it sent.
+// finishing: every delta's content, and its calls accumulated as a client does. Expects the stream
+// to count each call it sent.
 inline ToolCallStream::Delta stream_in_random_pieces(ToolCallParser parser,
                                                      const nlohmann::json* tools,
                                                      std::string_view text, std::mt19937_64& rng,
@@ -36,7 +51,7 @@ inline ToolCallStream::Delta stream_in_random_pieces(ToolCallParser parser,
     const size_t len = std::min(text.size() - at, size_t{1} + rng() % max_piece);
     ToolCallStream::Delta d = stream.add(text.substr(at, len), at + len == text.size());
     all.content += d.content;
-    for (ToolCall& c : d.calls) all.calls.push_back(std::move(c));
+    for (ToolCallPiece& p : d.calls) add_piece(all.calls, std::move(p));
     at += len;
   }
   EXPECT_EQ(stream.calls_sent(), static_cast<int>(all.calls.size()));
@@ -44,7 +59,8 @@ inline ToolCallStream::Delta stream_in_random_pieces(ToolCallParser parser,
 }
 
 // The same calls (names and argument texts) in the same order.
-inline void expect_same_calls(const std::vector<ToolCall>& got, const std::vector<ToolCall>& want) {
+template <class Got>
+void expect_same_calls(const std::vector<Got>& got, const std::vector<ToolCall>& want) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t k = 0; k < got.size(); ++k) {
     EXPECT_EQ(got[k].name, want[k].name) << "call " << k;

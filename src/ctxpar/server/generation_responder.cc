@@ -45,6 +45,17 @@ json tool_call_json(const ToolCall& call) {
           {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
 }
 
+// A call's first piece as vLLM's hermes parser sends it (id, type and name; arguments only when
+// some came), then pieces of arguments alone.
+json tool_call_piece_json(const ToolCallPiece& piece) {
+  if (piece.id.empty()) {
+    return {{"index", piece.index}, {"function", {{"arguments", piece.arguments}}}};
+  }
+  json function = {{"name", piece.name}};
+  if (!piece.arguments.empty()) function["arguments"] = piece.arguments;
+  return {{"index", piece.index}, {"id", piece.id}, {"type", "function"}, {"function", function}};
+}
+
 }  // namespace
 
 json GenerationResponder::chunk_base() const {
@@ -148,14 +159,9 @@ std::optional<json> GenerationResponder::chat_delta(ChoiceState& s, const std::s
     calls = s.forced.add(content, finished);
     content.clear();
   } else if (parse_tools) {
-    const int sent = s.tools.calls_sent();
     ToolCallStream::Delta part = s.tools.add(content, finished);
     content = std::move(part.content);
-    for (size_t k = 0; k < part.calls.size(); ++k) {
-      json call = tool_call_json(part.calls[k]);
-      call["index"] = sent + static_cast<int>(k);
-      calls.push_back(std::move(call));
-    }
+    for (const ToolCallPiece& piece : part.calls) calls.push_back(tool_call_piece_json(piece));
   }
   if (!s.reasoning.enabled() && !parse_tools) return json{{"content", content}};
   if (reasoning.empty() && content.empty() && calls.empty()) return std::nullopt;

@@ -6,6 +6,7 @@
 #include "ctxpar/server/glm_tool_calls.h"
 #include "ctxpar/server/hermes_tool_calls.h"
 #include "ctxpar/server/llama_tool_calls.h"
+#include "ctxpar/server/openai_responses.h"  // random_hex
 #include "ctxpar/server/python_space.h"
 #include "ctxpar/server/pythonic_tool_calls.h"
 #include "ctxpar/server/qwen3_coder_tool_calls.h"
@@ -166,8 +167,7 @@ ToolCallStream::Delta ToolCallStream::add_llama3_json(std::string_view text, boo
       all_content_ = true;
       break;
     case LlamaJsonScan::Outcome::kCalls:
-      calls_sent_ += static_cast<int>(scan.calls.size());
-      d.calls = std::move(scan.calls);
+      send(std::move(scan.calls), d);
       held_.clear();  // the text around the calls, which vLLM drops
       break;
   }
@@ -188,10 +188,49 @@ ToolCallStream::Delta ToolCallStream::add_pythonic(std::string_view text, bool f
   if (!finished) return d;
   ToolCallSplit split = split_pythonic(held_);
   if (split.calls.empty()) d.content = std::move(held_);
-  calls_sent_ += static_cast<int>(split.calls.size());
-  d.calls = std::move(split.calls);
+  send(std::move(split.calls), d);
   held_.clear();
   return d;
+}
+
+void ToolCallStream::send(std::vector<ToolCall> calls, Delta& d) {
+  for (ToolCall& call : calls) {
+    d.calls.push_back(
+        {calls_sent_++, std::move(call.id), std::move(call.name), std::move(call.arguments)});
+  }
+}
+
+void ToolCallStream::stream_hermes(const std::string& block, Delta& d) {
+  if (!hermes_) {
+    hermes_.emplace();
+    hermes_fed_ = 0;
+  }
+  // Never a piece of the closing tag.
+  const size_t ready = block.size() - partial_tag_tail(block, "</tool_call>");
+  if (ready <= hermes_fed_) return;
+  HermesCallStream::Piece p =
+      hermes_->add(std::string_view(block).substr(hermes_fed_, ready - hermes_fed_));
+  hermes_fed_ = ready;
+  if (p.named) {
+    d.calls.push_back({calls_sent_++, "chatcmpl-tool-" + random_hex(32), hermes_->name(),
+                       std::move(p.arguments)});
+  } else if (!p.arguments.empty()) {
+    d.calls.push_back({calls_sent_ - 1, "", "", std::move(p.arguments)});
+  }
+}
+
+void ToolCallStream::close_hermes(std::string_view body, bool closed, Delta& d) {
+  std::optional<std::vector<ToolCall>> calls = block_calls(parser_, body, closed, nlohmann::json());
+  // The rest of the arguments, when the whole call continues what went out; else (the text
+  // was no call after all, or json.loads reads it otherwise) nothing more.
+  if (calls && calls->size() == 1 && (*calls)[0].name == hermes_->name()) {
+    const std::string& whole = (*calls)[0].arguments;
+    const std::string& sent = hermes_->arguments_sent();
+    if (whole.size() > sent.size() && whole.compare(0, sent.size(), sent) == 0) {
+      d.calls.push_back({calls_sent_ - 1, "", "", whole.substr(sent.size())});
+    }
+  }
+  hermes_.reset();
 }
 
 ToolCallStream::Delta ToolCallStream::add_tagged(std::string_view text, bool finished) {
@@ -230,18 +269,28 @@ ToolCallStream::Delta ToolCallStream::add_tagged(std::string_view text, bool fin
       block_seen_ = true;
     }
     const size_t close = buf.find(f.close);
+    const bool hermes = parser_ == ToolCallParser::kHermes;
     if (close == std::string::npos && !finished) {
+      if (hermes) stream_hermes(buf, d);
       held_ = std::move(buf);
       return d;
     }
     const std::string body = buf.substr(0, close);
+    if (hermes) stream_hermes(body, d);
+    if (hermes_ && hermes_->named()) {
+      close_hermes(body, close != std::string::npos, d);
+      in_block_ = false;
+      if (close == std::string::npos) return d;
+      buf.erase(0, close + f.close.size());
+      continue;
+    }
+    hermes_.reset();
     std::optional<std::vector<ToolCall>> calls;
     if (close != std::string::npos || f.open_block_counts) {
       calls = block_calls(parser_, body, close != std::string::npos, tools);
     }
     if (calls && !calls->empty()) {
-      calls_sent_ += static_cast<int>(calls->size());
-      for (ToolCall& call : *calls) d.calls.push_back(std::move(call));
+      send(std::move(*calls), d);
     } else {  // no call after all: its text goes out as it came
       d.content += std::string(f.open) + body;
       if (close != std::string::npos) d.content += f.close;
@@ -260,8 +309,7 @@ ToolCallStream::Delta ToolCallStream::add_held_to_end(std::string text, bool fin
   // has the output's calls, and its content is the rest of the output's.
   ToolCallSplit split = split_qwen3_coder(held_, tools_ != nullptr ? *tools_ : nlohmann::json());
   d.content = split.calls.empty() ? held_ : held_.substr(0, qwen3_coder_content_end(held_));
-  calls_sent_ += static_cast<int>(split.calls.size());
-  d.calls = std::move(split.calls);
+  send(std::move(split.calls), d);
   held_.clear();
   return d;
 }

@@ -25,18 +25,21 @@
 // qwen3_coder), or makes the output no calls (hermes, glm when json.dumps refuses a value,
 // qwen3_coder when vLLM's parser raises); without calls the whole output is content. qwen3_coder
 // also reads calls without any <tool_call> (see its header).
-// Streamed, text outside blocks goes out as content, and each block goes out as whole calls
-// once its closing tag arrives (vLLM streams a call's arguments piece by piece; the client's
-// accumulated message is the same); a block that gives no call goes out as content, tags and
-// all, and so does a block still open when the output ends (hermes, qwen3_coder, deepseek_v3,
-// deepseek_v31: parsed, as whole). qwen3_coder holds a <function= that comes before any
-// <tool_call>, and all after it, until the output ends, and then sends that part's split: vLLM
-// reads such a call only if no <tool_call> follows anywhere.
-// llama3_json streams the text before the first `{` as content and holds the rest: one `{` that
-// is not a call turns the whole output into content, so no call is certain before the output
-// ends (a `;` and the next call's start do not make the one before it final). The calls go out
-// when the output ends; as soon as a `{` is known not to start a call, the held text and all
-// that follows go out as content. The accumulated message is then the whole output's split,
+// Streamed, text outside blocks goes out as content. A hermes call goes out as vLLM streams it:
+// its id and name as soon as the name is whole, then its arguments piece by piece as the model
+// writes them, in the json.dumps form of the whole response (vLLM streams the model's own
+// spacing), the rest when the block closes; a block whose text turns out to be no call after its
+// name went out ends there. Other formats send each block as whole calls once its closing tag
+// arrives (vLLM streams arguments piece by piece; the client's accumulated message is the same);
+// a block that gives no call goes out as content, tags and all, and so does a block still open
+// when the output ends (hermes, qwen3_coder, deepseek_v3, deepseek_v31: parsed, as whole).
+// qwen3_coder holds a <function= that comes before any <tool_call>, and all after it, until the
+// output ends, and then sends that part's split: vLLM reads such a call only if no <tool_call>
+// follows anywhere. llama3_json streams the text before the first `{` as content and holds the
+// rest: one `{` that is not a call turns the whole output into content, so no call is certain
+// before the output ends (a `;` and the next call's start do not make the one before it final). The
+// calls go out when the output ends; as soon as a `{` is known not to start a call, the held text
+// and all that follows go out as content. The accumulated message is then the whole output's split,
 // except that text before the first `{` of an output with calls was already sent as content
 // (vLLM's own stream sends all of such an output as content, calls included).
 // pythonic sends an output that does not start with '[' as content as it comes, and holds one
@@ -48,6 +51,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "ctxpar/server/hermes_call_stream.h"
 
 namespace ctxpar::server {
 
@@ -92,6 +97,15 @@ struct ToolCallSplit {
 ToolCallSplit split_tool_calls(ToolCallParser parser, std::string_view text,
                                const nlohmann::json& tools);
 
+// One "tool_calls" entry of a streamed delta. A call's first entry has its id and name (and
+// any arguments so far); later ones add to its arguments.
+struct ToolCallPiece {
+  int index = 0;
+  std::string id;
+  std::string name;
+  std::string arguments;
+};
+
 // One choice's streamed output.
 class ToolCallStream {
  public:
@@ -102,7 +116,7 @@ class ToolCallStream {
 
   struct Delta {
     std::string content;
-    std::vector<ToolCall> calls;
+    std::vector<ToolCallPiece> calls;
   };
   // The next text (after any reasoning split); `finished` releases what is held back, and an
   // open block is handled as the header says.
@@ -125,6 +139,12 @@ class ToolCallStream {
   size_t scanned_size_ = 0;   // llama3_json: held_'s size at its last scan
   bool block_seen_ = false;   // an opening tag has come
   bool held_to_end_ = false;  // qwen3_coder: held_ waits for the end (add_held_to_end)
+  // hermes: the open block's call as it streams, and the block bytes given to it.
+  void stream_hermes(const std::string& block, Delta& d);
+  void close_hermes(std::string_view body, bool closed, Delta& d);
+  void send(std::vector<ToolCall> calls, Delta& d);
+  std::optional<HermesCallStream> hermes_;
+  size_t hermes_fed_ = 0;
   int calls_sent_ = 0;
 };
 
