@@ -1,13 +1,17 @@
 // Structured outputs on the OpenAI routes: which request fields make which grammar, the 400s,
 // and the tool calls a forced tool choice's output becomes.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ctxpar/engine/structured/json_matcher.h"
 #include "ctxpar/server/api_error.h"
 #include "ctxpar/server/output_constraint.h"
 #include "ctxpar/server/tool_choice_output.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::server {
 namespace {
@@ -164,12 +168,94 @@ TEST(ToolChoiceOutput, Streams) {
   EXPECT_TRUE(named.add("", true).empty());
 
   ForcedToolStream required(ForcedToolChoice::kRequired, "");
-  EXPECT_TRUE(required.add(R"([{"name": "g", "para)", false).empty());
+  EXPECT_TRUE(required.add(R"([{"name": "g)", false).empty());
+  const auto named_now = required.add(R"(", "para)", false);
+  ASSERT_EQ(named_now.size(), 1u);
+  EXPECT_EQ(named_now[0]["index"], 0);
+  EXPECT_EQ(named_now[0]["function"]["name"], "g");
+  EXPECT_FALSE(named_now[0]["function"].contains("arguments"));
   const auto calls = required.add(R"(meters": {}}])", true);
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0]["index"], 0);
-  EXPECT_EQ(calls[0]["function"]["name"], "g");
+  EXPECT_EQ(calls[0]["function"]["arguments"], "{}");
   EXPECT_EQ(required.calls_sent(), 1);
+}
+
+// What a client accumulates from a "required" stream: calls by index, arguments concatenated.
+std::vector<std::pair<std::string, std::string>> accumulate(
+    const std::vector<nlohmann::json>& entries) {
+  std::vector<std::pair<std::string, std::string>> calls;
+  for (const nlohmann::json& e : entries) {
+    const auto index = e["index"].get<size_t>();
+    if (e.contains("id")) {
+      EXPECT_EQ(index, calls.size());
+      calls.emplace_back(e["function"]["name"], e["function"].value("arguments", ""));
+    } else if (index < calls.size()) {
+      calls[index].second += e["function"]["arguments"].get<std::string>();
+    } else {
+      ADD_FAILURE() << "arguments of a call not started: " << e.dump();
+    }
+  }
+  return calls;
+}
+
+// "required" arrays as the grammar lets a model write them (any JSON whitespace), streamed in
+// random pieces: each call's name and parameters go out before the array ends, and the pieces
+// add up to the whole response's calls.
+TEST(ToolChoiceOutput, RequiredCallsStreamPieceByPiece) {
+  SEEDED_RNG(rng);
+  const std::vector<std::string> params = {"{}", R"({"a": 1})",
+                                           R"({ "city" :"Paris\n", "n":[1, 2.50]})",
+                                           R"({"nested": {"x": null, "y": "\u00e9"}})"};
+  const std::vector<std::string> gaps = {"", " ", "\n", "\n  "};
+  const auto gap = [&] { return gaps[rng() % gaps.size()]; };
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 3);
+    std::string text = gap() + "[";
+    for (int k = 0; k < n; ++k) {
+      text +=
+          fmt::format("{}{}{{{}\"name\":{}\"f{}\",{}\"parameters\":{}{}{}}}", k > 0 ? "," : "",
+                      gap(), gap(), gap(), k, gap(), gap(), params[rng() % params.size()], gap());
+    }
+    text += gap() + "]";
+    SCOPED_TRACE(text);
+    const std::vector<ToolCall> want = forced_tool_calls(ForcedToolChoice::kRequired, "", text);
+    ASSERT_EQ(want.size(), static_cast<size_t>(n));
+    ForcedToolStream stream(ForcedToolChoice::kRequired, "");
+    std::vector<nlohmann::json> entries;
+    size_t before_end = 0;
+    for (size_t at = 0; at < text.size();) {
+      const size_t len = std::min(text.size() - at, size_t{1} + rng() % 6);
+      const bool last = at + len == text.size();
+      for (nlohmann::json& e : stream.add(std::string_view(text).substr(at, len), last)) {
+        entries.push_back(std::move(e));
+        if (!last) ++before_end;
+      }
+      at += len;
+    }
+    const auto got = accumulate(entries);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      EXPECT_EQ(got[k].first, want[k].name);
+      EXPECT_EQ(got[k].second, want[k].arguments);
+    }
+    EXPECT_GE(before_end, static_cast<size_t>(n));  // at least every name before the end
+    EXPECT_EQ(stream.calls_sent(), n);
+  }
+  // Cut short by max_tokens: the whole response has no calls; what streamed stays, no more.
+  ForcedToolStream cut(ForcedToolChoice::kRequired, "");
+  const auto first = cut.add(R"([{"name": "f", "parameters": {"a": "lo)", false);
+  const auto end = cut.add("ng", true);
+  const auto got = accumulate([&] {
+    std::vector<nlohmann::json> all(first.begin(), first.end());
+    for (const nlohmann::json& e : end) all.push_back(e);
+    return all;
+  }());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].second, R"({"a": "long)");
+  EXPECT_TRUE(forced_tool_calls(ForcedToolChoice::kRequired, "",
+                                R"([{"name": "f", "parameters": {"a": "long)")
+                  .empty());
 }
 
 }  // namespace

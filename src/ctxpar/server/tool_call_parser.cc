@@ -202,13 +202,13 @@ void ToolCallStream::send(std::vector<ToolCall> calls, Delta& d) {
 
 void ToolCallStream::stream_hermes(const std::string& block, Delta& d) {
   if (!hermes_) {
-    hermes_.emplace();
+    hermes_.emplace("arguments");
     hermes_fed_ = 0;
   }
   // Never a piece of the closing tag.
   const size_t ready = block.size() - partial_tag_tail(block, "</tool_call>");
   if (ready <= hermes_fed_) return;
-  HermesCallStream::Piece p =
+  NamedCallStream::Piece p =
       hermes_->add(std::string_view(block).substr(hermes_fed_, ready - hermes_fed_));
   hermes_fed_ = ready;
   if (p.named) {

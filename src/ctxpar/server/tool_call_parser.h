@@ -52,7 +52,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ctxpar/server/hermes_call_stream.h"
+#include "ctxpar/server/named_call_stream.h"
 
 namespace ctxpar::server {
 
@@ -143,7 +143,7 @@ class ToolCallStream {
   void stream_hermes(const std::string& block, Delta& d);
   void close_hermes(std::string_view body, bool closed, Delta& d);
   void send(std::vector<ToolCall> calls, Delta& d);
-  std::optional<HermesCallStream> hermes_;
+  std::optional<NamedCallStream> hermes_;
   size_t hermes_fed_ = 0;
   int calls_sent_ = 0;
 };

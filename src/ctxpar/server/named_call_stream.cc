@@ -1,4 +1,6 @@
-#include "ctxpar/server/hermes_call_stream.h"
+#include "ctxpar/server/named_call_stream.h"
+
+#include <fmt/format.h>
 
 namespace ctxpar::server {
 
@@ -10,9 +12,11 @@ bool json_space(char c) {
 
 }  // namespace
 
-// Matches text_ against  ws '{' ws "name" ws ':' ws '"' NAME '"' ws ',' ws "arguments" ws ':' ws
-// and the '{' that opens the arguments. The name is taken once its closing quote came.
-void HermesCallStream::read_head() {
+NamedCallStream::NamedCallStream(std::string_view key) : key_(fmt::format("\"{}\"", key)) {}
+
+// Matches text_ against  ws '{' ws "name" ws ':' ws '"' NAME '"' ws ',' ws KEY ws ':' ws and the
+// '{' that opens the arguments. The name is taken once its closing quote came.
+void NamedCallStream::read_head() {
   size_t i = 0;
   const auto more = [&] { return i < text_.size(); };
   const auto skip_space = [&] {
@@ -50,7 +54,7 @@ void HermesCallStream::read_head() {
   skip_space();
   if (!expect(",")) return stop();
   skip_space();
-  if (!expect("\"arguments\"")) return stop();
+  if (!expect(key_)) return stop();
   skip_space();
   if (!expect(":")) return stop();
   skip_space();
@@ -60,7 +64,7 @@ void HermesCallStream::read_head() {
   head_ = Head::kArguments;
 }
 
-HermesCallStream::Piece HermesCallStream::add(std::string_view text) {
+NamedCallStream::Piece NamedCallStream::add(std::string_view text) {
   Piece p;
   text_ += text;
   const bool had_name = named();
