@@ -14,6 +14,7 @@
 #include "ctxpar/core/error.h"
 #include "ctxpar/engine/structured/byte_dfa.h"
 #include "ctxpar/engine/structured/string_formats.h"
+#include "ctxpar/tokenizer/utf8.h"
 #include "structured/match_util.h"
 #include "support/seeded_rng.h"
 
@@ -38,45 +39,8 @@ JsonAutomaton regex_automaton(const std::string& pattern) {
 
 std::string utf8(uint32_t c) {
   std::string s;
-  if (c < 0x80) {
-    s += static_cast<char>(c);
-  } else if (c < 0x800) {
-    s += static_cast<char>(0xC0 | (c >> 6));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    s += static_cast<char>(0xE0 | (c >> 12));
-    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    s += static_cast<char>(0xF0 | (c >> 18));
-    s += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  }
+  tokenizer::utf8::append(s, static_cast<char32_t>(c));
   return s;
-}
-
-// Whether `s` is valid UTF-8 without surrogates or overlong forms.
-bool valid_utf8(const std::string& s) {
-  for (size_t i = 0; i < s.size();) {
-    const auto b = static_cast<uint8_t>(s[i]);
-    const int n = b < 0x80                ? 0
-                  : b >= 0xC2 && b < 0xE0 ? 1
-                  : b >= 0xE0 && b < 0xF0 ? 2
-                  : b >= 0xF0 && b < 0xF5 ? 3
-                                          : -1;
-    if (n < 0 || i + static_cast<size_t>(n) >= s.size() + (n == 0 ? 1 : 0)) return false;
-    uint32_t c = n == 0 ? b : b & (0x3F >> n);
-    for (int k = 1; k <= n; ++k) {
-      const auto cb = static_cast<uint8_t>(s[i + static_cast<size_t>(k)]);
-      if ((cb & 0xC0) != 0x80) return false;
-      c = (c << 6) | (cb & 0x3F);
-    }
-    const uint32_t min = n == 0 ? 0 : n == 1 ? 0x80 : n == 2 ? 0x800 : 0x10000;
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return false;
-    i += static_cast<size_t>(n) + 1;
-  }
-  return true;
 }
 
 TEST(RegexFixture, RawTextAsXgrammarClassifiesIt) {
@@ -199,7 +163,7 @@ TEST(Regex, RandomWalksEndAndStayWellFormed) {
         }
         if (!ended) continue;
         ++walks;
-        EXPECT_TRUE(valid_utf8(text)) << pattern;
+        EXPECT_TRUE(tokenizer::utf8::is_valid(text)) << pattern;
         if (json_string) {
           const auto parsed = ordered_json::parse(text, nullptr, false);
           EXPECT_TRUE(parsed.is_string()) << pattern << " " << text;

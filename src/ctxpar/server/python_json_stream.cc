@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ctxpar/server/python_json.h"
+#include "ctxpar/tokenizer/utf8.h"
 
 namespace ctxpar::server {
 namespace {
@@ -98,20 +99,8 @@ void PythonJsonStream::write_code_point(uint32_t c, std::string& out) {
   }
   if (c < 0x20) {
     out += fmt::format("\\u{:04x}", c);
-  } else if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
   } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
+    tokenizer::utf8::append(out, static_cast<char32_t>(c));
   }
 }
 
