@@ -92,6 +92,8 @@ TEST(OutputConstraint, Refusals) {
             std::string::npos);
   EXPECT_NE(error_of(R"({"guided_json": {"type": "object"}})", false, &param).find("removed"),
             std::string::npos);
+  EXPECT_NE(error_of(R"({"guided_regex": "a+"})").find(R"(use structured_outputs {"regex": ...})"),
+            std::string::npos);
   EXPECT_EQ(param, "guided_json");
   EXPECT_NE(error_of(R"({"response_format": {"type": "structural_tag"}})").find("structural_tag"),
             std::string::npos);

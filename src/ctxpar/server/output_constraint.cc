@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+#include <utility>
+
 #include "ctxpar/core/error.h"
 #include "ctxpar/engine/structured/schema_compiler.h"
 #include "ctxpar/server/api_error.h"
@@ -174,12 +177,19 @@ json required_tools_schema(const json& tools) {
 }
 
 OutputConstraint parse_output_constraint(const json& body, bool chat) {
-  for (const char* removed : {"guided_json", "guided_regex", "guided_choice", "guided_grammar"}) {
+  // vLLM's replacement for each: its key in structured_outputs.
+  for (const auto& [removed, key] :
+       {std::pair{"guided_json", "json"}, std::pair{"guided_regex", "regex"},
+        std::pair{"guided_choice", "choice"}, std::pair{"guided_grammar", "grammar"}}) {
     if (!field(body, removed).is_null()) {
-      throw bad_request(fmt::format("{} was removed from vLLM and is not supported by ctxpar; "
-                                    "use response_format or structured_outputs {{\"json\": ...}}",
-                                    removed),
-                        removed);
+      throw bad_request(
+          fmt::format("{} was removed from vLLM and is not supported by ctxpar; "
+                      "use structured_outputs {{\"{}\": ...}}{}",
+                      removed, key,
+                      std::string_view(key) == "grammar" ? " (which ctxpar does not support either)"
+                      : std::string_view(key) == "json"  ? " or response_format"
+                                                         : ""),
+          removed);
     }
   }
   OutputConstraint out;
