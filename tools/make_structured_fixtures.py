@@ -107,6 +107,15 @@ class SchemaGen:
                     s["additionalProperties"] = True
                 elif r < 0.6:
                     s["additionalProperties"] = self.schema(depth + 1)
+                # Property counts the schema can meet (ctxpar refuses the others).
+                closed = s.get("additionalProperties", False) is False
+                required = len(s["required"])
+                most = len(names) if closed else len(names) + 2
+                if rng.random() < 0.3:
+                    s["minProperties"] = rng.randint(0, most)
+                if rng.random() < 0.3:
+                    s["maxProperties"] = rng.randint(max(required, s.get("minProperties", 0)),
+                                                     most + 1)
             return s
         if k == "array":
             s = {"type": "array"}

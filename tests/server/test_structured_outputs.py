@@ -35,6 +35,9 @@ SCHEMAS = [
          "x": {"type": "integer", "minimum": 0, "maximum": 9},
          "y": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["x", "y"],
          "additionalProperties": False}}},
+    {"type": "object", "properties": {"a": {"type": "boolean"}, "b": {"type": "null"},
+                                      "c": {"enum": [1, 2]}},
+     "minProperties": 2, "maxProperties": 2},
     {"type": "object", "properties": {
         "unit": {"enum": ["celsius", "fahrenheit"]},
         "where": {"type": ["string", "null"], "maxLength": 4},
@@ -341,8 +344,9 @@ class StructuredOutputs(unittest.TestCase):
                     "^a": {"type": "string"}}}}}}),
             ("not", {"extra_body": {"structured_outputs": {"json": {
                 "not": {"type": "string"}}}}}),
-            ("minProperties", {"tools": [{"type": "function", "function": {
-                "name": "f", "parameters": {"type": "object", "minProperties": 1}}}],
+            ("multipleOf", {"tools": [{"type": "function", "function": {
+                "name": "f", "parameters": {"type": "object", "properties": {
+                    "n": {"type": "integer", "multipleOf": 3}}}}}],
                 "tool_choice": "required"}),
             ("uniqueItems", {"tools": [{"type": "function", "function": {
                 "name": "f", "parameters": {"type": "object", "properties": {"l": {

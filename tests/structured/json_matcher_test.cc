@@ -188,6 +188,38 @@ TEST(JsonMatcher, PropertiesInSchemaOrder) {
   EXPECT_FALSE(accepts(extra, R"({"x": "y", "a": 1})"));  // declared ones come first
 }
 
+// minProperties / maxProperties, as xgrammar counts them; a key after which the counts can no
+// longer be met is refused at once (the generation would get stuck).
+TEST(JsonMatcher, PropertyCounts) {
+  const char* two = R"({"properties": {"a": {"type": "integer"}, "b": {"type": "integer"},
+                        "c": {"type": "integer"}}, "minProperties": 2, "maxProperties": 2})";
+  EXPECT_TRUE(accepts(two, R"({"a": 1, "b": 2})"));
+  EXPECT_TRUE(accepts(two, R"({"b": 1, "c": 2})"));
+  EXPECT_FALSE(accepts(two, R"({"a": 1})"));
+  EXPECT_FALSE(accepts(two, R"({"a": 1, "b": 2, "c": 3})"));
+  EXPECT_FALSE(accepts(two, "{}"));
+  const auto a = automaton_of(two);
+  JsonMatcher m(a);
+  EXPECT_TRUE(m.accept(R"({"b)"));
+  m.reset();
+  EXPECT_FALSE(m.accept(R"({"c)"));  // c first leaves no property to be the second
+  // Required properties count against the maximum: after "a", only "c" (required) may come.
+  const char* req = R"({"properties": {"a": {}, "b": {}, "c": {}}, "required": ["c"],
+                        "maxProperties": 2})";
+  EXPECT_TRUE(accepts(req, R"({"a": 1, "c": 2})"));
+  EXPECT_FALSE(accepts(req, R"({"a": 1, "b": 2, "c": 3})"));
+  JsonMatcher r(automaton_of(req));
+  ASSERT_TRUE(r.accept(R"({"a": 1, )"));
+  EXPECT_FALSE(r.accept(R"("b)"));
+  // Undeclared properties fill the minimum and stop at the maximum.
+  const char* open = R"({"properties": {"a": {}}, "additionalProperties": {"type": "integer"},
+                         "minProperties": 2, "maxProperties": 3})";
+  EXPECT_FALSE(accepts(open, R"({"a": 1})"));
+  EXPECT_TRUE(accepts(open, R"({"a": 1, "x": 2})"));
+  EXPECT_TRUE(accepts(open, R"({"x": 1, "y": 2, "z": 3})"));
+  EXPECT_FALSE(accepts(open, R"({"x": 1, "y": 2, "z": 3, "w": 4})"));
+}
+
 TEST(JsonMatcher, PrefixItemsAreAllPresent) {
   const char* s = R"({"type": "array", "prefixItems": [{"type": "string"}, {"type": "null"}]})";
   EXPECT_TRUE(accepts(s, R"(["a", null])"));

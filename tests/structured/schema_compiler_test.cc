@@ -19,7 +19,8 @@ std::string error_of(const char* schema) {
 }
 
 TEST(SchemaCompiler, UnsupportedKeywordsAreNamed) {
-  for (const char* keyword : {"pattern", "format", "minProperties", "uniqueItems", "contains",
+  // (pattern and format are supported; a number is no valid value of either.)
+  for (const char* keyword : {"pattern", "format", "dependentRequired", "uniqueItems", "contains",
                               "patternProperties", "multipleOf", "not", "if"}) {
     const std::string schema =
         std::string(R"({"type": "object", "properties": {"a": {"type": "string", ")") + keyword +
@@ -51,6 +52,20 @@ TEST(SchemaCompiler, UnsatisfiableSchemasAreRefused) {
   EXPECT_NE(error_of(R"({"type": "string", "minLength": 5, "maxLength": 4})"), "");
   EXPECT_NE(error_of(R"({"type": "array", "prefixItems": [{}, {}], "maxItems": 1})"), "");
   EXPECT_NE(error_of(R"({"type": "color"})"), "");
+  EXPECT_NE(error_of(R"({"properties": {"a": {}, "b": {}}, "required": ["a", "b"],
+                         "maxProperties": 1})")
+                .find("at least 2 properties (`required`) and at most 1"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "object", "minProperties": 3, "maxProperties": 2})")
+                .find("(`minProperties`)"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"properties": {"a": {}}, "additionalProperties": false,
+                         "minProperties": 2})")
+                .find("`minProperties` 2 is more than the 1 properties"),
+            std::string::npos);
+  EXPECT_EQ(error_of(R"({"properties": {"a": {}}, "minProperties": 2,
+                         "additionalProperties": true})"),
+            "");
 }
 
 }  // namespace

@@ -38,11 +38,15 @@ void build_object_tables(ObjectNode& o) {
     return o.properties[static_cast<size_t>(a)].key < o.properties[static_cast<size_t>(b)].key;
   });
   o.next_required.assign(static_cast<size_t>(n) + 1, n);
+  o.required_after.assign(static_cast<size_t>(n), 0);
   o.last_required = -1;
+  int32_t after = 0;
   for (int32_t i = n - 1; i >= 0; --i) {
     const bool req = o.properties[static_cast<size_t>(i)].required;
     o.next_required[static_cast<size_t>(i)] = req ? i : o.next_required[static_cast<size_t>(i) + 1];
+    o.required_after[static_cast<size_t>(i)] = after;
     if (req && o.last_required < 0) o.last_required = i;
+    if (req) ++after;
   }
 }
 

@@ -35,6 +35,10 @@ struct ObjectNode {
   int32_t last_required = -1;  // index of the last required property; -1: none
   // next_required[i]: the first required index >= i, or properties.size() (size n + 1).
   std::vector<int32_t> next_required;
+  // required_after[i]: required properties with index > i (size n).
+  std::vector<int32_t> required_after;
+  int64_t min_properties = 0;
+  int64_t max_properties = -1;  // -1: unbounded
 };
 
 struct ArrayNode {

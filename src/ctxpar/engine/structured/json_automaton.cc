@@ -172,16 +172,30 @@ bool number_complete(const Frame& f, const NumberNode& n) {
   return true;
 }
 
-// Objects: whether declared property p may be the next key.
+// Objects: whether declared property p may be the next key. With minProperties /
+// maxProperties, only if the object can still be closed after it: some number k of properties
+// can follow p (the required ones among them) with at least required_after[p] and enough to
+// reach the minimum, at most what the maximum leaves and what can still come (any number when
+// undeclared ones are allowed). Then the first of those k is again a candidate, or the object
+// can close, so a generation never gets stuck (schema_compiler checks the empty object).
 bool candidate(const ObjectNode& o, const Frame& f, int32_t p) {
-  return !f.additional && p > f.last && p <= o.next_required[static_cast<size_t>(f.last + 1)];
+  if (f.additional || p <= f.last || p > o.next_required[static_cast<size_t>(f.last + 1)]) {
+    return false;
+  }
+  const int64_t count = int64_t{f.count} + 1;
+  const int64_t need =
+      std::max<int64_t>(o.required_after[static_cast<size_t>(p)], o.min_properties - count);
+  const auto n = static_cast<int64_t>(o.properties.size());
+  const bool room = o.max_properties < 0 || need <= o.max_properties - count;
+  return room && (o.additional >= 0 || need <= n - 1 - p);
 }
-// Whether an undeclared key may come now (every required property read already).
+// Whether an undeclared key may come now (every required property read already, room left).
 bool additional_now(const ObjectNode& o, const Frame& f) {
-  return o.additional >= 0 && f.last >= o.last_required;
+  return o.additional >= 0 && f.last >= o.last_required &&
+         (o.max_properties < 0 || f.count < o.max_properties);
 }
 bool can_close_object(const ObjectNode& o, const Frame& f) {
-  return f.last >= o.last_required;
+  return f.last >= o.last_required && f.count >= o.min_properties;
 }
 bool any_candidate(const ObjectNode& o, const Frame& f) {
   for (int32_t i = f.key_lo; i < f.key_hi; ++i) {
@@ -193,7 +207,11 @@ bool can_start_key(const ObjectNode& o, const Frame& f) {
   if (additional_now(o, f)) return true;
   if (f.additional) return false;
   const auto n = static_cast<int32_t>(o.properties.size());
-  return f.last + 1 < n;  // the next one is always a candidate
+  for (int32_t p = f.last + 1; p < n; ++p) {
+    if (candidate(o, f, p)) return true;
+    if (o.properties[static_cast<size_t>(p)].required) break;  // none after it may come first
+  }
+  return false;
 }
 
 int64_t array_min(const ArrayNode& a) {

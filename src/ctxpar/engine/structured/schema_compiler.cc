@@ -45,6 +45,8 @@ const std::set<std::string>& supported() {
                                           "definitions",
                                           "minLength",
                                           "maxLength",
+                                          "minProperties",
+                                          "maxProperties",
                                           "pattern",
                                           "format",
                                           "minimum",
@@ -297,6 +299,8 @@ class Compiler {
         }
       }
     }
+    if (s.contains("minProperties")) o.min_properties = non_negative(s, "minProperties", path);
+    if (s.contains("maxProperties")) o.max_properties = non_negative(s, "maxProperties", path);
     if (s.contains("additionalProperties")) {
       const json& a = s.at("additionalProperties");
       if (a.is_boolean()) {
@@ -306,6 +310,21 @@ class Compiler {
       }
     } else if (!s.contains("properties")) {
       o.additional = any_value();  // a plain {"type": "object"}: any object, as xgrammar
+    }
+    // Some object must satisfy the counts (the matcher relies on it to never get stuck).
+    int64_t required = 0;
+    for (const ObjectNode::Property& p : o.properties) required += p.required ? 1 : 0;
+    const int64_t need = std::max(required, o.min_properties);
+    if (o.max_properties >= 0 && need > o.max_properties) {
+      fail(path, fmt::format("no object has at least {} properties ({}) and at most {} "
+                             "(`maxProperties`)",
+                             need, need == required ? "`required`" : "`minProperties`",
+                             o.max_properties));
+    }
+    if (o.additional < 0 && need > static_cast<int64_t>(o.properties.size())) {
+      fail(path, fmt::format("`minProperties` {} is more than the {} properties the object may "
+                             "have",
+                             o.min_properties, o.properties.size()));
     }
   }
 

@@ -11,6 +11,7 @@
 //   - a schema without "type" is an object if it has properties / additionalProperties, an
 //     array if it has items / prefixItems, else any of the types its keywords allow.
 // Supported keywords: type (string or list), properties, required, additionalProperties,
+// minProperties, maxProperties,
 // items, prefixItems, minItems, maxItems, enum, const, anyOf, oneOf, allOf with one schema,
 // $ref to a local JSON pointer ("#", "#/$defs/X", "#/definitions/X", ...), $defs / definitions,
 // minLength, maxLength, pattern and format (string_formats.h; an unknown format is ignored, as
