@@ -197,6 +197,8 @@ TEST(Regex, RefusedPatternsSayWhatAndWhere) {
       {"[^\\s\\S]", "matches no text"},
       {"\\x4", "incomplete escape"},
       {"a\xFF", "not valid UTF-8"},
+      {"a\\ud800", "surrogate escape"},
+      {"[\\ud800-\\udfff]", "matches no text"},
       {"((((((((a{1000}){1000})))))))", "too large"},
       {"(a|b)*a(a|b){20}", "too complex"},  // 2^21 DFA states
   };

@@ -318,11 +318,16 @@ class Parser {
       case '0':
         return one(0);
       case 'x':
-        return one(hex(2, at));
       case 'u':
-        return one(hex(4, at));
-      case 'U':
-        return one(hex(8, at));
+      case 'U': {
+        const uint32_t v = hex(c == 'x' ? 2 : c == 'u' ? 4 : 8, at);
+        // No UTF-8 text holds a surrogate. In a class it may end a range, and the class drops
+        // the surrogates (normalize_set).
+        if (!in_class && v >= kSurrogateLo && v <= kSurrogateHi) {
+          fail(at, "a surrogate escape (U+D800..U+DFFF), which no UTF-8 text holds");
+        }
+        return one(v);
+      }
       case 'b':
         if (in_class) return one('\b');
         fail(at, "a word boundary (\\b) is not supported");
