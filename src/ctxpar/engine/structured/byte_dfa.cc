@@ -344,13 +344,8 @@ ByteDfa compile_byte_dfa(const Regex& regex, RegexText text) {
     }
   }
   CTXPAR_CHECK_INPUT(alive[ByteDfa::kStart] != 0, "regex: the pattern matches no text");
-  dfa.live_.assign(n, 0);
-  for (size_t d = 0; d < n; ++d) {
-    for (size_t c = 0; c < dfa.classes_; ++c) {
-      int32_t& t = dfa.next_[d * dfa.classes_ + c];
-      if (t != ByteDfa::kNone && alive[static_cast<size_t>(t)] == 0) t = ByteDfa::kNone;
-      if (t != ByteDfa::kNone) dfa.live_[d] = 1;
-    }
+  for (int32_t& t : dfa.next_) {
+    if (t != ByteDfa::kNone && alive[static_cast<size_t>(t)] == 0) t = ByteDfa::kNone;
   }
   return dfa;
 }

@@ -40,8 +40,6 @@ class ByteDfa {
   }
   // The bytes read so far are a whole match.
   bool accepting(int32_t state) const { return accepting_[static_cast<size_t>(state)] != 0; }
-  // Some byte may still come.
-  bool has_next(int32_t state) const { return live_[static_cast<size_t>(state)] != 0; }
   int32_t size() const { return static_cast<int32_t>(accepting_.size()); }
 
  private:
@@ -51,7 +49,6 @@ class ByteDfa {
   size_t classes_ = 1;
   std::vector<int32_t> next_;  // [size() * classes_]
   std::vector<uint8_t> accepting_;
-  std::vector<uint8_t> live_;
 };
 
 // Throws ctxpar::InputError when the regex matches nothing (in this encoding: an empty class)
