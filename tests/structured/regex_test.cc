@@ -24,6 +24,7 @@ namespace {
 using nlohmann::ordered_json;
 using testing::accepts;
 using testing::automaton_of_json;
+using testing::random_walk;
 
 const ordered_json& fixture() {
   static const ordered_json f = [] {
@@ -136,39 +137,16 @@ TEST(Regex, RandomWalksEndAndStayWellFormed) {
               ? automaton_of_json({{"type", "string"}, {"pattern", pattern}})
               : std::make_shared<JsonAutomaton>(std::make_shared<Grammar>(regex_grammar(pattern)));
       for (int w = 0; w < 4; ++w) {
-        StateSet s = a->initial();
-        StateSet next;
-        std::string text;
-        bool ended = false;
-        while (text.size() < 2000) {
-          if (a->can_end(s) && (rng() % 3 == 0 || a->must_end(s))) {
-            ended = true;
-            break;
-          }
-          std::vector<uint8_t> allowed;
-          std::vector<uint8_t> preferred;
-          for (int b = 0; b < 256; ++b) {
-            if (!a->advance(s, static_cast<uint8_t>(b), next)) continue;
-            allowed.push_back(static_cast<uint8_t>(b));
-            if (b == '"' || pattern.find(static_cast<char>(b)) != std::string::npos) {
-              preferred.push_back(static_cast<uint8_t>(b));
-            }
-          }
-          ASSERT_FALSE(allowed.empty()) << "stuck after " << text << " in " << pattern;
-          const auto& pool = text.size() > 64 && !preferred.empty() ? preferred : allowed;
-          const uint8_t b = pool[rng() % pool.size()];
-          ASSERT_TRUE(a->advance(s, b, next));
-          std::swap(s, next);
-          text.push_back(static_cast<char>(b));
-        }
-        if (!ended) continue;
+        SCOPED_TRACE(pattern);
+        const std::optional<std::string> text =
+            random_walk(*a, rng, fmt::format("\"{}", pattern), 64, 3, 2000);
+        if (!text) continue;
         ++walks;
-        EXPECT_TRUE(tokenizer::utf8::is_valid(text)) << pattern;
+        EXPECT_TRUE(tokenizer::utf8::is_valid(*text));
         if (json_string) {
-          const auto parsed = ordered_json::parse(text, nullptr, false);
-          EXPECT_TRUE(parsed.is_string()) << pattern << " " << text;
+          EXPECT_TRUE(ordered_json::parse(*text, nullptr, false).is_string()) << *text;
         } else {
-          EXPECT_TRUE(accepts(*a, text));
+          EXPECT_TRUE(accepts(*a, *text));
         }
       }
     }
