@@ -179,6 +179,7 @@ TEST(Regex, RefusedPatternsSayWhatAndWhere) {
       {"[\\ud800-\\udfff]", "matches no text"},
       {"((((((((a{1000}){1000})))))))", "too large"},
       {"(a|b)*a(a|b){20}", "too complex"},  // 2^21 DFA states
+      {std::string(100000, '(') + "a" + std::string(100000, ')'), "nested deeper than 200"},
   };
   for (const auto& [pattern, message] : refused) {
     try {

@@ -13,6 +13,7 @@ namespace {
 constexpr uint32_t kMaxCodePoint = 0x10FFFF;
 constexpr uint32_t kSurrogateLo = 0xD800;
 constexpr uint32_t kSurrogateHi = 0xDFFF;
+constexpr int kMaxGroupDepth = 200;
 
 // The pattern as code points, each with the byte offset it starts at (for error messages).
 struct Text {
@@ -239,6 +240,10 @@ class Parser {
   }
 
   int32_t group(size_t at) {
+    // The parser and the automaton builder recurse once per level.
+    if (++depth_ > kMaxGroupDepth) {
+      fail(at, fmt::format("groups nested deeper than {} (ctxpar's limit)", kMaxGroupDepth));
+    }
     if (peek_is('?')) {
       if (peek_is(':', 1)) {
         pos_ += 2;
@@ -259,6 +264,7 @@ class Parser {
     const int32_t inner = alternation();
     if (!peek_is(')')) fail(at, "missing ), unterminated subpattern");
     ++pos_;
+    --depth_;
     return inner;
   }
 
@@ -384,6 +390,7 @@ class Parser {
   size_t begin_ = 0;
   size_t end_ = 0;
   size_t pos_ = 0;
+  int depth_ = 0;  // groups open at pos_
   Regex out_;
 };
 
