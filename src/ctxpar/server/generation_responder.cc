@@ -1,7 +1,10 @@
 #include "ctxpar/server/generation_responder.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <span>
+#include <string>
 
 #include "ctxpar/server/api_error.h"
 #include "ctxpar/server/openai_responses.h"
@@ -16,8 +19,9 @@ GenerationResponder::GenerationResponder(const GenerationPlan& plan, const Sampl
   for (ChoiceState& s : states_) {
     s.tools = ToolCallStream(plan.tool_call_parser, &plan.tools);
     s.forced = ForcedToolStream(plan.forced_tools, plan.forced_tool_name);
+    if (plan.responses) s.events = ResponsesEventStream(plan.responses->parallel_tool_calls);
   }
-  if (plan.endpoint != Endpoint::kChat || plan.reasoning_parser == ReasoningParser::kNone) return;
+  if (!chat_like() || plan.reasoning_parser == ReasoningParser::kNone) return;
   // Only the prompt's end matters (whether it closes the thinking): decode its last tokens, not
   // a long prompt whole on every request.
   constexpr size_t kTailTokens = 32;
@@ -30,6 +34,7 @@ GenerationResponder::GenerationResponder(const GenerationPlan& plan, const Sampl
   for (size_t i = 0; i < states_.size(); ++i) {
     states_[i].reasoning = ReasoningSplit(plan.reasoning_parser, plan.thinking,
                                           prompt_tails[plan.choices[i].prompt_index]);
+    states_[i].reasoning_count = states_[i].reasoning;
   }
 }
 
@@ -70,7 +75,7 @@ json GenerationResponder::choice_logprobs(const ChoiceState& s, const std::vecto
                                           const std::vector<engine::SampledLogprobs>& logprobs,
                                           int64_t text_offset, bool echo_prompt) const {
   if (plan_.num_top_logprobs < 0) return nullptr;
-  if (plan_.endpoint == Endpoint::kChat) {
+  if (chat_like()) {
     return chat_logprobs(tokenizer_, tokens, logprobs, plan_.num_top_logprobs);
   }
   if (!echo_prompt) {
@@ -116,8 +121,13 @@ int64_t GenerationResponder::completion_tokens() const {
 }
 
 std::string GenerationResponder::first_events() {
-  if (sent_roles_ || plan_.endpoint != Endpoint::kChat) return {};
+  if (sent_roles_ || plan_.endpoint == Endpoint::kCompletion) return {};
   sent_roles_ = true;
+  if (plan_.endpoint == Endpoint::kResponses) {
+    const json response = responses_response("in_progress", json::array(), false);
+    std::string out = responses_event({{"type", "response.created"}, {"response", response}});
+    return out + responses_event({{"type", "response.in_progress"}, {"response", response}});
+  }
   std::string out;
   for (size_t i = 0; i < states_.size(); ++i) {
     json chunk = chunk_base();
@@ -238,6 +248,10 @@ std::string GenerationResponder::add(const std::vector<ChoiceDelta>& deltas, boo
       s.finish_reason = *d.finish_reason;
       s.stop_reason = d.stop_reason;
     }
+    if (plan_.endpoint == Endpoint::kResponses) {
+      out += add_responses(s, d, streaming);
+      continue;
+    }
     if (!streaming) continue;
     // vLLM skips a chunk with nothing in it before a choice's first token.
     if (d.text.empty() && d.token_ids.empty() && !d.finish_reason && !s.sent_first) continue;
@@ -260,7 +274,23 @@ std::string GenerationResponder::add(const std::vector<ChoiceDelta>& deltas, boo
   return out;
 }
 
-std::string GenerationResponder::final_events() const {
+std::string GenerationResponder::final_events() {
+  if (plan_.endpoint == Endpoint::kResponses) {
+    if (error_) {
+      return responses_event({{"type", "error"},
+                              {"code", "internal_error"},
+                              {"message", *error_},
+                              {"param", nullptr}});
+    }
+    ChoiceState& s = states_.at(0);
+    const std::string status = responses_status(s.finish_reason);
+    std::string out;
+    for (json& event : s.events.close(status)) out += responses_event(std::move(event));
+    const char* type = status == "incomplete" ? "response.incomplete" : "response.completed";
+    return out +
+           responses_event(
+               {{"type", type}, {"response", responses_response(status, s.events.items(), true)}});
+  }
   std::string out;
   if (error_) {
     out += sse_event(internal_error(*error_).to_json());
@@ -277,7 +307,105 @@ std::string GenerationResponder::final_events() const {
   return out + kSseDone;
 }
 
+std::string GenerationResponder::add_responses(ChoiceState& s, const ChoiceDelta& d,
+                                               bool streaming) {
+  const bool finished = d.finish_reason.has_value();
+  // Reasoning tokens: those before the first content (a tag held back counts with its side).
+  if (s.reasoning_count.enabled() && !s.reasoning_ended) {
+    const ReasoningSplit::Delta part = s.reasoning_count.add(d.text, finished);
+    s.reasoning_ended = !part.content.empty();
+    if (!s.reasoning_ended) s.reasoning_tokens += static_cast<int64_t>(d.token_ids.size());
+  }
+  if (!streaming) return {};
+  std::optional<json> delta = chat_delta(s, d.text, finished);
+  if (!delta) return {};
+  if (!plan_.responses->include_reasoning) delta->erase("reasoning");
+  json logprobs = nullptr;
+  if (plan_.num_top_logprobs >= 0 && !d.token_ids.empty()) {
+    logprobs = responses_stream_logprobs(
+        chat_logprobs(tokenizer_, d.token_ids, d.logprobs, plan_.num_top_logprobs)["content"]);
+  }
+  std::string out;
+  for (json& event : s.events.add(*delta, logprobs)) out += responses_event(std::move(event));
+  return out;
+}
+
+std::string GenerationResponder::responses_event(json event) {
+  event["sequence_number"] = sequence_number_++;
+  return responses_sse_event(event);
+}
+
+json GenerationResponder::responses_sampling() const {
+  const engine::SamplingParams& p = plan_.choices.at(0).params;
+  // Floats as their shortest decimal, the value the request wrote (0.7, not 0.699999988).
+  const auto number = [](float v) { return std::stod(fmt::format("{}", v)); };
+  return {{"temperature", number(p.temperature)},
+          {"top_p", number(p.top_p)},
+          {"max_output_tokens", p.max_tokens},
+          {"top_logprobs", p.logprobs ? json(*p.logprobs) : json(nullptr)},
+          {"presence_penalty", number(p.presence_penalty)},
+          {"frequency_penalty", number(p.frequency_penalty)}};
+}
+
+json GenerationResponder::responses_response(const std::string& status, json output,
+                                             bool with_usage) const {
+  json usage = nullptr;
+  if (with_usage) {
+    const ChoiceState& s = states_.at(0);
+    usage = responses_usage(plan_.prompt_tokens, s.num_cached_tokens, completion_tokens(),
+                            s.reasoning_tokens);
+  }
+  return responses_object(*plan_.responses, plan_.id, plan_.created, plan_.model, status,
+                          std::move(output), responses_sampling(), std::move(usage));
+}
+
+GenerationResponder::WholeMessage GenerationResponder::whole_message(const ChoiceState& s) const {
+  WholeMessage m;
+  m.content = s.text;
+  m.finish_reason = s.finish_reason;
+  if (s.reasoning.enabled()) {
+    ReasoningSplit::Part part = s.reasoning.whole(s.text);
+    m.content = std::move(part.content);
+    m.reasoning = std::move(part.reasoning);
+    m.has_reasoning = true;
+  }
+  if (plan_.forced_tools != ForcedToolChoice::kNone) {
+    // vLLM's message for a forced tool choice: content "", the calls parsed from the text.
+    m.calls = forced_tool_calls(plan_.forced_tools, plan_.forced_tool_name, m.content.value_or(""));
+    m.content = "";
+    if (plan_.forced_tools == ForcedToolChoice::kRequired && m.finish_reason == "stop")
+      m.finish_reason = "tool_calls";
+  } else if (plan_.tool_call_parser != ToolCallParser::kNone && m.content) {
+    ToolCallSplit split = split_tool_calls(plan_.tool_call_parser, *m.content, plan_.tools);
+    m.content = std::move(split.content);
+    m.calls = std::move(split.calls);
+    if (!m.calls.empty()) m.finish_reason = "tool_calls";
+  }
+  return m;
+}
+
 json GenerationResponder::whole_response() const {
+  if (plan_.endpoint == Endpoint::kResponses) {
+    const ChoiceState& s = states_.at(0);
+    const ResponsesRequest& r = *plan_.responses;
+    WholeMessage whole = whole_message(s);
+    ResponsesMessage m{.reasoning = std::move(whole.reasoning),
+                       .content = std::move(whole.content),
+                       .calls = std::move(whole.calls),
+                       .logprobs = nullptr,
+                       .finish_reason = s.finish_reason,
+                       .parsed = whole.has_reasoning ||
+                                 plan_.tool_call_parser != ToolCallParser::kNone ||
+                                 plan_.forced_tools != ForcedToolChoice::kNone};
+    if (!r.include_reasoning) m.reasoning.reset();
+    if (!r.parallel_tool_calls && m.calls.size() > 1) m.calls.resize(1);
+    if (plan_.num_top_logprobs >= 0 && (r.include_reasoning || !m.parsed)) {
+      m.logprobs =
+          chat_logprobs(tokenizer_, s.token_ids, s.logprobs, plan_.num_top_logprobs)["content"];
+    }
+    const std::string status = responses_status(s.finish_reason);
+    return responses_response(status, responses_output_items(m), true);
+  }
   json choices = json::array();
   for (size_t i = 0; i < states_.size(); ++i) {
     const ChoiceState& s = states_[i];
@@ -287,35 +415,15 @@ json GenerationResponder::whole_response() const {
     const json token_ids = request_.return_token_ids ? json(s.token_ids) : json(nullptr);
     if (plan_.endpoint == Endpoint::kChat) {
       json message = {{"role", "assistant"}};
-      std::optional<std::string> content = s.text;
-      if (s.reasoning.enabled()) {
-        const ReasoningSplit::Part part = s.reasoning.whole(s.text);
-        content = part.content;
-        message["reasoning"] = or_null(part.reasoning);
-      }
-      std::string finish_reason = s.finish_reason;
-      if (plan_.forced_tools != ForcedToolChoice::kNone) {
-        // vLLM's message for a forced tool choice: content "", the calls parsed from the text.
+      WholeMessage whole = whole_message(s);
+      if (whole.has_reasoning) message["reasoning"] = or_null(whole.reasoning);
+      if (!whole.calls.empty()) {
         json calls = json::array();
-        for (const ToolCall& call :
-             forced_tool_calls(plan_.forced_tools, plan_.forced_tool_name, content.value_or(""))) {
-          calls.push_back(tool_call_json(call));
-        }
-        if (!calls.empty()) message["tool_calls"] = calls;
-        content = "";
-        if (plan_.forced_tools == ForcedToolChoice::kRequired && finish_reason == "stop") {
-          finish_reason = "tool_calls";
-        }
-      } else if (plan_.tool_call_parser != ToolCallParser::kNone && content) {
-        ToolCallSplit split = split_tool_calls(plan_.tool_call_parser, *content, plan_.tools);
-        content = std::move(split.content);
-        if (!split.calls.empty()) {
-          json calls = json::array();
-          for (const ToolCall& call : split.calls) calls.push_back(tool_call_json(call));
-          message["tool_calls"] = calls;
-          finish_reason = "tool_calls";
-        }
+        for (const ToolCall& call : whole.calls) calls.push_back(tool_call_json(call));
+        message["tool_calls"] = calls;
       }
+      std::optional<std::string> content = std::move(whole.content);
+      const std::string& finish_reason = whole.finish_reason;
       if (!plan_.echo.empty()) content = plan_.echo[0] + content.value_or("");
       message["content"] = or_null(content);
       choices.push_back({{"index", i},

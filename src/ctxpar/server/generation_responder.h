@@ -2,10 +2,12 @@
 // the choices' deltas (generation.h): the whole response, or its stream of SSE chunks (vLLM's
 // chunk shapes; chat streams open with a role chunk per choice; include_usage adds a final
 // usage chunk; an engine failure becomes an error event; with a reasoning or tool call parser,
-// chat text is split into reasoning, content and tool calls). Used by one HTTP worker at a time.
+// chat text is split into reasoning, content and tool calls), or for /v1/responses the response
+// object and its typed events (responses_output.h). Used by one HTTP worker at a time.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -14,18 +16,21 @@
 #include "ctxpar/server/generation.h"
 #include "ctxpar/server/openai_protocol.h"
 #include "ctxpar/server/reasoning_parser.h"
+#include "ctxpar/server/responses_output.h"
+#include "ctxpar/server/responses_request.h"
 #include "ctxpar/server/tool_call_parser.h"
 #include "ctxpar/server/tool_choice_output.h"
 #include "ctxpar/tokenizer/tokenizer.h"
 
 namespace ctxpar::server {
 
-enum class Endpoint { kCompletion, kChat };
+// kResponses runs as a chat request (one choice) and answers in the Responses API's shapes.
+enum class Endpoint { kCompletion, kChat, kResponses };
 
 // What one HTTP request asks of the engine, after tokenization and the length checks.
 struct GenerationPlan {
   Endpoint endpoint = Endpoint::kCompletion;
-  std::string id;  // "cmpl-..." or "chatcmpl-..."
+  std::string id;  // "cmpl-...", "chatcmpl-..." or "resp_..."
   int64_t created = 0;
   std::string model;
   std::vector<std::vector<int32_t>> prompts;
@@ -52,6 +57,8 @@ struct GenerationPlan {
   // calls, tool_choice_output.h); they replace the tool call parser.
   ForcedToolChoice forced_tools = ForcedToolChoice::kNone;
   std::string forced_tool_name;
+  // kResponses: the request, for what the response object repeats and how items are kept.
+  std::shared_ptr<const ResponsesRequest> responses;
 };
 
 class GenerationResponder {
@@ -62,8 +69,11 @@ class GenerationResponder {
 
   // Folds deltas into the choices; returns the stream events they make when streaming.
   std::string add(const std::vector<ChoiceDelta>& deltas, bool streaming);
-  std::string first_events();        // chat: the role chunk of every choice, once
-  std::string final_events() const;  // the usage chunk (include_usage) or the error, and [DONE]
+  // Chat: the role chunk of every choice; responses: response.created and .in_progress. Once.
+  std::string first_events();
+  // The usage chunk (include_usage) or the error, and [DONE]; responses: the open item's end and
+  // response.completed (.incomplete when cut by max_output_tokens), or an error event.
+  std::string final_events();
   nlohmann::json whole_response() const;
   // The engine failed: why (the response is then a 500 or a stream error event).
   const std::optional<std::string>& error() const { return error_; }
@@ -86,7 +96,31 @@ class GenerationResponder {
     ReasoningSplit reasoning{ReasoningParser::kNone, false, ""};
     ToolCallStream tools;
     ForcedToolStream forced;
+    // Responses: the stream's items, and the output tokens that were reasoning (counted on a
+    // split of its own, so whole responses count them too).
+    ResponsesEventStream events;
+    ReasoningSplit reasoning_count{ReasoningParser::kNone, false, ""};
+    int64_t reasoning_tokens = 0;
+    bool reasoning_ended = false;  // the split gave content
   };
+  // A choice's whole chat message: split, tool calls parsed, and the finish reason they imply.
+  struct WholeMessage {
+    std::optional<std::string> reasoning, content;
+    bool has_reasoning = false;  // the message has a reasoning field (a reasoning parser)
+    std::vector<ToolCall> calls;
+    std::string finish_reason;
+  };
+  WholeMessage whole_message(const ChoiceState& s) const;
+  bool chat_like() const { return plan_.endpoint != Endpoint::kCompletion; }
+  // Responses: folds one delta in (reasoning tokens counted); streaming, returns its events.
+  std::string add_responses(ChoiceState& s, const ChoiceDelta& d, bool streaming);
+  // Responses: the event with the next sequence_number, as SSE.
+  std::string responses_event(nlohmann::json event);
+  // Responses: the sampling fields the response object repeats, as the request resolved them.
+  nlohmann::json responses_sampling() const;
+  // Responses: the response object with `output`; usage only once the generation ended.
+  nlohmann::json responses_response(const std::string& status, nlohmann::json output,
+                                    bool with_usage) const;
   // A chat chunk's delta for the next text: content, or reasoning / content / tool_calls when
   // a parser splits it; nullopt when the split leaves nothing to send.
   std::optional<nlohmann::json> chat_delta(ChoiceState& s, const std::string& text, bool finished);
@@ -107,6 +141,7 @@ class GenerationResponder {
   std::vector<ChoiceState> states_;
   std::optional<std::string> error_;
   bool sent_roles_ = false;
+  int64_t sequence_number_ = 0;  // responses: the next event's
 };
 
 }  // namespace ctxpar::server

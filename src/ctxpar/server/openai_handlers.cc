@@ -326,7 +326,32 @@ void OpenAiServer::Handlers::completions(const httplib::Request& req, httplib::R
 void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response& res) {
   const auto arrival = Clock::now();
   check_serving();
-  ChatRequest r = parse_chat_request(parse_body(req), options_.defaults);
+  run_chat(parse_body(req), req.body, nullptr, arrival, res);
+}
+
+void OpenAiServer::Handlers::responses(const httplib::Request& req, httplib::Response& res) {
+  const auto arrival = Clock::now();
+  check_serving();
+  nlohmann::ordered_json body;
+  try {
+    body = nlohmann::ordered_json::parse(req.body);
+  } catch (const json::parse_error& e) {
+    throw bad_request(fmt::format("JSON decode error: {}", e.what()));
+  }
+  auto request = std::make_shared<const ResponsesRequest>(parse_responses_request(body));
+  const std::string chat_body = request->chat.dump();
+  run_chat(json::parse(chat_body), chat_body, std::move(request), arrival, res);
+}
+
+void OpenAiServer::Handlers::stored_response(const std::string& id) const {
+  throw ApiError(404, "invalid_request_error", fmt::format("Response with id '{}' not found.", id),
+                 "response_id");
+}
+
+void OpenAiServer::Handlers::run_chat(const json& body, const std::string& raw,
+                                      std::shared_ptr<const ResponsesRequest> responses,
+                                      Clock::time_point arrival, httplib::Response& res) {
+  ChatRequest r = parse_chat_request(body, options_.defaults);
   check_model(r.model);
   // vLLM's chat echo: the last message's content starts the reply when it has the reply's
   // role (continue_final_message), and top_logprobs score the prompt.
@@ -336,15 +361,16 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
   resolve_logprobs_counts(r.params, engine_.config(), "top_logprobs");
   r.params.bad_words_token_ids = bad_words_token_ids(r.bad_words, tokenizer_);
   auto plan = std::make_unique<GenerationPlan>();
-  plan->endpoint = Endpoint::kChat;
-  plan->id = "chatcmpl-" + random_hex(32);
+  plan->endpoint = responses ? Endpoint::kResponses : Endpoint::kChat;
+  plan->id = responses ? "resp_" + random_hex(32) : "chatcmpl-" + random_hex(32);
   plan->created = unix_now();
   plan->model = options_.served_model_names.at(0);
   plan->prompt_tokens_details = options_.enable_prompt_tokens_details;
   plan->num_top_logprobs = r.params.logprobs.value_or(-1);
   plan->reasoning_parser = options_.reasoning_parser;
   plan->thinking = thinking_requested(options_.reasoning_parser, r.chat_template_kwargs);
-  if (r.tool_choice == "auto" && options_.tool_call_parser == ToolCallParser::kNone) {
+  // Responses without a tool call parser leave calls in the text (vLLM's): no 400 there.
+  if (r.tool_choice == "auto" && options_.tool_call_parser == ToolCallParser::kNone && !responses) {
     throw bad_request(
         "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set",
         "tool_choice");
@@ -364,8 +390,9 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
                   r.truncation_side.value_or(options_.truncation_side),
                   engine_.config().scheduler.max_model_len);
   add_choices(*plan, r, options_, engine_.config().scheduler.max_model_len,
-              "max_completion_tokens");
-  constrain(req.body, true, *plan);
+              responses ? "max_output_tokens" : "max_completion_tokens");
+  constrain(raw, true, *plan);
+  plan->responses = std::move(responses);
   // As vLLM's tool call parsers that ask for it: their tags may be special tokens.
   const bool skip_special =
       r.skip_special_tokens && !tool_call_parser_keeps_special_tokens(plan->tool_call_parser);

@@ -16,6 +16,7 @@
 #include "ctxpar/server/generation_responder.h"
 #include "ctxpar/server/metrics.h"
 #include "ctxpar/server/openai_server.h"
+#include "ctxpar/server/responses_request.h"
 #include "ctxpar/tokenizer/tokenizer.h"
 
 namespace httplib {
@@ -33,6 +34,9 @@ class OpenAiServer::Handlers {
 
   void completions(const httplib::Request& req, httplib::Response& res);
   void chat(const httplib::Request& req, httplib::Response& res);
+  void responses(const httplib::Request& req, httplib::Response& res);
+  // GET /v1/responses/{id} and its cancel: 404, as vLLM without a response store.
+  [[noreturn]] void stored_response(const std::string& id) const;
   void tokenize(const httplib::Request& req, httplib::Response& res);
   void detokenize(const httplib::Request& req, httplib::Response& res);
   void models(httplib::Response& res) const;
@@ -51,6 +55,11 @@ class OpenAiServer::Handlers {
   // The chat template's prompt for `r`, tokenized as vLLM does (no special tokens unless the
   // request asks or the template writes no BOS); 400 for a template that refuses it.
   std::vector<int32_t> chat_prompt_tokens(const ChatRequest& r) const;
+  // Runs the chat request `body` (`raw`: its text, whose key order schemas keep); with
+  // `responses`, as the /v1/responses request it came from.
+  void run_chat(const nlohmann::json& body, const std::string& raw,
+                std::shared_ptr<const ResponsesRequest> responses,
+                engine::Clock::time_point arrival, httplib::Response& res);
   // Structured outputs (output_constraint.h) of the request `body`: the grammar on every choice
   // of `plan`, and on chat the forced tool choice.
   void constrain(const std::string& body, bool chat, GenerationPlan& plan) const;

@@ -53,8 +53,8 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
 }
 
 bool is_json_route(const std::string& path) {
-  return path == "/v1/completions" || path == "/v1/chat/completions" || path == "/tokenize" ||
-         path == "/detokenize";
+  return path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses" ||
+         path == "/tokenize" || path == "/detokenize";
 }
 
 }  // namespace
@@ -124,6 +124,12 @@ OpenAiServer::OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokeni
   Handlers& h = *handlers_;
   s.Post("/v1/completions", guarded([&h](const auto& req, auto& res) { h.completions(req, res); }));
   s.Post("/v1/chat/completions", guarded([&h](const auto& req, auto& res) { h.chat(req, res); }));
+  s.Post("/v1/responses", guarded([&h](const auto& req, auto& res) { h.responses(req, res); }));
+  // Nothing is stored (vLLM's default), so every response id is unknown.
+  s.Get(R"(/v1/responses/([^/]+))",
+        guarded([&h](const auto& req, auto&) { h.stored_response(req.matches[1]); }));
+  s.Post(R"(/v1/responses/([^/]+)/cancel)",
+         guarded([&h](const auto& req, auto&) { h.stored_response(req.matches[1]); }));
   s.Post("/tokenize", guarded([&h](const auto& req, auto& res) { h.tokenize(req, res); }));
   s.Post("/detokenize", guarded([&h](const auto& req, auto& res) { h.detokenize(req, res); }));
   s.Get("/v1/models", guarded([&h](const auto&, auto& res) { h.models(res); }));

@@ -1,5 +1,6 @@
 // OpenAiServer: vLLM's OpenAI-compatible HTTP surface over the online engine (cpp-httplib):
-//   POST /v1/completions, /v1/chat/completions   (JSON, or Server-Sent Events with stream)
+//   POST /v1/completions, /v1/chat/completions, /v1/responses   (JSON, or Server-Sent Events)
+//   GET  /v1/responses/{id}, POST /v1/responses/{id}/cancel   (404: nothing is stored)
 //   GET  /v1/models, /health, /ping, /version, /metrics
 //   POST /tokenize, /detokenize
 // HTTP worker threads parse and check the JSON, tokenize, render the chat prompt, detokenize

@@ -1,0 +1,28 @@
+// The request body of POST /v1/responses (the OpenAI Responses API), as vLLM's ResponsesRequest
+// reads it without a response store (VLLM_ENABLE_RESPONSES_API_STORE unset, its default): the
+// instructions and input items become chat messages, function tools and tool_choice their chat
+// forms, text.format a response_format, and the sampling fields carry over. The server then
+// runs it as the chat request it renders to. Throws ApiError: 400 for what vLLM refuses or
+// ctxpar does not implement (built-in tools, images, background mode), 404 for a
+// previous_response_id (nothing is stored, so no id is found).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+namespace ctxpar::server {
+
+struct ResponsesRequest {
+  // A /v1/chat/completions body: messages, tools, tool_choice, response_format, max_tokens
+  // (max_output_tokens), logprobs / top_logprobs and the sampling fields, stream.
+  nlohmann::ordered_json chat;
+  // The request fields the response object repeats (instructions, metadata, tools, tool_choice,
+  // text, reasoning, truncation, ...), as given or at their defaults.
+  nlohmann::json echo;
+  bool include_reasoning = true;    // vLLM's include_reasoning: false drops reasoning items
+  bool parallel_tool_calls = true;  // false: only the first tool call is kept
+  bool output_logprobs = false;     // include has "message.output_text.logprobs"
+};
+
+ResponsesRequest parse_responses_request(const nlohmann::ordered_json& body);
+
+}  // namespace ctxpar::server
