@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 
+#include "ctxpar/server/responses_request.h"
 #include "ctxpar/tokenizer/byte_tokenizer.h"
 #include "support/seeded_rng.h"
 
@@ -226,6 +227,81 @@ TEST(GenerationResponder, APromptThatEndsInEndOfThinkingGivesContentOnly) {
   const json message = responder.whole_response()["choices"][0]["message"];
   EXPECT_EQ(message["content"], "plain answer");
   EXPECT_TRUE(message["reasoning"].is_null());
+}
+
+// The same output through /v1/responses: whole, a reasoning item, the message and two function
+// calls; streamed, events whose items carry the same reasoning and calls (the newline between
+// the calls is content there too, so a message item sits between them), numbered from 0, and
+// the terminal event repeats the streamed items.
+TEST(GenerationResponder, ResponsesItemsWholeAndStreamed) {
+  SEEDED_RNG(rng);
+  const tokenizer::ByteTokenizer tok(512, 256);
+  for (const bool parallel : {true, false}) {
+    GenerationPlan plan;
+    plan.endpoint = Endpoint::kResponses;
+    plan.id = "resp_test";
+    plan.prompts = {tok.encode("<|user|>\nweather?\n<|assistant|>\n<think>\n", false)};
+    plan.choices.resize(1);
+    plan.reasoning_parser = ReasoningParser::kDeepSeekR1;
+    plan.tool_call_parser = ToolCallParser::kHermes;
+    plan.responses = std::make_shared<ResponsesRequest>(
+        parse_responses_request({{"input", "weather?"}, {"parallel_tool_calls", parallel}}));
+    const SamplingRequest request;
+    GenerationResponder whole(plan, request, tok);
+    whole.add(pieces(rng), false);
+    const json response = whole.whole_response();
+    EXPECT_EQ(response["object"], "response");
+    EXPECT_EQ(response["status"], "completed");
+    const json& output = response["output"];
+    ASSERT_EQ(output.size(), parallel ? 4u : 3u);
+    EXPECT_EQ(output[0]["content"][0]["text"], "check the weather");
+    EXPECT_EQ(output[1]["content"][0]["text"], "On it.");
+    EXPECT_EQ(output[2]["name"], "weather");
+    EXPECT_EQ(output[2]["arguments"], R"({"city": "Paris"})");
+    if (parallel) {
+      EXPECT_EQ(output[3]["name"], "time");
+    }
+    const int64_t reasoning_tokens =
+        response["usage"]["output_tokens_details"]["reasoning_tokens"].get<int64_t>();
+    EXPECT_GT(reasoning_tokens, 0);
+    EXPECT_LT(reasoning_tokens, response["usage"]["output_tokens"].get<int64_t>());
+
+    GenerationResponder stream(plan, request, tok);
+    std::string sse = stream.first_events();
+    for (const ChoiceDelta& d : pieces(rng)) sse += stream.add({d}, true);
+    sse += stream.final_events();
+    std::vector<json> events;
+    for (size_t at = sse.find("event: "); at != std::string::npos;
+         at = sse.find("event: ", at + 1)) {
+      const size_t data = sse.find("\ndata: ", at);
+      const json event = json::parse(sse.substr(data + 7, sse.find("\n\n", data) - data - 7));
+      EXPECT_EQ(sse.substr(at + 7, data - at - 7), event["type"]);
+      EXPECT_EQ(event["sequence_number"], events.size());
+      events.push_back(event);
+    }
+    ASSERT_GE(events.size(), 3u);
+    EXPECT_EQ(events[0]["type"], "response.created");
+    const json& final = events.back()["response"];
+    EXPECT_EQ(events.back()["type"], "response.completed");
+    std::vector<json> done;
+    for (const json& e : events) {
+      if (e["type"] == "response.output_item.done") done.push_back(e["item"]);
+    }
+    EXPECT_EQ(final["output"], json(done));
+    std::vector<json> calls;
+    std::string text;
+    for (const json& item : done) {
+      if (item["type"] == "function_call") calls.push_back(item);
+      if (item["type"] == "message") text += item["content"][0]["text"].get<std::string>();
+    }
+    EXPECT_EQ(done.front()["content"][0]["text"], "check the weather");
+    EXPECT_EQ(text, "On it.\n");  // only calls are dropped without parallel_tool_calls
+    ASSERT_EQ(calls.size(), parallel ? 2u : 1u);
+    EXPECT_EQ(calls[0]["arguments"], output[2]["arguments"]);
+    if (parallel) {
+      EXPECT_EQ(calls[1]["arguments"], output[3]["arguments"]);
+    }
+  }
 }
 
 }  // namespace
