@@ -10,6 +10,7 @@
 #include "ctxpar/server/api_error.h"
 #include "ctxpar/server/responses_output.h"
 #include "ctxpar/server/responses_request.h"
+#include "ctxpar/tokenizer/chat_template/python_text.h"
 #include "support/seeded_rng.h"
 
 namespace ctxpar::server {
@@ -94,6 +95,116 @@ TEST(ResponsesRequest, ToolsToolChoiceFormatAndLogprobs) {
   EXPECT_FALSE(parse(R"({"input": "x", "top_logprobs": 3})").chat.contains("logprobs"));
 }
 
+TEST(ResponsesRequest, CustomAndNamespaceToolsAsVllmShowsThem) {
+  const ResponsesRequest r = parse(R"({"input": [
+      {"role": "user", "content": "fix it"},
+      {"type": "custom_tool_call", "call_id": "c1", "name": "apply_patch", "input": "a\"\u00e9\n"},
+      {"type": "function_call", "call_id": "c2", "namespace": "fs", "name": "read",
+       "arguments": "{}"},
+      {"type": "custom_tool_call_output", "call_id": "c1", "output": "done"}],
+      "tools": [{"type": "custom", "name": "apply_patch", "description": "patch"},
+                {"type": "namespace", "name": "fs", "description": "files", "tools": [
+                    {"type": "function", "name": "read", "parameters": {"type": "object"}}]},
+                {"type": "web_search"}, {"type": "file_search", "vector_store_ids": []}]})");
+  // Built-in tools are dropped; the custom one is a one-string function; namespaced ones flat.
+  EXPECT_EQ(r.chat["tools"], ordered_json::parse(R"([
+      {"type": "function", "function": {"name": "apply_patch", "description": "patch",
+       "parameters": {"type": "object", "properties": {"input": {"type": "string",
+           "description": "The freeform text payload for this tool."}},
+           "required": ["input"], "additionalProperties": false}}},
+      {"type": "function", "function": {"name": "fs__read", "parameters": {"type": "object"}}}
+  ])"));
+  EXPECT_EQ(r.tool_names.custom, std::set<std::string>{"apply_patch"});
+  EXPECT_EQ(r.tool_names.namespaced.at("fs__read"),
+            std::make_pair(std::string("fs"), std::string("read")));
+  const ordered_json& calls = r.chat["messages"][1]["tool_calls"];
+  // json.dumps({"input": ...}) as Python writes it (ensure_ascii=False).
+  EXPECT_EQ(calls[0]["function"]["arguments"], "{\"input\": \"a\\\"\u00e9\\n\"}");
+  EXPECT_EQ(calls[1]["function"]["name"], "fs__read");
+  EXPECT_EQ(r.chat["messages"][2],
+            ordered_json::parse(R"({"role": "tool", "content": "done", "tool_call_id": "c1"})"));
+  EXPECT_EQ(r.echo["tools"].size(), 4u);  // the response repeats the tools as given
+}
+
+// Every prefix of a custom call's arguments decodes to a prefix of its input, growing, and the
+// whole arguments to the input itself; random inputs cover escapes, controls and 4-byte UTF-8.
+TEST(ResponsesOutput, CustomToolInputPrefixesGrowToTheInput) {
+  SEEDED_RNG(rng);
+  const std::u32string alphabet = U"ab \"\\/\n\t\x01\x1f\u00e9\u4e2d\U0001F600{}:";
+  for (int round = 0; round < 300; ++round) {
+    std::u32string input32;
+    for (size_t n = rng() % 20; n > 0; --n) input32 += alphabet[rng() % alphabet.size()];
+    const std::string input = chat_template::encode_utf8(input32);
+    // json.dumps spacing, or none; escapes as Python writes them, or \u-escaped further.
+    std::string arguments = rng() % 2 ? "{\"input\": " : "{ \"input\" :";
+    arguments += rng() % 2 ? json(input).dump() : json(input).dump(-1, ' ', true);
+    arguments += "}";
+    std::string last;
+    for (size_t cut = 0; cut <= arguments.size(); ++cut) {
+      const std::string got = custom_tool_input_prefix(arguments.substr(0, cut));
+      ASSERT_EQ(got.compare(0, last.size(), last), 0) << arguments << " at " << cut;
+      ASSERT_EQ(input.compare(0, got.size(), got), 0) << arguments << " at " << cut;
+      last = got;
+    }
+    EXPECT_EQ(last, input) << arguments;
+    EXPECT_EQ(custom_tool_input(arguments), input);
+  }
+  EXPECT_EQ(custom_tool_input("not json"), "not json");
+  EXPECT_EQ(custom_tool_input_prefix(R"({"other": "x", "input": "y)"), "");
+}
+
+TEST(ResponsesEventStream, CustomAndNamespacedCalls) {
+  SEEDED_RNG(rng);
+  ResponsesToolNames names;
+  names.custom = {"apply_patch"};
+  names.namespaced["fs__read"] = {"fs", "read"};
+  const std::string input = "*** Begin Patch\n\"quoted\" \u00e9\n*** End Patch";
+  const std::string arguments = "{\"input\": " + json(input).dump() + "}";
+  ResponsesEventStream stream(true, &names);
+  std::vector<json> events;
+  const auto add = [&](const json& delta) {
+    for (json& e : stream.add(delta, json::array())) events.push_back(std::move(e));
+  };
+  add({{"tool_calls",
+        json::array({{{"index", 0}, {"id", "c0"}, {"function", {{"name", "apply_patch"}}}}})}});
+  for (size_t at = 0; at < arguments.size();) {
+    const size_t n = std::min(arguments.size() - at, size_t{1} + rng() % 5);
+    add({{"tool_calls",
+          json::array({{{"index", 0}, {"function", {{"arguments", arguments.substr(at, n)}}}}})}});
+    at += n;
+  }
+  add({{"tool_calls", json::array({{{"index", 1},
+                                    {"id", "c1"},
+                                    {"function", {{"name", "fs__read"}, {"arguments", "{}"}}}}})}});
+  for (json& e : stream.close("completed")) events.push_back(std::move(e));
+  std::string streamed;
+  json done_input, done_name;
+  for (const json& e : events) {
+    if (e["type"] == "response.custom_tool_call_input.delta") streamed += e["delta"];
+    if (e["type"] == "response.custom_tool_call_input.done") done_input = e["input"];
+    if (e["type"] == "response.function_call_arguments.done") done_name = e["name"];
+  }
+  EXPECT_EQ(streamed, input);
+  EXPECT_EQ(done_input, input);
+  EXPECT_EQ(done_name, "read");
+  const json& items = stream.items();
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(items[0]["type"], "custom_tool_call");
+  EXPECT_EQ(items[0]["input"], input);
+  EXPECT_EQ(items[0]["call_id"], "c0");
+  EXPECT_TRUE(items[0]["id"].get<std::string>().starts_with("ctc_"));
+  EXPECT_EQ(items[1]["type"], "function_call");
+  EXPECT_EQ(items[1]["name"], "read");
+  EXPECT_EQ(items[1]["namespace"], "fs");
+  // The whole response makes the same items of the same calls.
+  const json whole = responses_output_items(
+      {.calls = {{"c0", "apply_patch", arguments}, {"c1", "fs__read", "{}"}}, .parsed = true},
+      names);
+  ASSERT_EQ(whole.size(), 2u);
+  EXPECT_EQ(whole[0]["input"], input);
+  EXPECT_EQ(whole[1]["namespace"], "fs");
+}
+
 TEST(ResponsesRequest, RefusalsNameTheField) {
   const struct {
     const char* body;
@@ -111,7 +222,8 @@ TEST(ResponsesRequest, RefusalsNameTheField) {
       {R"({"input": [{"type": "reasoning", "encrypted_content": "zz"}]})", 400, "Encrypted"},
       {R"({"input": "x", "previous_response_id": "resp_9"})", 404, "'resp_9' not found"},
       {R"({"input": "x", "background": true})", 400, "background"},
-      {R"({"input": "x", "tools": [{"type": "file_search"}]})", 400, "file_search"},
+      {R"({"input": "x", "tools": [{"type": "namespace", "name": "n"}]})", 400, "tools[0].tools"},
+      {R"({"input": "x", "tools": [{"type": "custom"}]})", 400, "tools[0].name"},
       {R"({"input": "x", "tool_choice": "required"})", 400, "`tools` must be set"},
       {R"({"input": "x", "tools": [{"type": "function", "name": "f"}], "tool_choice": "any"})", 400,
        "'any'"},
@@ -237,7 +349,7 @@ TEST(ResponsesOutput, WholeItemsAsVllmBuildsThem) {
       .reasoning = "r", .content = "c", .calls = {{"id1", "f", "{}"}, {"id2", "g", "[]"}}};
   m.parsed = true;
   m.finish_reason = "length";
-  const json items = responses_output_items(m);
+  const json items = responses_output_items(m, {});
   ASSERT_EQ(items.size(), 4u);
   EXPECT_EQ(items[0]["type"], "reasoning");
   EXPECT_EQ(items[0]["status"], nullptr);
@@ -246,7 +358,7 @@ TEST(ResponsesOutput, WholeItemsAsVllmBuildsThem) {
   EXPECT_EQ(items[3]["status"], "incomplete");
   EXPECT_EQ(items[3]["call_id"], "id2");
   // Without a parser: one message, empty when there is no text.
-  const json plain = responses_output_items({.content = "", .finish_reason = "stop"});
+  const json plain = responses_output_items({.content = "", .finish_reason = "stop"}, {});
   ASSERT_EQ(plain.size(), 1u);
   EXPECT_EQ(plain[0]["content"], json::array());
   EXPECT_EQ(plain[0]["status"], "completed");

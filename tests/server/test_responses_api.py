@@ -218,6 +218,16 @@ class ResponsesApi(unittest.TestCase):
             self.assertEqual(response.output_text, chat.choices[0].message.content)
             self.assertEqual(response.tools[0].name, "add")
 
+    def test_built_in_tools_are_not_shown_to_the_model(self):
+        # vLLM without a tool server drops them: the prompt is the one without tools.
+        plain = self.respond(3, input="find")
+        searched = self.respond(3, input="find", tools=[{"type": "web_search"},
+                                                        {"type": "file_search",
+                                                         "vector_store_ids": ["vs"]}])
+        self.assertEqual(searched.usage.input_tokens, plain.usage.input_tokens)
+        self.assertEqual(searched.output_text, plain.output_text)
+        self.assertEqual([t.type for t in searched.tools], ["web_search", "file_search"])
+
     def test_json_schema_text_format(self):
         schema = ADD["parameters"]
         for stream in (False, True):
@@ -238,7 +248,7 @@ class ResponsesApi(unittest.TestCase):
         cases = [
             ({"input": "x", "previous_response_id": "resp_123"}, 404, "resp_123"),
             ({"input": "x", "background": True}, 400, "background"),
-            ({"input": "x", "tools": [{"type": "web_search"}]}, 400, "web_search"),
+            ({"input": "x", "tools": [{"type": "custom"}]}, 400, "tools[0].name"),
             ({"input": [{"role": "user", "content": [{"type": "input_image",
                                                       "image_url": "http://x"}]}]},
              400, "input_image"),

@@ -19,7 +19,10 @@ GenerationResponder::GenerationResponder(const GenerationPlan& plan, const Sampl
   for (ChoiceState& s : states_) {
     s.tools = ToolCallStream(plan.tool_call_parser, &plan.tools);
     s.forced = ForcedToolStream(plan.forced_tools, plan.forced_tool_name);
-    if (plan.responses) s.events = ResponsesEventStream(plan.responses->parallel_tool_calls);
+    if (plan.responses) {
+      s.events =
+          ResponsesEventStream(plan.responses->parallel_tool_calls, &plan.responses->tool_names);
+    }
   }
   if (!chat_like() || plan.reasoning_parser == ReasoningParser::kNone) return;
   // Only the prompt's end matters (whether it closes the thinking): decode its last tokens, not
@@ -404,7 +407,7 @@ json GenerationResponder::whole_response() const {
           chat_logprobs(tokenizer_, s.token_ids, s.logprobs, plan_.num_top_logprobs)["content"];
     }
     const std::string status = responses_status(s.finish_reason);
-    return responses_response(status, responses_output_items(m), true);
+    return responses_response(status, responses_output_items(m, r.tool_names), true);
   }
   json choices = json::array();
   for (size_t i = 0; i < states_.size(); ++i) {

@@ -1,6 +1,9 @@
 #include "ctxpar/server/responses_output.h"
 
+#include <utility>
+
 #include "ctxpar/server/openai_responses.h"
+#include "ctxpar/tokenizer/chat_template/python_text.h"
 
 namespace ctxpar::server {
 
@@ -40,10 +43,33 @@ json reasoning_item(const std::string& id, json content, json status) {
           {"status", std::move(status)}};
 }
 
-json call_item(const std::string& id, const std::string& call_id, const std::string& name,
-               const std::string& arguments, const std::string& status) {
-  return {{"arguments", arguments},  {"call_id", call_id}, {"name", name},
-          {"type", "function_call"}, {"id", id},           {"status", status}};
+bool is_custom(const ResponsesToolNames* tools, const std::string& name) {
+  return tools != nullptr && tools->custom.count(name) > 0;
+}
+
+// A call's name without its namespace, and the namespace (null: none).
+std::pair<std::string, json> split_name(const ResponsesToolNames* tools, const std::string& name) {
+  if (tools != nullptr) {
+    if (const auto it = tools->namespaced.find(name); it != tools->namespaced.end())
+      return {it->second.second, it->second.first};
+  }
+  return {name, nullptr};
+}
+
+// The item of the model's call `name` (flat, as written) with `arguments`.
+json call_item(const ResponsesToolNames* tools, const std::string& id, const std::string& call_id,
+               const std::string& name, const std::string& arguments, const std::string& status) {
+  if (is_custom(tools, name)) {
+    return {{"type", "custom_tool_call"},
+            {"id", id},
+            {"call_id", call_id},
+            {"name", name},
+            {"input", custom_tool_input(arguments)}};
+  }
+  auto [plain, ns] = split_name(tools, name);
+  return {{"arguments", arguments},  {"call_id", call_id}, {"name", plain},
+          {"type", "function_call"}, {"id", id},           {"status", status},
+          {"namespace", ns}};
 }
 
 }  // namespace
@@ -52,7 +78,68 @@ std::string responses_status(const std::string& finish_reason) {
   return finish_reason == "length" ? "incomplete" : "completed";
 }
 
-json responses_output_items(const ResponsesMessage& m) {
+std::string custom_tool_input(const std::string& arguments) {
+  const json parsed = json::parse(arguments, nullptr, false);
+  if (parsed.is_object() && parsed.contains("input") && parsed["input"].is_string())
+    return parsed["input"].get<std::string>();
+  return arguments;
+}
+
+std::string custom_tool_input_prefix(std::string_view a) {
+  size_t i = 0;
+  const auto expect = [&](std::string_view token) {
+    while (i < a.size() && (a[i] == ' ' || a[i] == '\n' || a[i] == '\r' || a[i] == '\t')) ++i;
+    if (a.substr(i, token.size()) != token) return false;
+    i += token.size();
+    return true;
+  };
+  if (!expect("{") || !expect("\"input\"") || !expect(":") || !expect("\"")) return "";
+  // \uXXXX at `at`, or -1 when it is not (yet) there.
+  const auto hex4 = [&](size_t at) -> int {
+    if (at + 6 > a.size() || a[at] != '\\' || a[at + 1] != 'u') return -1;
+    int v = 0;
+    for (size_t k = at + 2; k < at + 6; ++k) {
+      const char c = a[k];
+      const int d = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
+      if (d < 0) return -1;
+      v = v * 16 + d;
+    }
+    return v;
+  };
+  // The string's characters; stops before an escape not whole yet (or not valid).
+  static constexpr std::string_view kEscapes = "\"\\/bfnrt";
+  static constexpr std::string_view kMeanings = "\"\\/\b\f\n\r\t";
+  std::string out;
+  while (i < a.size() && a[i] != '"') {
+    if (a[i] != '\\') {
+      out += a[i++];
+      continue;
+    }
+    if (i + 1 >= a.size()) break;
+    if (const size_t e = kEscapes.find(a[i + 1]); e != std::string_view::npos) {
+      out += kMeanings[e];
+      i += 2;
+      continue;
+    }
+    int cp = hex4(i);
+    if (cp < 0 || (cp >= 0xDC00 && cp <= 0xDFFF)) break;
+    size_t used = 6;
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+      const int low = hex4(i + 6);
+      if (low < 0xDC00 || low > 0xDFFF) break;  // the pair is not whole yet (or is broken)
+      cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+      used = 12;
+    }
+    chat_template::append_utf8(out, static_cast<char32_t>(cp));
+    i += used;
+  }
+  return out;
+}
+
+json responses_output_items(const ResponsesMessage& m, const ResponsesToolNames& tools) {
   const std::string last_status = responses_status(m.finish_reason);
   json items = json::array();
   if (!m.parsed) {
@@ -73,7 +160,8 @@ json responses_output_items(const ResponsesMessage& m) {
   }
   for (size_t i = 0; i < m.calls.size(); ++i) {
     const ToolCall& call = m.calls[i];
-    items.push_back(call_item(item_id("fc_"), call.id, call.name, call.arguments,
+    items.push_back(call_item(&tools, item_id(is_custom(&tools, call.name) ? "ctc_" : "fc_"),
+                              call.id, call.name, call.arguments,
                               i + 1 == m.calls.size() ? last_status : "completed"));
   }
   return items;
@@ -107,11 +195,13 @@ std::vector<json> ResponsesEventStream::open(Kind kind, const json& call) {
       item = reasoning_item(item_id_, nullptr, "in_progress");
       break;
     case Kind::kToolCall: {
-      item_id_ = item_id("fc_");
       call_index_ = call.value("index", 0);
       call_id_ = call.value("id", "");
       call_name_ = call.contains("function") ? call["function"].value("name", "") : "";
-      item = call_item(item_id_, call_id_, call_name_, "", "in_progress");
+      call_custom_ = is_custom(tools_, call_name_);
+      custom_input_.clear();
+      item_id_ = item_id(call_custom_ ? "ctc_" : "fc_");
+      item = call_item(tools_, item_id_, call_id_, call_name_, "", "in_progress");
       break;
     }
     case Kind::kNone:
@@ -182,6 +272,10 @@ std::vector<json> ResponsesEventStream::add(const json& delta, const json& logpr
         piece.contains("function") ? piece["function"].value("arguments", "") : "";
     if (arguments.empty()) continue;
     text_ += arguments;
+    if (call_custom_) {
+      custom_input_delta(custom_tool_input_prefix(text_), out);
+      continue;
+    }
     out.push_back({{"type", "response.function_call_arguments.delta"},
                    {"output_index", output_index_},
                    {"item_id", item_id_},
@@ -228,12 +322,21 @@ std::vector<json> ResponsesEventStream::close(const std::string& status) {
       break;
     }
     case Kind::kToolCall:
-      out.push_back({{"type", "response.function_call_arguments.done"},
-                     {"output_index", output_index_},
-                     {"item_id", item_id_},
-                     {"arguments", text_},
-                     {"name", call_name_}});
-      item = call_item(item_id_, call_id_, call_name_, text_, status);
+      if (call_custom_) {
+        const std::string input = custom_tool_input(text_);
+        custom_input_delta(input, out);
+        out.push_back({{"type", "response.custom_tool_call_input.done"},
+                       {"output_index", output_index_},
+                       {"item_id", item_id_},
+                       {"input", input}});
+      } else {
+        out.push_back({{"type", "response.function_call_arguments.done"},
+                       {"output_index", output_index_},
+                       {"item_id", item_id_},
+                       {"arguments", text_},
+                       {"name", split_name(tools_, call_name_).first}});
+      }
+      item = call_item(tools_, item_id_, call_id_, call_name_, text_, status);
       break;
   }
   items_.push_back(item);
@@ -243,6 +346,17 @@ std::vector<json> ResponsesEventStream::close(const std::string& status) {
   ++output_index_;
   kind_ = Kind::kNone;
   return out;
+}
+
+void ResponsesEventStream::custom_input_delta(const std::string& input, std::vector<json>& out) {
+  if (input == custom_input_) return;
+  // Input that does not extend what was sent cannot be taken back: it is sent again whole.
+  const bool extends = input.compare(0, custom_input_.size(), custom_input_) == 0;
+  out.push_back({{"type", "response.custom_tool_call_input.delta"},
+                 {"output_index", output_index_},
+                 {"item_id", item_id_},
+                 {"delta", extends ? input.substr(custom_input_.size()) : input}});
+  custom_input_ = input;
 }
 
 json responses_object(const ResponsesRequest& request, const std::string& id, int64_t created_at,

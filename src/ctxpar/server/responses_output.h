@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ctxpar/server/responses_request.h"
@@ -30,7 +31,18 @@ struct ResponsesMessage {
   // output is a single message item, empty when there is no text (vLLM's fallback).
   bool parsed = false;
 };
-nlohmann::json responses_output_items(const ResponsesMessage& message);
+// Calls become function_call items, or custom_tool_call items for the request's custom tools
+// (`tools`).
+nlohmann::json responses_output_items(const ResponsesMessage& message,
+                                      const ResponsesToolNames& tools);
+
+// The input a custom tool's call carries: the "input" string of the shim's arguments, or the
+// arguments as written when they are not such an object (vLLM's decode_custom_tool_input).
+std::string custom_tool_input(const std::string& arguments);
+// The part of that input arguments still being written already decode to: the "input" string
+// up to its last whole character or escape ("" until it starts, or when "input" is not the
+// first key; the stream then sends the input whole at the end).
+std::string custom_tool_input_prefix(std::string_view arguments);
 
 // The stream of one generation: each chat-shaped delta becomes the events of the item it
 // belongs to (a reasoning item, a message, a function call), opening and closing items as the
@@ -38,8 +50,10 @@ nlohmann::json responses_output_items(const ResponsesMessage& message);
 class ResponsesEventStream {
  public:
   // parallel_tool_calls false: tool calls after the first are dropped, as vLLM's filter does.
-  explicit ResponsesEventStream(bool parallel_tool_calls = true)
-      : parallel_tool_calls_(parallel_tool_calls) {}
+  // `tools` (may be null: none) outlives the stream.
+  explicit ResponsesEventStream(bool parallel_tool_calls = true,
+                                const ResponsesToolNames* tools = nullptr)
+      : parallel_tool_calls_(parallel_tool_calls), tools_(tools) {}
 
   // `delta`: {"reasoning"?, "content"?, "tool_calls"?: [{index, id?, function: {name?,
   // arguments?}}]} (a chat stream delta); `logprobs`: the stream form of the content's
@@ -56,14 +70,20 @@ class ResponsesEventStream {
   void text_delta(Kind kind, const std::string& text, const nlohmann::json& logprobs,
                   std::vector<nlohmann::json>& out);
 
+  // A custom tool's call: the events that bring its streamed input up to `input`.
+  void custom_input_delta(const std::string& input, std::vector<nlohmann::json>& out);
+
   bool parallel_tool_calls_;
+  const ResponsesToolNames* tools_;
   Kind kind_ = Kind::kNone;
   int output_index_ = 0;
   std::string item_id_;
   std::string text_;                   // the open item's text or arguments so far
   nlohmann::json logprobs_ = nullptr;  // the open message's logprobs (whole form), or null
   int call_index_ = -1;                // the open call's chat index
-  std::string call_id_, call_name_;
+  std::string call_id_, call_name_;    // call_name_: as the model wrote it (flat)
+  bool call_custom_ = false;
+  std::string custom_input_;  // a custom call's input streamed so far
   nlohmann::json items_ = nlohmann::json::array();
 };
 

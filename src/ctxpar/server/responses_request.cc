@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "ctxpar/server/api_error.h"
+#include "ctxpar/server/python_json.h"
 
 namespace ctxpar::server {
 namespace {
@@ -42,6 +43,23 @@ constexpr std::array<std::string_view, 6> kIncludeValues = {
     "code_interpreter_call.outputs", "computer_call_output.output.image_url",
     "file_search_call.results",      "message.input_image.image_url",
     "message.output_text.logprobs",  "reasoning.encrypted_content"};
+
+constexpr const char* kNamespaceSeparator = "__";
+
+// The schema of the one-string function a custom tool is shown as (vLLM's shim).
+ordered_json custom_tool_parameters() {
+  return {{"type", "object"},
+          {"properties",
+           {{"input",
+             {{"type", "string"}, {"description", "The freeform text payload for this tool."}}}}},
+          {"required", {"input"}},
+          {"additionalProperties", false}};
+}
+
+// A custom tool call's input as the shim's arguments: json.dumps({"input": input}).
+std::string custom_tool_arguments(const std::string& input) {
+  return python_json_text(ordered_json{{"input", input}});
+}
 
 const ordered_json& field(const ordered_json& body, const char* key) {
   static const ordered_json null;
@@ -105,12 +123,19 @@ void add_input_item(const ordered_json& item, size_t i, ordered_json& messages) 
                                ? item["type"].get<std::string>()
                                : std::string(item.contains("role") ? "message" : "");
   ordered_json* prev = previous_assistant(messages);
-  if (type == "function_call") {
+  if (type == "function_call" || type == "custom_tool_call") {
+    std::string name = string_field(item, "name", where);
+    std::string arguments;
+    if (type == "custom_tool_call") {
+      arguments = custom_tool_arguments(string_field(item, "input", where));
+    } else {
+      arguments = string_field(item, "arguments", where);
+      if (const ordered_json& ns = field(item, "namespace"); ns.is_string())
+        name = ns.get<std::string>() + kNamespaceSeparator + name;
+    }
     ordered_json call = {{"id", string_field(item, "call_id", where)},
                          {"type", "function"},
-                         {"function",
-                          {{"name", string_field(item, "name", where)},
-                           {"arguments", string_field(item, "arguments", where)}}}};
+                         {"function", {{"name", name}, {"arguments", arguments}}}};
     if (prev) {
       ordered_json& calls = (*prev)["tool_calls"];
       if (calls.is_null()) calls = ordered_json::array();
@@ -120,7 +145,7 @@ void add_input_item(const ordered_json& item, size_t i, ordered_json& messages) 
     messages.push_back({{"role", "assistant"}, {"tool_calls", ordered_json::array({call})}});
     return;
   }
-  if (type == "function_call_output") {
+  if (type == "function_call_output" || type == "custom_tool_call_output") {
     const ordered_json& output = field(item, "output");
     messages.push_back({{"role", "tool"},
                         {"content", chat_content(output, where + ".output")},
@@ -185,22 +210,46 @@ bool continues_final_message(const ordered_json& input) {
   return status == "in_progress" || status == "incomplete";
 }
 
-// A flat Responses function tool as a chat tool: {"type": "function", "function": {name, ...}}.
-ordered_json chat_tool(const ordered_json& tool, size_t i) {
-  const std::string where = fmt::format("tools[{}]", i);
-  if (!tool.is_object()) wrong_type(where, "a valid dictionary");
-  const std::string type = tool.value("type", "");
-  if (type != "function") {
-    throw bad_request(
-        fmt::format("{}: tool type '{}' is not supported; only function tools are", where, type),
-        "tools");
-  }
+// A flat Responses function tool as a chat tool: {"type": "function", "function": {name, ...}},
+// named `name`.
+ordered_json chat_function(const ordered_json& tool, const std::string& name) {
   ordered_json function = ordered_json::object();
-  function["name"] = string_field(tool, "name", where);
+  function["name"] = name;
   for (const char* key : {"description", "parameters", "strict"}) {
     if (tool.contains(key) && !tool[key].is_null()) function[key] = tool[key];
   }
   return {{"type", "function"}, {"function", function}};
+}
+
+// The chat tools the model is shown for the request's tools (vLLM's get_function_tools).
+void add_chat_tools(const ordered_json& tool, size_t i, ordered_json& out,
+                    ResponsesToolNames& names) {
+  const std::string where = fmt::format("tools[{}]", i);
+  if (!tool.is_object()) wrong_type(where, "a valid dictionary");
+  const std::string type = tool.value("type", "");
+  if (type == "function") {
+    out.push_back(chat_function(tool, string_field(tool, "name", where)));
+  } else if (type == "custom") {
+    const std::string name = string_field(tool, "name", where);
+    ordered_json shim = {{"description", field(tool, "description")},
+                         {"parameters", custom_tool_parameters()}};
+    out.push_back(chat_function(shim, name));
+    names.custom.insert(name);
+  } else if (type == "namespace") {
+    const std::string ns = string_field(tool, "name", where);
+    const ordered_json& inner = field(tool, "tools");
+    if (!inner.is_array()) wrong_type(where + ".tools", "a valid list");
+    for (size_t k = 0; k < inner.size(); ++k) {
+      if (!inner[k].is_object() || inner[k].value("type", "") != "function") continue;
+      const std::string name =
+          string_field(inner[k], "name", fmt::format("{}.tools[{}]", where, k));
+      const std::string flat = ns + kNamespaceSeparator + name;
+      out.push_back(chat_function(inner[k], flat));
+      names.namespaced[flat] = {ns, name};
+    }
+  }
+  // Built-in tools (web_search, file_search, code_interpreter, mcp, ...) need a tool server,
+  // which ctxpar has not: vLLM never shows them to the model either.
 }
 
 ordered_json chat_tool_choice(const ordered_json& choice) {
@@ -304,7 +353,7 @@ ResponsesRequest parse_responses_request(const ordered_json& body) {
   ordered_json chat_tools = ordered_json::array();
   if (!tools.is_null() && !tools.is_array()) wrong_type("tools", "a valid list");
   if (tools.is_array()) {
-    for (size_t i = 0; i < tools.size(); ++i) chat_tools.push_back(chat_tool(tools[i], i));
+    for (size_t i = 0; i < tools.size(); ++i) add_chat_tools(tools[i], i, chat_tools, r.tool_names);
   }
   const ordered_json& choice = field(body, "tool_choice");
   if (!chat_tools.empty()) {
