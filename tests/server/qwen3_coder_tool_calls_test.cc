@@ -158,11 +158,15 @@ ToolCallStream::Delta streamed(std::string_view text, std::mt19937_64& rng) {
 
 TEST(Qwen3CoderToolCalls, RandomlyCutStreamsGiveTheSameCalls) {
   SEEDED_RNG(rng);
+  // Each parameter once: a repeated one takes its first place with its last value, which no
+  // stream can send in order (StreamedCallsStayValidJson).
   const auto random_call = [&](std::string_view open, std::string_view close) {
     std::string params;
+    const bool int_first = rng() % 2 == 0;
     for (int k = static_cast<int>(rng() % 3); k > 0; --k) {
-      params += rng() % 2 ? param("int_param", std::to_string(rng() % 100))
-                          : fmt::format("<parameter=str_param>{}", rng() % 2 ? "x\n" : "");
+      params += (k == 2) == int_first
+                    ? param("int_param", std::to_string(rng() % 100))
+                    : fmt::format("<parameter=str_param>{}", rng() % 2 ? "x\n" : "");
     }
     return fmt::format("{}\n<function=test_types>\n{}</function>\n{}", open, params, close);
   };
@@ -193,6 +197,84 @@ TEST(Qwen3CoderToolCalls, RandomlyCutStreamsGiveTheSameCalls) {
   }
 }
 
+// A call whose string parameter is a file streams while it is written: its name goes out at
+// once, and the file character by character as it comes (escaped as json.dumps escapes it),
+// less a final newline and a partial tag held back; typed parameters go out once closed. What
+// went out is always a prefix of the whole call's arguments.
+TEST(Qwen3CoderToolCalls, LongStringParametersStreamAsTheyAreWritten) {
+  SEEDED_RNG(rng);
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "write_file",
+      "parameters": {"type": "object", "properties": {"path": {"type": "string"},
+      "content": {"type": "string"}, "mode": {"type": "integer"}}}}}])");
+  for (int round = 0; round < 100; ++round) {
+    // Characters, not bytes: deltas are whole UTF-8 characters.
+    static const char* const kChars[] = {"a", "b", " ", "\n", "\t",     "\"",     "\\",        "<",
+                                         ">", "/", "=", "x",  "\u00e9", "\u4e2d", "\U0001F600"};
+    std::string file;
+    for (size_t n = 200 + rng() % 200; n > 0; --n) file += kChars[rng() % std::size(kChars)];
+    if (file.find("</parameter>") != std::string::npos ||
+        file.find("<parameter=") != std::string::npos ||
+        file.find("</function>") != std::string::npos) {
+      continue;
+    }
+    const std::string text = "Writing it.\n<tool_call>\n<function=write_file>\n" +
+                             param("mode", "420") + param("content", file) +
+                             param("path", "a.txt") + "</function>\n</tool_call>";
+    const ToolCallSplit want = split_tool_calls(ToolCallParser::kQwen3Coder, text, tools);
+    ASSERT_EQ(want.calls.size(), 1u);
+    const std::string& args = want.calls[0].arguments;
+    ToolCallStream stream(ToolCallParser::kQwen3Coder, &tools);
+    std::vector<ToolCallPiece> calls;
+    const size_t file_end = text.find(file) + file.size();
+    size_t sent_at_file_end = 0;
+    for (size_t at = 0; at < text.size();) {
+      size_t len = std::min(text.size() - at, size_t{1} + rng() % 4);
+      while (at + len < text.size() && (static_cast<unsigned char>(text[at + len]) & 0xC0) == 0x80)
+        ++len;
+      ToolCallStream::Delta d =
+          stream.add(std::string_view(text).substr(at, len), at + len == text.size());
+      for (ToolCallPiece& p : d.calls) test::add_piece(calls, std::move(p));
+      if (!calls.empty()) {
+        ASSERT_EQ(args.compare(0, calls[0].arguments.size(), calls[0].arguments), 0)
+            << calls[0].arguments << "\n vs \n"
+            << args;
+      }
+      at += len;
+      if (at <= file_end) sent_at_file_end = calls.empty() ? 0 : calls[0].arguments.size();
+    }
+    test::expect_same_calls(calls, want.calls);
+    // By the time the file is written, all but its last characters went out.
+    const size_t file_in_args = args.find(", \"path\"");
+    EXPECT_GE(sent_at_file_end + 16, file_in_args) << text;
+  }
+}
+
+// A repeated parameter takes its first place with its last value (vLLM), which no stream can
+// send in order: the stream then ends each call as valid JSON, and the whole response is exact.
+TEST(Qwen3CoderToolCalls, StreamedCallsStayValidJson) {
+  SEEDED_RNG(rng);
+  for (int round = 0; round < 200; ++round) {
+    std::string params;
+    for (int k = static_cast<int>(1 + rng() % 4); k > 0; --k) {
+      params += rng() % 2 ? param("int_param", std::to_string(rng() % 100))
+                          : param("str_param", test::random_text(rng, rng() % 8, "ab\n\"<"));
+    }
+    const std::string text = call("test_types", params);
+    SCOPED_TRACE(text);
+    const ToolCallSplit want = qwen(text);
+    ASSERT_EQ(want.calls.size(), 1u);
+    const ToolCallStream::Delta got = streamed(text, rng);
+    ASSERT_EQ(got.calls.size(), 1u);
+    EXPECT_EQ(got.calls[0].name, "test_types");
+    const json args = json::parse(got.calls[0].arguments);  // throws if not JSON
+    EXPECT_TRUE(args.is_object());
+    if (params.find("int_param") == params.rfind("<parameter=int_param") &&
+        params.find("str_param") == params.rfind("<parameter=str_param")) {
+      EXPECT_EQ(got.calls[0].arguments, want.calls[0].arguments);  // no repeat: exact
+    }
+  }
+}
+
 TEST(Qwen3CoderToolCalls, StreamsWaitWhereVllmReadsLater) {
   SEEDED_RNG(rng);
   // A bare function followed by a block: vLLM reads only the block, the function is content.
@@ -200,13 +282,20 @@ TEST(Qwen3CoderToolCalls, StreamsWaitWhereVllmReadsLater) {
   ToolCallStream::Delta got = streamed(mixed, rng);
   EXPECT_EQ(got.content, "Hi <function=x>\n</function>\n");
   test::expect_same_calls(got.calls, qwen(mixed).calls);
-  // A block that raises, or holds no call, goes out as content, tags and all.
-  for (const std::string& text : {std::string("a").append(call("f", "<parameter=x\n1\n")),
-                                  std::string("<tool_call>nothing</tool_call>b")}) {
-    got = streamed(text, rng);
-    EXPECT_TRUE(got.calls.empty());
-    EXPECT_EQ(got.content, text);
-  }
+  // A block that holds no call goes out as content, tags and all.
+  const std::string nothing = "<tool_call>nothing</tool_call>b";
+  got = streamed(nothing, rng);
+  EXPECT_TRUE(got.calls.empty());
+  EXPECT_EQ(got.content, nothing);
+  // One that vLLM cannot read (a parameter without '>') is content whole; streamed, its call
+  // went out before that was known, and ends as the JSON it had.
+  const std::string raises = std::string("a").append(call("f", "<parameter=x\n1\n"));
+  expect_content(qwen(raises), raises);
+  got = streamed(raises, rng);
+  EXPECT_EQ(got.content, "a");
+  ASSERT_EQ(got.calls.size(), 1u);
+  EXPECT_EQ(got.calls[0].name, "f");
+  EXPECT_EQ(got.calls[0].arguments, "{}");
   // Before a bare function comes, text goes out at once.
   ToolCallStream stream(ToolCallParser::kQwen3Coder, &kTools);
   EXPECT_EQ(stream.add("Let me see. <func", false).content, "Let me see. ");

@@ -270,13 +270,28 @@ ToolCallStream::Delta ToolCallStream::add_tagged(std::string_view text, bool fin
     }
     const size_t close = buf.find(f.close);
     const bool hermes = parser_ == ToolCallParser::kHermes;
+    const bool qwen3_coder = parser_ == ToolCallParser::kQwen3Coder;
     if (close == std::string::npos && !finished) {
       if (hermes) stream_hermes(buf, d);
+      if (qwen3_coder) {
+        if (!qwen3_coder_) qwen3_coder_.emplace(tools_);
+        qwen3_coder_->add(buf, calls_sent_, d.calls);
+      }
       held_ = std::move(buf);
       return d;
     }
     const std::string body = buf.substr(0, close);
     if (hermes) stream_hermes(body, d);
+    if (qwen3_coder_ && qwen3_coder_->started()) {
+      qwen3_coder_->close(block_calls(parser_, body, close != std::string::npos, tools),
+                          calls_sent_, d.calls);
+      qwen3_coder_.reset();
+      in_block_ = false;
+      if (close == std::string::npos) return d;
+      buf.erase(0, close + f.close.size());
+      continue;
+    }
+    qwen3_coder_.reset();
     if (hermes_ && hermes_->named()) {
       close_hermes(body, close != std::string::npos, d);
       in_block_ = false;

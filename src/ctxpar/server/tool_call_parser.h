@@ -53,6 +53,8 @@
 #include <vector>
 
 #include "ctxpar/server/named_call_stream.h"
+#include "ctxpar/server/qwen3_coder_stream.h"
+#include "ctxpar/server/tool_call.h"
 
 namespace ctxpar::server {
 
@@ -81,12 +83,6 @@ std::string_view tool_call_parser_names();
 // qwen3_coder and pythonic leave it, so Llama's <|python_tag|> is skipped as in vLLM).
 bool tool_call_parser_keeps_special_tokens(ToolCallParser parser);
 
-struct ToolCall {
-  std::string id;  // "chatcmpl-tool-" + 32 hex digits, as vLLM's
-  std::string name;
-  std::string arguments;  // JSON text
-};
-
 struct ToolCallSplit {
   std::optional<std::string> content;  // null: none
   std::vector<ToolCall> calls;
@@ -96,15 +92,6 @@ struct ToolCallSplit {
 // arguments by their schemas).
 ToolCallSplit split_tool_calls(ToolCallParser parser, std::string_view text,
                                const nlohmann::json& tools);
-
-// One "tool_calls" entry of a streamed delta. A call's first entry has its id and name (and
-// any arguments so far); later ones add to its arguments.
-struct ToolCallPiece {
-  int index = 0;
-  std::string id;
-  std::string name;
-  std::string arguments;
-};
 
 // One choice's streamed output.
 class ToolCallStream {
@@ -145,6 +132,8 @@ class ToolCallStream {
   void send(std::vector<ToolCall> calls, Delta& d);
   std::optional<NamedCallStream> hermes_;
   size_t hermes_fed_ = 0;
+  // qwen3_coder: the open block's calls as they stream.
+  std::optional<Qwen3CoderBlockStream> qwen3_coder_;
   int calls_sent_ = 0;
 };
 
