@@ -4,6 +4,7 @@
 #include "ctxpar/server/python_json.h"
 #include "ctxpar/server/python_literal.h"
 #include "ctxpar/server/python_space.h"
+#include "ctxpar/server/text_tags.h"
 #include "ctxpar/server/tool_schema.h"
 #include "ctxpar/tokenizer/utf8.h"
 
@@ -128,6 +129,60 @@ std::optional<std::vector<ToolCall>> glm_tool_call(std::string_view body, bool g
   }
   return std::vector<ToolCall>{
       ToolCall{"chatcmpl-tool-" + random_hex(32), name, python_json_text(args)}};
+}
+
+std::optional<StableBlock> glm_stable_block(std::string_view body, bool glm47,
+                                            const nlohmann::json& tools) {
+  size_t keep = body.size();
+  for (const std::string_view tag :
+       {kKeyOpen, kKeyClose, kValueOpen, kValueClose, std::string_view("</tool_call>")}) {
+    keep = std::min(keep, body.size() - partial_tag_tail(body, tag));
+  }
+  const std::string_view stable = body.substr(0, keep);
+  if (glm47 ? stable.find(kKeyOpen) == std::string_view::npos
+            : stable.find('\n') == std::string_view::npos) {
+    return std::nullopt;
+  }
+  StableBlock out{.text = std::string(stable), .open_call = true};
+  // The pairs as arg_pairs reads them, to the first one still open.
+  for (size_t pos = 0;;) {
+    const size_t open = stable.find(kKeyOpen, pos);
+    if (open == std::string_view::npos) return out;
+    const size_t key = open + kKeyOpen.size();
+    const size_t key_close = stable.find(kKeyClose, key);
+    const size_t value_tag =
+        key_close == std::string_view::npos
+            ? key_close
+            : skip_python_space(stable, key_close + kKeyClose.size(), PySpace::kRegex);
+    if (value_tag != std::string_view::npos && value_tag < stable.size() &&
+        !stable.substr(value_tag).starts_with(kValueOpen)) {
+      pos = open + 1;  // no pair starts here
+      continue;
+    }
+    const size_t value = value_tag == std::string_view::npos || value_tag == stable.size()
+                             ? std::string_view::npos
+                             : value_tag + kValueOpen.size();
+    const size_t value_end =
+        value == std::string_view::npos ? value : stable.find(kValueClose, value);
+    if (value_end != std::string_view::npos) {
+      pos = value_end + kValueClose.size();
+      continue;
+    }
+    // This pair is open: a string value streams as written, any other waits for its close.
+    if (value != std::string_view::npos) {
+      const std::optional<std::vector<ToolCall>> head =
+          glm_tool_call(stable.substr(0, open), glm47, tools);
+      if (head && head->size() == 1 &&
+          is_string_parameter(tools, (*head)[0].name,
+                              python_strip_space(stable.substr(key, key_close - key)))) {
+        out.text += kValueClose;
+        out.open_string = true;
+        return out;
+      }
+    }
+    out.text = std::string(stable.substr(0, open));
+    return out;
+  }
 }
 
 }  // namespace ctxpar::server

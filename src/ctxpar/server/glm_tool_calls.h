@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ctxpar/server/block_call_stream.h"
 #include "ctxpar/server/tool_call_parser.h"
 
 namespace ctxpar::server {
@@ -27,5 +28,12 @@ namespace ctxpar::server {
 // content).
 std::optional<std::vector<ToolCall>> glm_tool_call(std::string_view body, bool glm47,
                                                    const nlohmann::json& tools);
+
+// What of an open call's `body` is final (block_call_stream.h): nothing until the name is
+// whole (glm47: an <arg_key> follows it; glm45: its line ended), then the text cut before a
+// partial tag, and without the open argument unless the tools declare it a string (its value
+// is then the text as written; the stable text closes it with </arg_value>).
+std::optional<StableBlock> glm_stable_block(std::string_view body, bool glm47,
+                                            const nlohmann::json& tools);
 
 }  // namespace ctxpar::server

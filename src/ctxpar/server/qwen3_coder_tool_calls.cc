@@ -6,6 +6,7 @@
 #include "ctxpar/server/openai_responses.h"
 #include "ctxpar/server/python_json.h"
 #include "ctxpar/server/python_space.h"
+#include "ctxpar/server/text_tags.h"
 #include "ctxpar/server/tool_schema.h"
 
 namespace ctxpar::server {
@@ -90,6 +91,54 @@ std::optional<std::vector<ToolCall>> qwen3_coder_tool_calls(std::string_view bod
     for (ToolCall& c : *call) calls.push_back(std::move(c));
   }
   return calls;
+}
+
+std::optional<StableBlock> qwen3_coder_stable_block(std::string_view body,
+                                                    const nlohmann::json& tools) {
+  size_t keep = body.size();
+  for (const std::string_view tag : {kFunction, kFunctionEnd, kParam, kParamEnd, kCallClose}) {
+    keep = std::min(keep, body.size() - partial_tag_tail(body, tag));
+  }
+  std::string_view stable = body.substr(0, keep);
+  const auto drop_final_newlines = [&] {
+    while (stable.ends_with('\n')) stable.remove_suffix(1);
+  };
+  StableBlock out;
+  for (;;) {
+    drop_final_newlines();
+    const size_t function = stable.rfind(kFunction);
+    if (function == std::string_view::npos) return std::nullopt;
+    if (stable.find(kFunctionEnd, function) != std::string_view::npos) break;
+    const size_t name_end = stable.find('>', function);
+    if (name_end == std::string_view::npos) {  // its name is not whole: the one before is last
+      stable = stable.substr(0, function);
+      continue;
+    }
+    out.open_call = true;
+    const size_t param = stable.rfind(kParam);
+    if (param == std::string_view::npos || param < name_end ||
+        stable.find(kParamEnd, param) != std::string_view::npos) {
+      break;
+    }
+    const size_t key_end = stable.find('>', param);
+    if (key_end != std::string_view::npos) {
+      const std::string_view name =
+          stable.substr(function + kFunction.size(), name_end - function - kFunction.size());
+      const std::string key(stable.substr(param + kParam.size(), key_end - param - kParam.size()));
+      const nlohmann::json& properties = tool_properties(tools, name);
+      const auto schema = properties.find(key);
+      out.open_string =
+          schema_types(schema == properties.end() ? nlohmann::json::object() : *schema) ==
+          std::vector<std::string>{"string"};
+    }
+    if (!out.open_string) {  // typed only once whole: left out until it closes
+      stable = stable.substr(0, param);
+      drop_final_newlines();
+    }
+    break;
+  }
+  out.text = std::string(stable);
+  return out;
 }
 
 size_t qwen3_coder_content_end(std::string_view text) {

@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ctxpar/server/block_call_stream.h"
 #include "ctxpar/server/tool_call_parser.h"
 
 namespace ctxpar::server {
@@ -43,5 +44,12 @@ std::optional<std::vector<ToolCall>> qwen3_coder_tool_calls(std::string_view bod
 size_t qwen3_coder_content_end(std::string_view text);
 
 ToolCallSplit split_qwen3_coder(std::string_view text, const nlohmann::json& tools);
+
+// What of an open block's `body` is final (block_call_stream.h): cut before a partial tag and
+// before final newlines (one may be a value's last, which vLLM drops), without a function whose
+// name is not whole, and without an open parameter unless its schema makes it a string
+// (schema_types ["string"]: the value is the text as written).
+std::optional<StableBlock> qwen3_coder_stable_block(std::string_view body,
+                                                    const nlohmann::json& tools);
 
 }  // namespace ctxpar::server

@@ -233,6 +233,26 @@ void ToolCallStream::close_hermes(std::string_view body, bool closed, Delta& d) 
   hermes_.reset();
 }
 
+BlockCallStream ToolCallStream::new_block_stream() const {
+  const ToolCallParser parser = parser_;
+  const nlohmann::json* tools = tools_;
+  const auto schemas = [tools]() -> const nlohmann::json& {
+    static const nlohmann::json none;
+    return tools != nullptr ? *tools : none;
+  };
+  if (parser == ToolCallParser::kQwen3Coder) {
+    return BlockCallStream(
+        [schemas](std::string_view body) { return qwen3_coder_stable_block(body, schemas()); },
+        [schemas](std::string_view text) {
+          return qwen3_coder_tool_calls(text, /*closed=*/true, schemas());
+        });
+  }
+  const bool glm47 = parser == ToolCallParser::kGlm47;
+  return BlockCallStream(
+      [schemas, glm47](std::string_view body) { return glm_stable_block(body, glm47, schemas()); },
+      [schemas, glm47](std::string_view text) { return glm_tool_call(text, glm47, schemas()); });
+}
+
 ToolCallStream::Delta ToolCallStream::add_tagged(std::string_view text, bool finished) {
   const Format f = format_of(parser_);
   const nlohmann::json& tools = tools_ != nullptr ? *tools_ : nlohmann::json();
@@ -270,28 +290,33 @@ ToolCallStream::Delta ToolCallStream::add_tagged(std::string_view text, bool fin
     }
     const size_t close = buf.find(f.close);
     const bool hermes = parser_ == ToolCallParser::kHermes;
-    const bool qwen3_coder = parser_ == ToolCallParser::kQwen3Coder;
+    const bool streams_blocks = parser_ == ToolCallParser::kQwen3Coder ||
+                                parser_ == ToolCallParser::kGlm45 ||
+                                parser_ == ToolCallParser::kGlm47;
     if (close == std::string::npos && !finished) {
       if (hermes) stream_hermes(buf, d);
-      if (qwen3_coder) {
-        if (!qwen3_coder_) qwen3_coder_.emplace(tools_);
-        qwen3_coder_->add(buf, calls_sent_, d.calls);
+      if (streams_blocks) {
+        if (!block_stream_) block_stream_.emplace(new_block_stream());
+        block_stream_->add(buf, calls_sent_, d.calls);
       }
       held_ = std::move(buf);
       return d;
     }
     const std::string body = buf.substr(0, close);
     if (hermes) stream_hermes(body, d);
-    if (qwen3_coder_ && qwen3_coder_->started()) {
-      qwen3_coder_->close(block_calls(parser_, body, close != std::string::npos, tools),
-                          calls_sent_, d.calls);
-      qwen3_coder_.reset();
+    if (block_stream_) block_stream_->add(body, calls_sent_, d.calls);  // what the delta added
+    if (block_stream_ && block_stream_->started()) {
+      const bool counts = close != std::string::npos || f.open_block_counts;
+      block_stream_->close(
+          counts ? block_calls(parser_, body, close != std::string::npos, tools) : std::nullopt,
+          calls_sent_, d.calls);
+      block_stream_.reset();
       in_block_ = false;
       if (close == std::string::npos) return d;
       buf.erase(0, close + f.close.size());
       continue;
     }
-    qwen3_coder_.reset();
+    block_stream_.reset();
     if (hermes_ && hermes_->named()) {
       close_hermes(body, close != std::string::npos, d);
       in_block_ = false;

@@ -52,8 +52,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ctxpar/server/block_call_stream.h"
 #include "ctxpar/server/named_call_stream.h"
-#include "ctxpar/server/qwen3_coder_stream.h"
 #include "ctxpar/server/tool_call.h"
 
 namespace ctxpar::server {
@@ -132,8 +132,9 @@ class ToolCallStream {
   void send(std::vector<ToolCall> calls, Delta& d);
   std::optional<NamedCallStream> hermes_;
   size_t hermes_fed_ = 0;
-  // qwen3_coder: the open block's calls as they stream.
-  std::optional<Qwen3CoderBlockStream> qwen3_coder_;
+  // qwen3_coder, glm45, glm47: the open block's calls as they stream.
+  std::optional<BlockCallStream> block_stream_;
+  BlockCallStream new_block_stream() const;
   int calls_sent_ = 0;
 };
 

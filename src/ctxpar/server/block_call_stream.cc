@@ -1,0 +1,66 @@
+#include "ctxpar/server/block_call_stream.h"
+
+#include <algorithm>
+
+namespace ctxpar::server {
+
+void BlockCallStream::add(std::string_view body, int& calls_sent, std::vector<ToolCallPiece>& out) {
+  const std::optional<StableBlock> stable = stable_cut_(body);
+  if (!stable) return;
+  const std::optional<std::vector<ToolCall>> calls = parse_(stable->text);
+  if (!calls) return;
+  for (size_t k = 0; k < calls->size(); ++k) {
+    std::string args = (*calls)[k].arguments;
+    std::string closers;
+    if (k + 1 == calls->size() && stable->open_call) {
+      closers = stable->open_string ? "\"}" : "}";
+      if (!args.ends_with(closers)) return;  // the open value is not last (a repeated key)
+      args.resize(args.size() - closers.size());
+    }
+    update(k, (*calls)[k], std::move(args), std::move(closers), calls_sent, out);
+  }
+}
+
+void BlockCallStream::update(size_t k, const ToolCall& call, std::string args, std::string closers,
+                             int& calls_sent, std::vector<ToolCallPiece>& out) {
+  if (k > sent_.size()) return;
+  if (k == sent_.size()) {
+    sent_.push_back({calls_sent, args, std::move(closers)});
+    out.push_back({calls_sent++, call.id, call.name, std::move(args)});
+    return;
+  }
+  Sent& s = sent_[k];
+  if (s.diverged) return;
+  if (args.compare(0, s.arguments.size(), s.arguments) != 0) {
+    s.diverged = true;
+    return;
+  }
+  if (args.size() > s.arguments.size()) {
+    out.push_back({s.index, "", "", args.substr(s.arguments.size())});
+  }
+  s.arguments = std::move(args);
+  s.closers = std::move(closers);
+}
+
+void BlockCallStream::close(const std::optional<std::vector<ToolCall>>& calls, int& calls_sent,
+                            std::vector<ToolCallPiece>& out) {
+  const size_t whole = calls ? calls->size() : 0;
+  for (size_t k = 0; k < std::max(whole, sent_.size()); ++k) {
+    if (k >= sent_.size()) {
+      const ToolCall& call = (*calls)[k];
+      out.push_back({calls_sent++, call.id, call.name, call.arguments});
+      continue;
+    }
+    const Sent& s = sent_[k];
+    const std::string* args = k < whole ? &(*calls)[k].arguments : nullptr;
+    if (args != nullptr && !s.diverged && args->compare(0, s.arguments.size(), s.arguments) == 0) {
+      if (args->size() > s.arguments.size())
+        out.push_back({s.index, "", "", args->substr(s.arguments.size())});
+    } else if (!s.closers.empty()) {
+      out.push_back({s.index, "", "", s.closers});
+    }
+  }
+  sent_.clear();
+}
+
+}  // namespace ctxpar::server
