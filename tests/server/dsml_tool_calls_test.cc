@@ -224,5 +224,51 @@ TEST(DsmlToolCalls, RandomlyCutStreamsGiveTheSameCalls) {
   EXPECT_TRUE(d.calls.empty());
 }
 
+// DeepSeek-V3.2 writing a long string="true" value: the call goes out once its invoke header is
+// whole, the value as it is written, a typed parameter once it closes; what went out is always a
+// prefix of the whole call's arguments, and a repeated parameter ends the call as valid JSON.
+TEST(DsmlToolCalls, StringParametersStreamAsTheyAreWritten) {
+  SEEDED_RNG(rng);
+  static const char* const kChars[] = {"a",      " ",      "\n",         "\"",
+                                       "\\",     "<",      ">",          "/",
+                                       "\u00e9", "\u676d", "\U0001F600", "<｜DSML｜invoke"};
+  for (int round = 0; round < 100; ++round) {
+    std::string value;
+    for (size_t n = 50 + rng() % 100; n > 0; --n) value += kChars[rng() % std::size(kChars)];
+    const bool repeat = rng() % 4 == 0;
+    const std::string text =
+        "Searching.\n" + block(invoke("search", param("limit", "3", false) + param("query", value) +
+                                                    (repeat ? param("limit", "4", false) : "")) +
+                               invoke("get_weather", param("location", "Paris")));
+    SCOPED_TRACE(text);
+    const ToolCallSplit want = dsml(text);
+    ASSERT_EQ(want.calls.size(), 2u);
+    ToolCallStream stream(ToolCallParser::kDeepSeekV32, &kTools);
+    std::vector<ToolCallPiece> calls;
+    const size_t value_end = text.find("</｜DSML｜parameter>", text.find(value));
+    size_t sent_at_value_end = 0;
+    for (size_t at = 0; at < text.size();) {
+      const size_t len = std::min(text.size() - at, size_t{1} + rng() % 5);
+      ToolCallStream::Delta d =
+          stream.add(std::string_view(text).substr(at, len), at + len == text.size());
+      for (ToolCallPiece& p : d.calls) test::add_piece(calls, std::move(p));
+      if (!repeat) {
+        for (size_t k = 0; k < calls.size(); ++k) {
+          const std::string& whole = want.calls[k].arguments;
+          ASSERT_EQ(whole.compare(0, calls[k].arguments.size(), calls[k].arguments), 0)
+              << calls[k].arguments;
+        }
+      }
+      at += len;
+      if (at <= value_end) sent_at_value_end = calls.empty() ? 0 : calls[0].arguments.size();
+    }
+    ASSERT_EQ(calls.size(), 2u);
+    for (const ToolCallPiece& call : calls) EXPECT_TRUE(json::parse(call.arguments).is_object());
+    if (repeat) continue;
+    test::expect_same_calls(calls, want.calls);
+    EXPECT_GE(sent_at_value_end + 32, want.calls[0].arguments.size());  // less a partial tag
+  }
+}
+
 }  // namespace
 }  // namespace ctxpar::server

@@ -2,9 +2,18 @@
 
 #include <algorithm>
 
+#include "ctxpar/tokenizer/utf8.h"
+
 namespace ctxpar::server {
 
 void BlockCallStream::add(std::string_view body, int& calls_sent, std::vector<ToolCallPiece>& out) {
+  // A character cut in two (deltas from byte-level pieces) waits for its other bytes.
+  for (size_t back = 1; back <= std::min<size_t>(3, body.size()); ++back) {
+    const auto byte = static_cast<unsigned char>(body[body.size() - back]);
+    if ((byte & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    if (tokenizer::utf8::char_length(byte) > back) body.remove_suffix(back);
+    break;
+  }
   const std::optional<StableBlock> stable = stable_cut_(body);
   if (!stable) return;
   const std::optional<std::vector<ToolCall>> calls = parse_(stable->text);
@@ -32,7 +41,9 @@ void BlockCallStream::update(size_t k, const ToolCall& call, std::string args, s
   Sent& s = sent_[k];
   if (s.diverged) return;
   if (args.compare(0, s.arguments.size(), s.arguments) != 0) {
+    // It can only be ended, and is now, before any piece of a later call.
     s.diverged = true;
+    if (!s.closers.empty()) out.push_back({s.index, "", "", s.closers});
     return;
   }
   if (args.size() > s.arguments.size()) {
@@ -52,8 +63,9 @@ void BlockCallStream::close(const std::optional<std::vector<ToolCall>>& calls, i
       continue;
     }
     const Sent& s = sent_[k];
+    if (s.diverged) continue;  // ended already
     const std::string* args = k < whole ? &(*calls)[k].arguments : nullptr;
-    if (args != nullptr && !s.diverged && args->compare(0, s.arguments.size(), s.arguments) == 0) {
+    if (args != nullptr && args->compare(0, s.arguments.size(), s.arguments) == 0) {
       if (args->size() > s.arguments.size())
         out.push_back({s.index, "", "", args->substr(s.arguments.size())});
     } else if (!s.closers.empty()) {

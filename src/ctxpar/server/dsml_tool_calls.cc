@@ -1,5 +1,6 @@
 #include "ctxpar/server/dsml_tool_calls.h"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <string>
@@ -7,6 +8,7 @@
 #include "ctxpar/server/openai_responses.h"
 #include "ctxpar/server/python_json.h"
 #include "ctxpar/server/python_space.h"
+#include "ctxpar/server/text_tags.h"
 #include "ctxpar/server/tool_schema.h"
 
 namespace ctxpar::server {
@@ -129,6 +131,61 @@ std::vector<ToolCall> dsml_tool_calls(std::string_view body, const nlohmann::jso
                              python_json_text(unwrap(std::move(params), properties))});
   }
   return calls;
+}
+
+std::optional<StableBlock> dsml_stable_block(std::string_view body) {
+  size_t keep = body.size();
+  for (const std::string_view tag :
+       {kInvoke, kInvokeEnd, kParam, kParamEnd, std::string_view("</｜DSML｜function_calls>")}) {
+    keep = std::min(keep, body.size() - partial_tag_tail(body, tag));
+  }
+  const std::string_view stable = body.substr(0, keep);
+  StableBlock out{.text = std::string(stable)};
+  // The invokes and parameters as find_all reads them, to the first one still open.
+  const auto cut_at = [&](size_t at, bool open_call) {
+    out.text = std::string(stable.substr(0, at));
+    if (open_call) out.text += kInvokeEnd;
+    out.open_call = open_call;
+    return out;
+  };
+  for (size_t at = 0;;) {
+    const size_t invoke = stable.find(kInvoke, at);
+    if (invoke == std::string_view::npos) return out;  // every invoke is closed
+    Element e;
+    const size_t header = invoke_header(stable, invoke + kInvoke.size(), e);
+    const size_t end = stable.find(kInvokeEnd, header == std::string_view::npos ? invoke : header);
+    if (header == std::string_view::npos) {
+      if (end == std::string_view::npos) return cut_at(invoke, false);  // its name may grow
+      at = invoke + 1;                                                  // no invoke starts here
+      continue;
+    }
+    if (end != std::string_view::npos) {
+      at = end + kInvokeEnd.size();
+      continue;
+    }
+    for (size_t p_at = header;;) {  // the open invoke's parameters
+      const size_t param = stable.find(kParam, p_at);
+      if (param == std::string_view::npos) return cut_at(stable.size(), true);
+      Element p;
+      const size_t p_header = parameter_header(stable, param + kParam.size(), p);
+      const size_t p_end =
+          stable.find(kParamEnd, p_header == std::string_view::npos ? param : p_header);
+      if (p_header == std::string_view::npos) {
+        if (p_end == std::string_view::npos) return cut_at(param, true);
+        p_at = param + 1;
+        continue;
+      }
+      if (p_end != std::string_view::npos) {
+        p_at = p_end + kParamEnd.size();
+        continue;
+      }
+      if (p.string_attr != "true") return cut_at(param, true);  // typed only once whole
+      out.text += kParamEnd;
+      out.text += kInvokeEnd;
+      out.open_call = out.open_string = true;
+      return out;
+    }
+  }
 }
 
 }  // namespace ctxpar::server

@@ -18,14 +18,21 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string_view>
 #include <vector>
 
+#include "ctxpar/server/block_call_stream.h"
 #include "ctxpar/server/tool_call_parser.h"
 
 namespace ctxpar::server {
 
 // The calls of one block's text (none when it holds no complete invoke).
 std::vector<ToolCall> dsml_tool_calls(std::string_view body, const nlohmann::json& tools);
+
+// What of an open block's `body` is final (block_call_stream.h), as a block text whose invokes
+// are closed: cut before a partial tag, without an invoke whose header is not whole, and
+// without an open parameter unless it is string="true" (its value is then the text as written).
+std::optional<StableBlock> dsml_stable_block(std::string_view body);
 
 }  // namespace ctxpar::server

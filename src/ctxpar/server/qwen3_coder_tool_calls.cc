@@ -106,9 +106,15 @@ std::optional<StableBlock> qwen3_coder_stable_block(std::string_view body,
   StableBlock out;
   for (;;) {
     drop_final_newlines();
-    const size_t function = stable.rfind(kFunction);
+    // The function still open, as function_texts reads them (each runs to its first
+    // </function>, whatever tags its values hold).
+    size_t function = stable.find(kFunction);
     if (function == std::string_view::npos) return std::nullopt;
-    if (stable.find(kFunctionEnd, function) != std::string_view::npos) break;
+    for (size_t end; (end = stable.find(kFunctionEnd, function)) != std::string_view::npos;) {
+      function = stable.find(kFunction, end + kFunctionEnd.size());
+      if (function == std::string_view::npos) break;
+    }
+    if (function == std::string_view::npos) break;  // every function is closed
     const size_t name_end = stable.find('>', function);
     if (name_end == std::string_view::npos) {  // its name is not whole: the one before is last
       stable = stable.substr(0, function);

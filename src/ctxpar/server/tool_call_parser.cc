@@ -247,6 +247,13 @@ BlockCallStream ToolCallStream::new_block_stream() const {
           return qwen3_coder_tool_calls(text, /*closed=*/true, schemas());
         });
   }
+  if (parser == ToolCallParser::kDeepSeekV32) {
+    return BlockCallStream(
+        [](std::string_view body) { return dsml_stable_block(body); },
+        [schemas](std::string_view text) {
+          return std::optional<std::vector<ToolCall>>(dsml_tool_calls(text, schemas()));
+        });
+  }
   const bool glm47 = parser == ToolCallParser::kGlm47;
   return BlockCallStream(
       [schemas, glm47](std::string_view body) { return glm_stable_block(body, glm47, schemas()); },
@@ -290,9 +297,9 @@ ToolCallStream::Delta ToolCallStream::add_tagged(std::string_view text, bool fin
     }
     const size_t close = buf.find(f.close);
     const bool hermes = parser_ == ToolCallParser::kHermes;
-    const bool streams_blocks = parser_ == ToolCallParser::kQwen3Coder ||
-                                parser_ == ToolCallParser::kGlm45 ||
-                                parser_ == ToolCallParser::kGlm47;
+    const bool streams_blocks =
+        parser_ == ToolCallParser::kQwen3Coder || parser_ == ToolCallParser::kGlm45 ||
+        parser_ == ToolCallParser::kGlm47 || parser_ == ToolCallParser::kDeepSeekV32;
     if (close == std::string::npos && !finished) {
       if (hermes) stream_hermes(buf, d);
       if (streams_blocks) {

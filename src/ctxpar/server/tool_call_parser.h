@@ -132,7 +132,7 @@ class ToolCallStream {
   void send(std::vector<ToolCall> calls, Delta& d);
   std::optional<NamedCallStream> hermes_;
   size_t hermes_fed_ = 0;
-  // qwen3_coder, glm45, glm47: the open block's calls as they stream.
+  // qwen3_coder, glm45, glm47, deepseek_v32: the open block's calls as they stream.
   std::optional<BlockCallStream> block_stream_;
   BlockCallStream new_block_stream() const;
   int calls_sent_ = 0;
