@@ -243,30 +243,16 @@ TEST(DsmlToolCalls, StringParametersStreamAsTheyAreWritten) {
     SCOPED_TRACE(text);
     const ToolCallSplit want = dsml(text);
     ASSERT_EQ(want.calls.size(), 2u);
-    ToolCallStream stream(ToolCallParser::kDeepSeekV32, &kTools);
-    std::vector<ToolCallPiece> calls;
-    const size_t value_end = text.find("</｜DSML｜parameter>", text.find(value));
-    size_t sent_at_value_end = 0;
-    for (size_t at = 0; at < text.size();) {
-      const size_t len = std::min(text.size() - at, size_t{1} + rng() % 5);
-      ToolCallStream::Delta d =
-          stream.add(std::string_view(text).substr(at, len), at + len == text.size());
-      for (ToolCallPiece& p : d.calls) test::add_piece(calls, std::move(p));
-      if (!repeat) {
-        for (size_t k = 0; k < calls.size(); ++k) {
-          const std::string& whole = want.calls[k].arguments;
-          ASSERT_EQ(whole.compare(0, calls[k].arguments.size(), calls[k].arguments), 0)
-              << calls[k].arguments;
-        }
-      }
-      at += len;
-      if (at <= value_end) sent_at_value_end = calls.empty() ? 0 : calls[0].arguments.size();
+    const test::CharacterStream got =
+        test::stream_by_characters(ToolCallParser::kDeepSeekV32, &kTools, text, rng, 5, want.calls,
+                                   repeat, text.find("</｜DSML｜parameter>", text.find(value)));
+    ASSERT_EQ(got.calls.size(), 2u);
+    for (const ToolCallPiece& call : got.calls) {
+      EXPECT_TRUE(json::parse(call.arguments).is_object());
     }
-    ASSERT_EQ(calls.size(), 2u);
-    for (const ToolCallPiece& call : calls) EXPECT_TRUE(json::parse(call.arguments).is_object());
     if (repeat) continue;
-    test::expect_same_calls(calls, want.calls);
-    EXPECT_GE(sent_at_value_end + 32, want.calls[0].arguments.size());  // less a partial tag
+    test::expect_same_calls(got.calls, want.calls);
+    EXPECT_GE(got.sent_at_mark + 32, want.calls[0].arguments.size());  // less a partial tag
   }
 }
 

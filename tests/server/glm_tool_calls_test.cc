@@ -269,30 +269,14 @@ TEST(GlmToolCalls, StringArgumentsStreamAsTheyAreWritten) {
     SCOPED_TRACE(text);
     const ToolCallSplit want = split_tool_calls(parser, text, kTools);
     ASSERT_EQ(want.calls.size(), 1u);
-    ToolCallStream stream(parser, &kTools);
-    std::vector<ToolCallPiece> calls;
-    const size_t file_end = text.find("</arg_value>", text.find(file));
-    size_t sent_at_file_end = 0;
-    for (size_t at = 0; at < text.size();) {
-      size_t len = std::min(text.size() - at, size_t{1} + rng() % 4);
-      while (at + len < text.size() && (static_cast<unsigned char>(text[at + len]) & 0xC0) == 0x80)
-        ++len;
-      ToolCallStream::Delta d =
-          stream.add(std::string_view(text).substr(at, len), at + len == text.size());
-      for (ToolCallPiece& p : d.calls) test::add_piece(calls, std::move(p));
-      if (!repeat && !calls.empty()) {
-        const std::string& args = want.calls[0].arguments;
-        ASSERT_EQ(args.compare(0, calls[0].arguments.size(), calls[0].arguments), 0)
-            << calls[0].arguments;
-      }
-      at += len;
-      if (at <= file_end) sent_at_file_end = calls.empty() ? 0 : calls[0].arguments.size();
-    }
-    ASSERT_EQ(calls.size(), 1u);
-    EXPECT_TRUE(json::parse(calls[0].arguments).is_object());
+    const test::CharacterStream got =
+        test::stream_by_characters(parser, &kTools, text, rng, 4, want.calls, repeat,
+                                   text.find("</arg_value>", text.find(file)));
+    ASSERT_EQ(got.calls.size(), 1u);
+    EXPECT_TRUE(json::parse(got.calls[0].arguments).is_object());
     if (repeat) continue;
-    test::expect_same_calls(calls, want.calls);
-    EXPECT_GE(sent_at_file_end + 16, want.calls[0].arguments.size());
+    test::expect_same_calls(got.calls, want.calls);
+    EXPECT_GE(got.sent_at_mark + 16, want.calls[0].arguments.size());
   }
 }
 

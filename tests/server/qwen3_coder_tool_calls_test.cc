@@ -223,29 +223,12 @@ TEST(Qwen3CoderToolCalls, LongStringParametersStreamAsTheyAreWritten) {
     const ToolCallSplit want = split_tool_calls(ToolCallParser::kQwen3Coder, text, tools);
     ASSERT_EQ(want.calls.size(), 1u);
     const std::string& args = want.calls[0].arguments;
-    ToolCallStream stream(ToolCallParser::kQwen3Coder, &tools);
-    std::vector<ToolCallPiece> calls;
-    const size_t file_end = text.find(file) + file.size();
-    size_t sent_at_file_end = 0;
-    for (size_t at = 0; at < text.size();) {
-      size_t len = std::min(text.size() - at, size_t{1} + rng() % 4);
-      while (at + len < text.size() && (static_cast<unsigned char>(text[at + len]) & 0xC0) == 0x80)
-        ++len;
-      ToolCallStream::Delta d =
-          stream.add(std::string_view(text).substr(at, len), at + len == text.size());
-      for (ToolCallPiece& p : d.calls) test::add_piece(calls, std::move(p));
-      if (!calls.empty()) {
-        ASSERT_EQ(args.compare(0, calls[0].arguments.size(), calls[0].arguments), 0)
-            << calls[0].arguments << "\n vs \n"
-            << args;
-      }
-      at += len;
-      if (at <= file_end) sent_at_file_end = calls.empty() ? 0 : calls[0].arguments.size();
-    }
-    test::expect_same_calls(calls, want.calls);
+    const test::CharacterStream got =
+        test::stream_by_characters(ToolCallParser::kQwen3Coder, &tools, text, rng, 4, want.calls,
+                                   /*repeats=*/false, text.find(file) + file.size());
+    test::expect_same_calls(got.calls, want.calls);
     // By the time the file is written, all but its last characters went out.
-    const size_t file_in_args = args.find(", \"path\"");
-    EXPECT_GE(sent_at_file_end + 16, file_in_args) << text;
+    EXPECT_GE(got.sent_at_mark + 16, args.find(", \"path\"")) << text;
   }
 }
 

@@ -58,6 +58,39 @@ inline ToolCallStream::Delta stream_in_random_pieces(ToolCallParser parser,
   return all;
 }
 
+// `text` streamed through a new ToolCallStream in pieces of 1 to max_piece bytes cut between
+// characters (as detokenized deltas are), the last one finishing: the calls as a client
+// accumulates them. Without `repeats`, asserts after every piece that each call's arguments so
+// far are a prefix of the same call's in `whole` (the whole response's calls). `sent_at_mark`:
+// the first call's argument bytes out once the text up to byte `mark` was given.
+struct CharacterStream {
+  std::vector<ToolCallPiece> calls;
+  size_t sent_at_mark = 0;
+};
+inline CharacterStream stream_by_characters(ToolCallParser parser, const nlohmann::json* tools,
+                                            std::string_view text, std::mt19937_64& rng,
+                                            size_t max_piece, const std::vector<ToolCall>& whole,
+                                            bool repeats, size_t mark) {
+  ToolCallStream stream(parser, tools);
+  CharacterStream out;
+  for (size_t at = 0; at < text.size();) {
+    size_t len = std::min(text.size() - at, size_t{1} + rng() % max_piece);
+    while (at + len < text.size() && (static_cast<unsigned char>(text[at + len]) & 0xC0) == 0x80)
+      ++len;
+    ToolCallStream::Delta d = stream.add(text.substr(at, len), at + len == text.size());
+    for (ToolCallPiece& p : d.calls) add_piece(out.calls, std::move(p));
+    for (size_t k = 0; !repeats && k < out.calls.size() && k < whole.size(); ++k) {
+      EXPECT_EQ(
+          whole[k].arguments.compare(0, out.calls[k].arguments.size(), out.calls[k].arguments), 0)
+          << out.calls[k].arguments << "\nis no prefix of\n"
+          << whole[k].arguments;
+    }
+    at += len;
+    if (at <= mark) out.sent_at_mark = out.calls.empty() ? 0 : out.calls[0].arguments.size();
+  }
+  return out;
+}
+
 // The same calls (names and argument texts) in the same order.
 template <class Got>
 void expect_same_calls(const std::vector<Got>& got, const std::vector<ToolCall>& want) {
