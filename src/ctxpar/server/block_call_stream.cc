@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ctxpar/server/python_json.h"
 #include "ctxpar/tokenizer/utf8.h"
 
 namespace ctxpar::server {
@@ -16,6 +17,20 @@ void BlockCallStream::add(std::string_view body, int& calls_sent, std::vector<To
   }
   const std::optional<StableBlock> stable = stable_cut_(body);
   if (!stable) return;
+  if (stable->open_string && stable->value_at == value_at_ && value_at_ != std::string_view::npos &&
+      stable->value_end >= value_sent_) {
+    // More of the same string value: its escaped text is what the parse would add.
+    const std::string_view more = body.substr(value_sent_, stable->value_end - value_sent_);
+    if (more.empty()) return;
+    const std::string quoted = python_json_text(nlohmann::ordered_json(std::string(more)));
+    const std::string escaped = quoted.substr(1, quoted.size() - 2);
+    Sent& s = sent_.back();
+    out.push_back({s.index, "", "", escaped});
+    s.arguments += escaped;
+    value_sent_ = stable->value_end;
+    return;
+  }
+  value_at_ = std::string_view::npos;
   const std::optional<std::vector<ToolCall>> calls = parse_(stable->text);
   if (!calls) return;
   for (size_t k = 0; k < calls->size(); ++k) {
@@ -26,7 +41,14 @@ void BlockCallStream::add(std::string_view body, int& calls_sent, std::vector<To
       if (!args.ends_with(closers)) return;  // the open value is not last (a repeated key)
       args.resize(args.size() - closers.size());
     }
+    const std::string expected = args;
     update(k, (*calls)[k], std::move(args), std::move(closers), calls_sent, out);
+    // The last call stands at the end of an open string value: the fast path may follow it.
+    if (k + 1 == calls->size() && stable->open_string && k + 1 == sent_.size() &&
+        !sent_[k].diverged && sent_[k].arguments == expected) {
+      value_at_ = stable->value_at;
+      value_sent_ = stable->value_end;
+    }
   }
 }
 

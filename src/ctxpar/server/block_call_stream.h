@@ -12,7 +12,8 @@
 // arguments do not continue what went out (both formats keep a repeated parameter at its first
 // place with the last value), or a block vLLM cannot read after all, ends with the closers its
 // sent text still needs, so the client holds valid JSON; the whole response has the exact
-// calls. Each update parses the block from its start (linear in the block, per delta).
+// calls. An update parses the block from its start, except while the text grows inside the open
+// string value the last update ended in: that text is only escaped and sent.
 #pragma once
 
 #include <functional>
@@ -30,6 +31,9 @@ struct StableBlock {
   std::string text;
   bool open_call = false;    // the last call is still being written: its arguments lack "}"
   bool open_string = false;  // ... inside a string value: they lack "\"}"
+  // With open_string: the open value's text so far is body[value_at, value_end) exactly (npos:
+  // not known yet). Later text of the same value only appends to it, escaped.
+  size_t value_at = std::string_view::npos, value_end = std::string_view::npos;
 };
 
 class BlockCallStream {
@@ -64,6 +68,9 @@ class BlockCallStream {
   StableCut stable_cut_;
   Parse parse_;
   std::vector<Sent> sent_;
+  // The open string value the last call's sent arguments end in, and how much of it went out:
+  // while the block only grows inside it, the new text is escaped and sent without a parse.
+  size_t value_at_ = std::string_view::npos, value_sent_ = 0;
 };
 
 }  // namespace ctxpar::server

@@ -183,6 +183,8 @@ std::optional<StableBlock> dsml_stable_block(std::string_view body) {
       out.text += kParamEnd;
       out.text += kInvokeEnd;
       out.open_call = out.open_string = true;
+      out.value_at = p_header;
+      out.value_end = stable.size();
       return out;
     }
   }

@@ -177,6 +177,8 @@ std::optional<StableBlock> glm_stable_block(std::string_view body, bool glm47,
                               python_strip_space(stable.substr(key, key_close - key)))) {
         out.text += kValueClose;
         out.open_string = true;
+        out.value_at = value;
+        out.value_end = stable.size();
         return out;
       }
     }

@@ -136,6 +136,11 @@ std::optional<StableBlock> qwen3_coder_stable_block(std::string_view body,
       out.open_string =
           schema_types(schema == properties.end() ? nlohmann::json::object() : *schema) ==
           std::vector<std::string>{"string"};
+      // The value loses one leading newline: where it starts is known once a character came.
+      if (out.open_string && key_end + 1 < stable.size()) {
+        out.value_at = key_end + 1 + (stable[key_end + 1] == '\n' ? 1 : 0);
+        out.value_end = std::max(out.value_at, stable.size());
+      }
     }
     if (!out.open_string) {  // typed only once whole: left out until it closes
       stable = stable.substr(0, param);
