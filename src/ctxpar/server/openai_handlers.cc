@@ -93,11 +93,15 @@ void run_generation(engine::OnlineEngine& engine, ServerMetrics& metrics,
           sink.done();
           return true;
         }
-        std::string out;
+        // Responses open with response.created at once, as vLLM's; chat's role chunks wait for
+        // the first output.
+        std::string out = stream->plan->endpoint == Endpoint::kResponses
+                              ? stream->responder->first_events()
+                              : std::string();
         const auto deadline = Clock::now() + keepalive;
         while (out.empty() && Clock::now() < deadline && !stream->generation->done()) {
           const auto deltas = stream->generation->next(std::chrono::milliseconds(200));
-          if (!deltas.empty()) out = stream->responder->first_events();
+          if (!deltas.empty()) out += stream->responder->first_events();
           out += stream->responder->add(deltas, true);
         }
         if (stream->generation->done()) {
