@@ -232,6 +232,13 @@ TEST(ResponsesRequest, RefusalsNameTheField) {
       {R"({"input": "x", "truncation": "middle"})", 400, "truncation"},
       {R"({"input": "x", "stream": "yes"})", 400, "stream"},
       {R"({"input": "x", "prompt": {"id": "p"}})", 400, "prompt"},
+      {R"({"input": [{"type": 5, "text": "x"}]})", 400, "needs a type or a role"},
+      {R"({"input": [{"role": "user", "content": [{"type": ["input_text"], "text": "x"}]}]})", 400,
+       "content part type ''"},
+      {R"({"input": "x", "tools": [{"name": "f"}]})", 400, "tools[0].type"},
+      {R"({"input": "x", "text": {"format": {"type": "json_schema", "name": 5,
+          "schema": {}}}})",
+       400, "text.format.name"},
   };
   for (const auto& c : cases) {
     try {

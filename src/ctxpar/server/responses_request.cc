@@ -71,6 +71,13 @@ const ordered_json& field(const ordered_json& body, const char* key) {
   throw bad_request(fmt::format("{}: Input should be {}", param, expected), param);
 }
 
+// `obj[key]` when it is a string, else `fallback`: a value of another type then reads as an
+// unknown one, which the caller refuses with a 400.
+std::string string_or(const ordered_json& obj, const char* key, const char* fallback) {
+  const ordered_json& v = field(obj, key);
+  return v.is_string() ? v.get<std::string>() : fallback;
+}
+
 std::string string_field(const ordered_json& item, const char* key, const std::string& where) {
   const ordered_json& v = field(item, key);
   if (!v.is_string()) wrong_type(fmt::format("{}.{}", where, key), "a valid string");
@@ -80,7 +87,7 @@ std::string string_field(const ordered_json& item, const char* key, const std::s
 // The text of one content part of an input item: input_text / output_text (and chat's "text").
 std::string part_text(const ordered_json& part, const std::string& where) {
   if (!part.is_object()) wrong_type(where, "a content part object");
-  const std::string type = part.value("type", "");
+  const std::string type = string_or(part, "type", "");
   if (type != "input_text" && type != "output_text" && type != "text") {
     throw bad_request(fmt::format("{}: content part type '{}' is not supported; use input_text "
                                   "or output_text",
@@ -110,7 +117,7 @@ std::string assistant_text(const ordered_json& content, const std::string& where
 }
 
 ordered_json* previous_assistant(ordered_json& messages) {
-  if (messages.empty() || messages.back().value("role", "") != "assistant") return nullptr;
+  if (messages.empty() || string_or(messages.back(), "role", "") != "assistant") return nullptr;
   return &messages.back();
 }
 
@@ -202,11 +209,9 @@ void add_input_item(const ordered_json& item, size_t i, ordered_json& messages) 
 bool continues_final_message(const ordered_json& input) {
   if (!input.is_array() || input.empty() || !input.back().is_object()) return false;
   const ordered_json& last = input.back();
-  const std::string type = last.value("type", "message");
+  const std::string type = string_or(last, "type", "message");
   if (type != "message" && type != "reasoning") return false;
-  const std::string status = last.contains("status") && last["status"].is_string()
-                                 ? last["status"].get<std::string>()
-                                 : "";
+  const std::string status = string_or(last, "status", "");
   return status == "in_progress" || status == "incomplete";
 }
 
@@ -226,7 +231,7 @@ void add_chat_tools(const ordered_json& tool, size_t i, ordered_json& out,
                     ResponsesToolNames& names) {
   const std::string where = fmt::format("tools[{}]", i);
   if (!tool.is_object()) wrong_type(where, "a valid dictionary");
-  const std::string type = tool.value("type", "");
+  const std::string type = string_field(tool, "type", where);
   if (type == "function") {
     out.push_back(chat_function(tool, string_field(tool, "name", where)));
   } else if (type == "custom") {
@@ -240,7 +245,7 @@ void add_chat_tools(const ordered_json& tool, size_t i, ordered_json& out,
     const ordered_json& inner = field(tool, "tools");
     if (!inner.is_array()) wrong_type(where + ".tools", "a valid list");
     for (size_t k = 0; k < inner.size(); ++k) {
-      if (!inner[k].is_object() || inner[k].value("type", "") != "function") continue;
+      if (!inner[k].is_object() || string_or(inner[k], "type", "") != "function") continue;
       const std::string name =
           string_field(inner[k], "name", fmt::format("{}.tools[{}]", where, k));
       const std::string flat = ns + kNamespaceSeparator + name;
@@ -259,7 +264,7 @@ ordered_json chat_tool_choice(const ordered_json& choice) {
     throw bad_request(fmt::format("tool_choice: '{}' is not one of auto, none, required", s),
                       "tool_choice");
   }
-  if (choice.is_object() && choice.value("type", "") == "function") {
+  if (choice.is_object() && string_or(choice, "type", "") == "function") {
     return {{"type", "function"},
             {"function", {{"name", string_field(choice, "name", "tool_choice")}}}};
   }
@@ -276,11 +281,13 @@ ordered_json chat_response_format(const ordered_json& text) {
   const ordered_json& format = field(text, "format");
   if (format.is_null()) return nullptr;
   if (!format.is_object()) wrong_type("text.format", "a valid dictionary");
-  const std::string type = format.value("type", "");
+  const std::string type = string_or(format, "type", "");
   if (type == "text") return nullptr;
   if (type == "json_object") return {{"type", "json_object"}};
   if (type == "json_schema") {
-    ordered_json schema = {{"name", format.value("name", "response")}};
+    const ordered_json& name = field(format, "name");
+    if (!name.is_null() && !name.is_string()) wrong_type("text.format.name", "a valid string");
+    ordered_json schema = {{"name", name.is_null() ? ordered_json("response") : name}};
     if (!format.contains("schema") || !format["schema"].is_object())
       wrong_type("text.format.schema", "a valid dictionary");
     schema["schema"] = format["schema"];
