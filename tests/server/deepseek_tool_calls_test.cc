@@ -111,5 +111,42 @@ TEST(DeepSeekToolCalls, RandomlyCutStreamsGiveTheSameCalls) {
   }
 }
 
+// Long arguments stream as the model writes them (its own text, as the whole response keeps
+// it): after every piece what went out is a prefix of the whole call's, and all of it is out
+// by the end tag. A call whose line ends before its end tag is no call: the stream stops it.
+TEST(DeepSeekToolCalls, ArgumentsStreamAsTheyAreWritten) {
+  SEEDED_RNG(rng);
+  static const char* const kChars[] = {"a", " ", "\\\"", "\\n",    "<",         ">",
+                                       "{", "}", ":",    "\u00e9", "\U0001F600"};
+  for (int round = 0; round < 100; ++round) {
+    const bool is3 = rng() % 2 == 0;
+    const ToolCallParser parser = is3 ? ToolCallParser::kDeepSeekV3 : ToolCallParser::kDeepSeekV31;
+    std::string content;
+    for (size_t n = 50 + rng() % 150; n > 0; --n) content += kChars[rng() % std::size(kChars)];
+    const std::string args = R"({"path": "a.txt", "content": ")" + content + "\"}";
+    const std::string first = is3 ? call3("write", args) : call31("write", args);
+    const std::string text =
+        "Writing.\n" + block(first + (is3 ? call3("f", "{}") : call31("f", "{}")));
+    SCOPED_TRACE(text);
+    const ToolCallSplit want = split_tool_calls(parser, text, nullptr);
+    ASSERT_EQ(want.calls.size(), 2u);
+    const test::CharacterStream got =
+        test::stream_by_characters(parser, nullptr, text, rng, 4, want.calls, /*repeats=*/false,
+                                   text.find(args) + args.size());
+    test::expect_same_calls(got.calls, want.calls);
+    EXPECT_GE(got.sent_at_mark + 8, args.size());  // less the piece that crosses the mark
+  }
+  // A newline inside the arguments' line: no call, whole or streamed past that point.
+  const std::string broken = block(call31("f", "{\"a\":\n 1}") + call31("g", "{}"));
+  const ToolCallSplit whole = v31(broken);
+  ASSERT_EQ(whole.calls.size(), 1u);
+  EXPECT_EQ(whole.calls[0].name, "g");
+  const ToolCallStream::Delta got =
+      test::stream_in_random_pieces(ToolCallParser::kDeepSeekV31, nullptr, broken, rng, 3);
+  ASSERT_FALSE(got.calls.empty());
+  EXPECT_EQ(got.calls.back().name, "g");
+  EXPECT_EQ(got.calls.back().arguments, "{}");
+}
+
 }  // namespace
 }  // namespace ctxpar::server

@@ -31,6 +31,8 @@ struct StableBlock {
   std::string text;
   bool open_call = false;    // the last call is still being written: its arguments lack "}"
   bool open_string = false;  // ... inside a string value: they lack "\"}"
+  // The arguments are the model's own text, not built JSON: nothing is known to close them.
+  bool raw_arguments = false;
   // With open_string: the open value's text so far is body[value_at, value_end) exactly (npos:
   // not known yet). Later text of the same value only appends to it, escaped.
   size_t value_at = std::string_view::npos, value_end = std::string_view::npos;
@@ -59,15 +61,20 @@ class BlockCallStream {
     int index = 0;
     std::string arguments;  // sent so far
     std::string closers;    // what the arguments still lack to be whole JSON: "}" or "\"}"
-    bool diverged = false;  // the parse stopped continuing what went out
+    bool raw_open = false;  // raw arguments, the call still open (it may turn out no call)
+    bool diverged = false;  // the parse stopped continuing what went out: it is ended
   };
+  // The sent call that the parse's call k (with `args`) is: k, less the calls found to be
+  // none; may drop the last one for that (sent_.size(): a new call).
+  size_t slot(size_t k, const std::string& args);
   // The call's next arguments (`args` without `closers`): sent when they continue what went out.
-  void update(size_t k, const ToolCall& call, std::string args, std::string closers,
+  void update(size_t k, const ToolCall& call, std::string args, std::string closers, bool raw_open,
               int& calls_sent, std::vector<ToolCallPiece>& out);
 
   StableCut stable_cut_;
   Parse parse_;
   std::vector<Sent> sent_;
+  size_t vanished_ = 0;  // sent calls that turned out no call (raw arguments only)
   // The open string value the last call's sent arguments end in, and how much of it went out:
   // while the block only grows inside it, the new text is escaped and sent without a parse.
   size_t value_at_ = std::string_view::npos, value_sent_ = 0;

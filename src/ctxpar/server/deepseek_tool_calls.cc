@@ -1,8 +1,10 @@
 #include "ctxpar/server/deepseek_tool_calls.h"
 
+#include <algorithm>
 #include <string>
 
 #include "ctxpar/server/openai_responses.h"
+#include "ctxpar/server/text_tags.h"
 
 namespace ctxpar::server {
 namespace {
@@ -68,6 +70,53 @@ std::vector<ToolCall> deepseek_v31_tool_calls(std::string_view body) {
     at = end + kEnd.size();
   }
   return calls;
+}
+
+std::optional<StableBlock> deepseek_stable_block(std::string_view body, bool v3) {
+  size_t keep = body.size();
+  for (const std::string_view tag :
+       {kBegin, kSep, kEnd, v3 ? kJsonOpen : kEnd, v3 ? kJsonClose : kEnd,
+        std::string_view("<｜tool▁calls▁end｜>")}) {
+    keep = std::min(keep, body.size() - partial_tag_tail(body, tag));
+  }
+  const std::string_view stable = body.substr(0, keep);
+  StableBlock out{.text = std::string(stable)};
+  for (size_t at = stable.find(kBegin); at != std::string_view::npos;) {
+    const size_t start = at + kBegin.size();
+    const size_t eol = line_end(stable, start);
+    // v3: the name's line, then ```json, then the arguments' line; v31: all on one line.
+    size_t args = std::string_view::npos;
+    if (v3) {
+      const size_t sep = stable.substr(start, eol - start).rfind(kSep);
+      if (sep != std::string_view::npos && stable.substr(eol).starts_with(kJsonOpen))
+        args = eol + kJsonOpen.size();
+    } else {
+      const size_t sep = stable.find(kSep, start);
+      if (sep != std::string_view::npos && sep < eol) args = sep + kSep.size();
+    }
+    const std::string_view close = v3 ? kJsonClose : kEnd;
+    const size_t args_eol = args == std::string_view::npos ? eol : line_end(stable, args);
+    const size_t end = args == std::string_view::npos ? args : stable.find(close, args);
+    const bool whole = end != std::string_view::npos && (v3 ? end == args_eol : end <= args_eol);
+    if (whole) {
+      at = stable.find(kBegin, end + close.size());
+      continue;
+    }
+    const bool line_open =
+        args == std::string_view::npos ? eol == stable.size() : args_eol == stable.size();
+    if (!line_open) {  // its line ended: no call starts here
+      at = stable.find(kBegin, at + 1);
+      continue;
+    }
+    if (args == std::string_view::npos) {  // its name is not whole yet
+      out.text = std::string(stable.substr(0, at));
+      return out;
+    }
+    out.text += close;
+    out.open_call = out.raw_arguments = true;
+    return out;
+  }
+  return out;
 }
 
 }  // namespace ctxpar::server

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ctxpar/server/block_call_stream.h"
 #include "ctxpar/server/tool_call_parser.h"
 
 namespace ctxpar::server {
@@ -22,5 +23,12 @@ namespace ctxpar::server {
 std::optional<std::vector<ToolCall>> deepseek_v3_tool_calls(std::string_view body);
 
 std::vector<ToolCall> deepseek_v31_tool_calls(std::string_view body);
+
+// What of an open block's `body` is final (block_call_stream.h), for deepseek_v3 (`v3`) or
+// deepseek_v31: the calls read as the parsers read them, cut before a partial tag; the last
+// call still on its line once its name is whole, closed with its end tag, its arguments so far
+// being the model's text as written (`raw_arguments`). A call whose line ends before its end
+// tag is no call: a stream that sent part of it sends no more of it.
+std::optional<StableBlock> deepseek_stable_block(std::string_view body, bool v3);
 
 }  // namespace ctxpar::server

@@ -247,6 +247,15 @@ BlockCallStream ToolCallStream::new_block_stream() const {
           return qwen3_coder_tool_calls(text, /*closed=*/true, schemas());
         });
   }
+  if (parser == ToolCallParser::kDeepSeekV3 || parser == ToolCallParser::kDeepSeekV31) {
+    const bool v3 = parser == ToolCallParser::kDeepSeekV3;
+    return BlockCallStream(
+        [v3](std::string_view body) { return deepseek_stable_block(body, v3); },
+        [v3](std::string_view text) {
+          return v3 ? deepseek_v3_tool_calls(text)
+                    : std::optional<std::vector<ToolCall>>(deepseek_v31_tool_calls(text));
+        });
+  }
   if (parser == ToolCallParser::kDeepSeekV32) {
     return BlockCallStream(
         [](std::string_view body) { return dsml_stable_block(body); },
@@ -299,7 +308,8 @@ ToolCallStream::Delta ToolCallStream::add_tagged(std::string_view text, bool fin
     const bool hermes = parser_ == ToolCallParser::kHermes;
     const bool streams_blocks =
         parser_ == ToolCallParser::kQwen3Coder || parser_ == ToolCallParser::kGlm45 ||
-        parser_ == ToolCallParser::kGlm47 || parser_ == ToolCallParser::kDeepSeekV32;
+        parser_ == ToolCallParser::kGlm47 || parser_ == ToolCallParser::kDeepSeekV32 ||
+        parser_ == ToolCallParser::kDeepSeekV3 || parser_ == ToolCallParser::kDeepSeekV31;
     if (close == std::string::npos && !finished) {
       if (hermes) stream_hermes(buf, d);
       if (streams_blocks) {
