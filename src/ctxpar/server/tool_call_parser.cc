@@ -21,24 +21,25 @@ constexpr std::string_view kQwen3Function = "<function=";
 struct Format {
   std::string_view open, close;
   bool open_block_counts;  // a block left open at the end of the output is parsed too
+  bool block_stream;       // an open block's calls stream through BlockCallStream (stable_block)
 };
 
 Format format_of(ToolCallParser parser) {
   switch (parser) {
     case ToolCallParser::kHermes:
-      return {"<tool_call>", "</tool_call>", true};
+      return {"<tool_call>", "</tool_call>", true, false};  // streams through NamedCallStream
     case ToolCallParser::kGlm45:
     case ToolCallParser::kGlm47:
-      return {"<tool_call>", "</tool_call>", false};
+      return {"<tool_call>", "</tool_call>", false, true};
     case ToolCallParser::kDeepSeekV32:
-      return {"<｜DSML｜function_calls>", "</｜DSML｜function_calls>", false};
+      return {"<｜DSML｜function_calls>", "</｜DSML｜function_calls>", false, true};
     case ToolCallParser::kDeepSeekV3:
     case ToolCallParser::kDeepSeekV31:
       // vLLM finds the complete calls of a block the output ends in, too.
-      return {"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", true};
+      return {"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>", true, true};
     case ToolCallParser::kQwen3Coder:
       // vLLM reads a block left open at the end.
-      return {"<tool_call>", "</tool_call>", true};
+      return {"<tool_call>", "</tool_call>", true, true};
     case ToolCallParser::kLlama3Json:
     case ToolCallParser::kPythonic:
     case ToolCallParser::kNone:
@@ -72,6 +73,32 @@ std::optional<std::vector<ToolCall>> block_calls(ToolCallParser parser, std::str
   }
   CTXPAR_FAIL("not a tagged tool call format");
 }
+
+// What of an open block's `body` is final (block_call_stream.h), for the formats whose Format
+// has block_stream.
+std::optional<StableBlock> stable_block(ToolCallParser parser, std::string_view body,
+                                        const nlohmann::json& tools) {
+  switch (parser) {
+    case ToolCallParser::kGlm45:
+    case ToolCallParser::kGlm47:
+      return glm_stable_block(body, parser == ToolCallParser::kGlm47, tools);
+    case ToolCallParser::kDeepSeekV32:
+      return dsml_stable_block(body);
+    case ToolCallParser::kDeepSeekV3:
+    case ToolCallParser::kDeepSeekV31:
+      return deepseek_stable_block(body, parser == ToolCallParser::kDeepSeekV3);
+    case ToolCallParser::kQwen3Coder:
+      return qwen3_coder_stable_block(body, tools);
+    case ToolCallParser::kHermes:
+    case ToolCallParser::kLlama3Json:
+    case ToolCallParser::kPythonic:
+    case ToolCallParser::kNone:
+      break;
+  }
+  CTXPAR_FAIL("not a block-streamed tool call format");
+}
+
+const nlohmann::json kNoTools;
 
 }  // namespace
 
@@ -233,45 +260,23 @@ void ToolCallStream::close_hermes(std::string_view body, bool closed, Delta& d) 
   hermes_.reset();
 }
 
+const nlohmann::json& ToolCallStream::tools() const {
+  return tools_ != nullptr ? *tools_ : kNoTools;
+}
+
 BlockCallStream ToolCallStream::new_block_stream() const {
   const ToolCallParser parser = parser_;
-  const nlohmann::json* tools = tools_;
-  const auto schemas = [tools]() -> const nlohmann::json& {
-    static const nlohmann::json none;
-    return tools != nullptr ? *tools : none;
-  };
-  if (parser == ToolCallParser::kQwen3Coder) {
-    return BlockCallStream(
-        [schemas](std::string_view body) { return qwen3_coder_stable_block(body, schemas()); },
-        [schemas](std::string_view text) {
-          return qwen3_coder_tool_calls(text, /*closed=*/true, schemas());
-        });
-  }
-  if (parser == ToolCallParser::kDeepSeekV3 || parser == ToolCallParser::kDeepSeekV31) {
-    const bool v3 = parser == ToolCallParser::kDeepSeekV3;
-    return BlockCallStream(
-        [v3](std::string_view body) { return deepseek_stable_block(body, v3); },
-        [v3](std::string_view text) {
-          return v3 ? deepseek_v3_tool_calls(text)
-                    : std::optional<std::vector<ToolCall>>(deepseek_v31_tool_calls(text));
-        });
-  }
-  if (parser == ToolCallParser::kDeepSeekV32) {
-    return BlockCallStream(
-        [](std::string_view body) { return dsml_stable_block(body); },
-        [schemas](std::string_view text) {
-          return std::optional<std::vector<ToolCall>>(dsml_tool_calls(text, schemas()));
-        });
-  }
-  const bool glm47 = parser == ToolCallParser::kGlm47;
+  const nlohmann::json& tools = this->tools();  // the request's: outlives the stream
   return BlockCallStream(
-      [schemas, glm47](std::string_view body) { return glm_stable_block(body, glm47, schemas()); },
-      [schemas, glm47](std::string_view text) { return glm_tool_call(text, glm47, schemas()); });
+      [parser, &tools](std::string_view body) { return stable_block(parser, body, tools); },
+      [parser, &tools](std::string_view text) {
+        return block_calls(parser, text, /*closed=*/true, tools);
+      });
 }
 
 ToolCallStream::Delta ToolCallStream::add_tagged(std::string_view text, bool finished) {
   const Format f = format_of(parser_);
-  const nlohmann::json& tools = tools_ != nullptr ? *tools_ : nlohmann::json();
+  const nlohmann::json& tools = this->tools();
   Delta d;
   std::string buf = held_ + std::string(text);
   held_.clear();
@@ -306,13 +311,9 @@ ToolCallStream::Delta ToolCallStream::add_tagged(std::string_view text, bool fin
     }
     const size_t close = buf.find(f.close);
     const bool hermes = parser_ == ToolCallParser::kHermes;
-    const bool streams_blocks =
-        parser_ == ToolCallParser::kQwen3Coder || parser_ == ToolCallParser::kGlm45 ||
-        parser_ == ToolCallParser::kGlm47 || parser_ == ToolCallParser::kDeepSeekV32 ||
-        parser_ == ToolCallParser::kDeepSeekV3 || parser_ == ToolCallParser::kDeepSeekV31;
     if (close == std::string::npos && !finished) {
       if (hermes) stream_hermes(buf, d);
-      if (streams_blocks) {
+      if (f.block_stream) {
         if (!block_stream_) block_stream_.emplace(new_block_stream());
         block_stream_->add(buf, calls_sent_, d.calls);
       }
@@ -364,7 +365,7 @@ ToolCallStream::Delta ToolCallStream::add_held_to_end(std::string text, bool fin
   if (!finished) return d;
   // Everything before held_ went out as content and holds no tag, so the split of held_ alone
   // has the output's calls, and its content is the rest of the output's.
-  ToolCallSplit split = split_qwen3_coder(held_, tools_ != nullptr ? *tools_ : nlohmann::json());
+  ToolCallSplit split = split_qwen3_coder(held_, tools());
   d.content = split.calls.empty() ? held_ : held_.substr(0, qwen3_coder_content_end(held_));
   send(std::move(split.calls), d);
   held_.clear();

@@ -132,9 +132,11 @@ class ToolCallStream {
   void send(std::vector<ToolCall> calls, Delta& d);
   std::optional<NamedCallStream> hermes_;
   size_t hermes_fed_ = 0;
-  // qwen3_coder, glm45, glm47, deepseek_v32: the open block's calls as they stream.
+  // qwen3_coder, glm45, glm47 and the DeepSeek formats: the open block's calls as they stream.
   std::optional<BlockCallStream> block_stream_;
   BlockCallStream new_block_stream() const;
+  // The request's tools, or none (an empty JSON).
+  const nlohmann::json& tools() const;
   int calls_sent_ = 0;
 };
 
