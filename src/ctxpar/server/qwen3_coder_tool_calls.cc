@@ -121,8 +121,14 @@ std::optional<StableBlock> qwen3_coder_stable_block(std::string_view body,
       continue;
     }
     out.open_call = true;
-    const size_t param = stable.rfind(kParam);
-    if (param == std::string_view::npos || param < name_end ||
+    // The function's last parameter, found forward: rfind would walk the open value backward
+    // byte by byte on every delta, where find skips to each '<'.
+    size_t param = std::string_view::npos;
+    for (size_t at = stable.find(kParam, name_end); at != std::string_view::npos;
+         at = stable.find(kParam, at + kParam.size())) {
+      param = at;
+    }
+    if (param == std::string_view::npos ||
         stable.find(kParamEnd, param) != std::string_view::npos) {
       break;
     }
