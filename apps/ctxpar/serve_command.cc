@@ -24,6 +24,7 @@
 #include "ctxpar/engine/online_engine.h"
 #include "ctxpar/engine/tokenizer_loader.h"
 #include "ctxpar/model/model_config.h"
+#include "ctxpar/server/anthropic_request.h"
 #include "ctxpar/server/openai_server.h"
 #include "engine_flags.h"
 
@@ -277,6 +278,13 @@ void add_serve_command(CLI::App& app) {
   cmd->add_flag("--enable-prompt-tokens-details", o->server.enable_prompt_tokens_details,
                 "usage.prompt_tokens_details.cached_tokens: the prompt tokens the prefix cache "
                 "served");
+  cmd->add_option("--anthropic-disabled-thinking-effort",
+                  o->server.anthropic_disabled_thinking_effort,
+                  "the reasoning_effort /v1/messages sends for thinking disabled or between_tools: "
+                  "auto (low when the chat template ignores or refuses none, else none), none, "
+                  "low, medium, high, xhigh or max")
+      ->check(CLI::IsMember(server::anthropic_disabled_thinking_efforts()))
+      ->capture_default_str();
   cmd->add_option("--max-request-body-bytes", o->max_body,
                   "larger request bodies get 413 (e.g. 32MiB)")
       ->capture_default_str();

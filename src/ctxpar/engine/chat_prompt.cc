@@ -105,4 +105,21 @@ bool ChatPrompt::loops_over_message_content(bool has_tools) const {
   return t != nullptr && t->loops_over_message_content();
 }
 
+bool ChatPrompt::keeps_inline_system() const {
+  for (const bool has_tools : {false, true}) {
+    const chat_template::ChatTemplate* t = template_for(has_tools);
+    if (t == nullptr) return false;
+    chat_template::ChatRequest request;
+    for (const char* role : {"system", "user", "system", "user"})
+      request.messages.push_back({{"role", role}, {"content", "t"}});
+    request.special_tokens = special_tokens_;
+    try {
+      chat_template::apply_chat_template(*t, request);
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace ctxpar::engine

@@ -48,6 +48,12 @@ class ChatPrompt {
   // auto. False without a Jinja template (DeepSeek-V3.2's encoder, or none).
   bool loops_over_message_content(bool has_tools) const;
 
+  // Whether system messages after the first render where they stand: vLLM's probe for
+  // /v1/messages, a [system, user, system, user] conversation that the template (with and
+  // without tools) renders without an error. False without a Jinja template (DeepSeek-V3.2's
+  // encoder writes a later system message after the generation prompt; vLLM merges there).
+  bool keeps_inline_system() const;
+
   // Whether to tokenize a rendered prompt with add_special_tokens. A model's own template
   // writes BOS itself, so vLLM tokenizes chat prompts without; the built-in models' plain
   // template does not, so their BOS is added.

@@ -126,6 +126,10 @@ int64_t GenerationResponder::completion_tokens() const {
 std::string GenerationResponder::first_events() {
   if (sent_roles_ || plan_.endpoint == Endpoint::kCompletion) return {};
   sent_roles_ = true;
+  if (plan_.endpoint == Endpoint::kMessages) {
+    return states_.at(0).anthropic.start(plan_.id, plan_.model,
+                                         anthropic_usage(plan_.prompt_tokens, std::nullopt, 0));
+  }
   if (plan_.endpoint == Endpoint::kResponses) {
     const json response = responses_response("in_progress", json::array(), false);
     std::string out = responses_event({{"type", "response.created"}, {"response", response}});
@@ -185,6 +189,17 @@ std::optional<json> GenerationResponder::chat_delta(ChoiceState& s, const std::s
   return delta;
 }
 
+std::string GenerationResponder::stream_finish_reason(const ChoiceState& s,
+                                                      const std::string& finish_reason) const {
+  if (s.tools.calls_sent() > 0) return "tool_calls";
+  // As vLLM: "required" calls end with "tool_calls" when the model stopped; a named one keeps it.
+  if (finish_reason == "stop" && s.forced.calls_sent() > 0 &&
+      plan_.forced_tools == ForcedToolChoice::kRequired) {
+    return "tool_calls";
+  }
+  return finish_reason;
+}
+
 json GenerationResponder::stream_choice(size_t i, const ChoiceDelta& d, const json& delta) {
   ChoiceState& s = states_[i];
   const ChoiceRequest& c = plan_.choices[i];
@@ -200,13 +215,8 @@ json GenerationResponder::stream_choice(size_t i, const ChoiceDelta& d, const js
     s.logprob_offset = logprobs["text_offset"].back().get<int64_t>() +
                        text_length(logprobs["tokens"].back().get<std::string>());
   }
-  json finish = d.finish_reason ? json(*d.finish_reason) : json(nullptr);
-  if (d.finish_reason && s.tools.calls_sent() > 0) finish = "tool_calls";
-  // As vLLM: "required" calls end with "tool_calls" when the model stopped; a named one keeps it.
-  if (d.finish_reason && *d.finish_reason == "stop" && s.forced.calls_sent() > 0 &&
-      plan_.forced_tools == ForcedToolChoice::kRequired) {
-    finish = "tool_calls";
-  }
+  const json finish =
+      d.finish_reason ? json(stream_finish_reason(s, *d.finish_reason)) : json(nullptr);
   const json token_ids = request_.return_token_ids ? json(d.token_ids) : json(nullptr);
   json choice;
   if (plan_.endpoint == Endpoint::kChat) {
@@ -255,6 +265,12 @@ std::string GenerationResponder::add(const std::vector<ChoiceDelta>& deltas, boo
       out += add_responses(s, d, streaming);
       continue;
     }
+    if (plan_.endpoint == Endpoint::kMessages) {
+      if (!streaming) continue;
+      if (const std::optional<json> delta = chat_delta(s, d.text, d.finish_reason.has_value()))
+        out += s.anthropic.add(*delta);
+      continue;
+    }
     if (!streaming) continue;
     // vLLM skips a chunk with nothing in it before a choice's first token.
     if (d.text.empty() && d.token_ids.empty() && !d.finish_reason && !s.sent_first) continue;
@@ -278,6 +294,12 @@ std::string GenerationResponder::add(const std::vector<ChoiceDelta>& deltas, boo
 }
 
 std::string GenerationResponder::final_events() {
+  if (plan_.endpoint == Endpoint::kMessages) {
+    ChoiceState& s = states_.at(0);
+    if (error_) return s.anthropic.fail(*error_);
+    return s.anthropic.finish(stream_finish_reason(s, s.finish_reason), s.stop_reason,
+                              anthropic_usage_now());
+  }
   if (plan_.endpoint == Endpoint::kResponses) {
     if (error_) {
       return responses_event({{"type", "error"},
@@ -387,7 +409,23 @@ GenerationResponder::WholeMessage GenerationResponder::whole_message(const Choic
   return m;
 }
 
+nlohmann::ordered_json GenerationResponder::anthropic_usage_now() const {
+  const std::optional<int64_t> cached =
+      plan_.prompt_tokens_details ? std::optional(states_.at(0).num_cached_tokens) : std::nullopt;
+  return anthropic_usage(plan_.prompt_tokens, cached, completion_tokens());
+}
+
 json GenerationResponder::whole_response() const {
+  if (plan_.endpoint == Endpoint::kMessages) {
+    const ChoiceState& s = states_.at(0);
+    WholeMessage whole = whole_message(s);
+    const AnthropicMessage m{.reasoning = std::move(whole.reasoning),
+                             .content = std::move(whole.content),
+                             .calls = std::move(whole.calls),
+                             .finish_reason = whole.finish_reason,
+                             .stop_reason = s.stop_reason};
+    return json::parse(anthropic_message(plan_.id, plan_.model, m, anthropic_usage_now()).dump());
+  }
   if (plan_.endpoint == Endpoint::kResponses) {
     const ChoiceState& s = states_.at(0);
     const ResponsesRequest& r = *plan_.responses;

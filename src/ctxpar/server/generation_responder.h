@@ -3,7 +3,8 @@
 // chunk shapes; chat streams open with a role chunk per choice; include_usage adds a final
 // usage chunk; an engine failure becomes an error event; with a reasoning or tool call parser,
 // chat text is split into reasoning, content and tool calls), or for /v1/responses the response
-// object and its typed events (responses_output.h). Used by one HTTP worker at a time.
+// object and its typed events (responses_output.h), for /v1/messages the Anthropic message and
+// its events (anthropic_output.h). Used by one HTTP worker at a time.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "ctxpar/server/anthropic_output.h"
 #include "ctxpar/server/generation.h"
 #include "ctxpar/server/openai_protocol.h"
 #include "ctxpar/server/reasoning_parser.h"
@@ -24,13 +26,14 @@
 
 namespace ctxpar::server {
 
-// kResponses runs as a chat request (one choice) and answers in the Responses API's shapes.
-enum class Endpoint { kCompletion, kChat, kResponses };
+// kResponses and kMessages run as a chat request (one choice) and answer in the Responses API's
+// and the Anthropic Messages API's shapes.
+enum class Endpoint { kCompletion, kChat, kResponses, kMessages };
 
 // What one HTTP request asks of the engine, after tokenization and the length checks.
 struct GenerationPlan {
   Endpoint endpoint = Endpoint::kCompletion;
-  std::string id;  // "cmpl-...", "chatcmpl-..." or "resp_..."
+  std::string id;  // "cmpl-...", "chatcmpl-..." (chat, messages) or "resp_..."
   int64_t created = 0;
   std::string model;
   std::vector<std::vector<int32_t>> prompts;
@@ -102,6 +105,7 @@ class GenerationResponder {
     ReasoningSplit reasoning_count{ReasoningParser::kNone, false, ""};
     int64_t reasoning_tokens = 0;
     bool reasoning_ended = false;  // the split gave content
+    AnthropicEventStream anthropic;  // messages: the stream's blocks
   };
   // A choice's whole chat message: split, tool calls parsed, and the finish reason they imply.
   struct WholeMessage {
@@ -114,6 +118,11 @@ class GenerationResponder {
   bool chat_like() const { return plan_.endpoint != Endpoint::kCompletion; }
   // Responses: folds one delta in (reasoning tokens counted); streaming, returns its events.
   std::string add_responses(ChoiceState& s, const ChoiceDelta& d, bool streaming);
+  // The finish reason a chat stream reports: "tool_calls" once parsed calls (or calls of
+  // tool_choice "required") went out.
+  std::string stream_finish_reason(const ChoiceState& s, const std::string& finish_reason) const;
+  // Messages: the usage of the whole generation (cache reads under --enable-prompt-tokens-details).
+  nlohmann::ordered_json anthropic_usage_now() const;
   // Responses: the event with the next sequence_number, as SSE.
   std::string responses_event(nlohmann::json event);
   // Responses: the sampling fields the response object repeats, as the request resolved them.

@@ -38,6 +38,15 @@ json parse_body(const httplib::Request& req) {
   }
 }
 
+// The body with its keys in the client's order (schemas and tool definitions keep it).
+nlohmann::ordered_json parse_ordered_body(const httplib::Request& req) {
+  try {
+    return nlohmann::ordered_json::parse(req.body);
+  } catch (const json::parse_error& e) {
+    throw bad_request(fmt::format("JSON decode error: {}", e.what()));
+  }
+}
+
 void respond_json(httplib::Response& res, const json& body, int status = 200) {
   res.status = status;
   res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
@@ -135,7 +144,8 @@ OpenAiServer::Handlers::Handlers(engine::OnlineEngine& engine,
       options_(options),
       metrics_(metrics),
       state_(state),
-      created_(unix_now()) {}
+      created_(unix_now()),
+      anthropic_(probe_anthropic_rendering(chat, options.anthropic_disabled_thinking_effort)) {}
 
 void OpenAiServer::Handlers::check_serving() const {
   if (state_.stopping) throw unavailable("The server is shutting down");
@@ -330,21 +340,35 @@ void OpenAiServer::Handlers::completions(const httplib::Request& req, httplib::R
 void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response& res) {
   const auto arrival = Clock::now();
   check_serving();
-  run_chat(parse_body(req), req.body, nullptr, arrival, res);
+  run_chat(parse_body(req), req.body, Endpoint::kChat, nullptr, arrival, res);
 }
 
 void OpenAiServer::Handlers::responses(const httplib::Request& req, httplib::Response& res) {
   const auto arrival = Clock::now();
   check_serving();
-  nlohmann::ordered_json body;
-  try {
-    body = nlohmann::ordered_json::parse(req.body);
-  } catch (const json::parse_error& e) {
-    throw bad_request(fmt::format("JSON decode error: {}", e.what()));
-  }
-  auto request = std::make_shared<const ResponsesRequest>(parse_responses_request(body));
+  auto request =
+      std::make_shared<const ResponsesRequest>(parse_responses_request(parse_ordered_body(req)));
   const std::string chat_body = request->chat.dump();
-  run_chat(json::parse(chat_body), chat_body, std::move(request), arrival, res);
+  run_chat(json::parse(chat_body), chat_body, Endpoint::kResponses, std::move(request), arrival,
+           res);
+}
+
+void OpenAiServer::Handlers::messages(const httplib::Request& req, httplib::Response& res) {
+  const auto arrival = Clock::now();
+  check_serving();
+  const std::string chat_body =
+      anthropic_chat_request(parse_ordered_body(req), false, anthropic_).dump();
+  run_chat(json::parse(chat_body), chat_body, Endpoint::kMessages, nullptr, arrival, res);
+}
+
+void OpenAiServer::Handlers::count_tokens(const httplib::Request& req, httplib::Response& res) {
+  check_serving();
+  const json chat = json::parse(anthropic_chat_request(parse_ordered_body(req), true, anthropic_).dump());
+  const ChatRequest r = parse_chat_request(chat, options_.defaults);
+  check_model(r.model);
+  // Counted whatever the context length, as vLLM's count_tokens counts.
+  const size_t n = chat_prompt_tokens(r).size();
+  respond_json(res, {{"input_tokens", n}, {"context_management", {{"original_input_tokens", n}}}});
 }
 
 void OpenAiServer::Handlers::stored_response(const std::string& id) const {
@@ -352,7 +376,7 @@ void OpenAiServer::Handlers::stored_response(const std::string& id) const {
                  "response_id");
 }
 
-void OpenAiServer::Handlers::run_chat(const json& body, const std::string& raw,
+void OpenAiServer::Handlers::run_chat(const json& body, const std::string& raw, Endpoint endpoint,
                                       std::shared_ptr<const ResponsesRequest> responses,
                                       Clock::time_point arrival, httplib::Response& res) {
   ChatRequest r = parse_chat_request(body, options_.defaults);
@@ -365,7 +389,8 @@ void OpenAiServer::Handlers::run_chat(const json& body, const std::string& raw,
   resolve_logprobs_counts(r.params, engine_.config(), "top_logprobs");
   r.params.bad_words_token_ids = bad_words_token_ids(r.bad_words, tokenizer_);
   auto plan = std::make_unique<GenerationPlan>();
-  plan->endpoint = responses ? Endpoint::kResponses : Endpoint::kChat;
+  plan->endpoint = endpoint;
+  // vLLM's messages carry the id of the chat completion they ran as.
   plan->id = responses ? "resp_" + random_hex(32) : "chatcmpl-" + random_hex(32);
   plan->created = unix_now();
   plan->model = options_.served_model_names.at(0);
@@ -394,7 +419,9 @@ void OpenAiServer::Handlers::run_chat(const json& body, const std::string& raw,
                   r.truncation_side.value_or(options_.truncation_side),
                   engine_.config().scheduler.max_model_len);
   add_choices(*plan, r, options_, engine_.config().scheduler.max_model_len,
-              responses ? "max_output_tokens" : "max_completion_tokens");
+              responses                               ? "max_output_tokens"
+              : endpoint == Endpoint::kMessages ? "max_tokens"
+                                                      : "max_completion_tokens");
   constrain(raw, true, *plan);
   plan->responses = std::move(responses);
   // As vLLM's tool call parsers that ask for it: their tags may be special tokens.

@@ -13,6 +13,7 @@
 
 #include "ctxpar/engine/online_engine.h"
 #include "ctxpar/engine/structured/token_vocabulary.h"
+#include "ctxpar/server/anthropic_request.h"
 #include "ctxpar/server/generation_responder.h"
 #include "ctxpar/server/metrics.h"
 #include "ctxpar/server/openai_server.h"
@@ -35,6 +36,10 @@ class OpenAiServer::Handlers {
   void completions(const httplib::Request& req, httplib::Response& res);
   void chat(const httplib::Request& req, httplib::Response& res);
   void responses(const httplib::Request& req, httplib::Response& res);
+  // POST /v1/messages and /v1/messages/count_tokens (anthropic_request.h). Their errors take
+  // Anthropic's shape (the server's anthropic routes write them).
+  void messages(const httplib::Request& req, httplib::Response& res);
+  void count_tokens(const httplib::Request& req, httplib::Response& res);
   // GET /v1/responses/{id} and its cancel: 404, as vLLM without a response store.
   [[noreturn]] void stored_response(const std::string& id) const;
   void tokenize(const httplib::Request& req, httplib::Response& res);
@@ -55,9 +60,9 @@ class OpenAiServer::Handlers {
   // The chat template's prompt for `r`, tokenized as vLLM does (no special tokens unless the
   // request asks or the template writes no BOS); 400 for a template that refuses it.
   std::vector<int32_t> chat_prompt_tokens(const ChatRequest& r) const;
-  // Runs the chat request `body` (`raw`: its text, whose key order schemas keep); with
-  // `responses`, as the /v1/responses request it came from.
-  void run_chat(const nlohmann::json& body, const std::string& raw,
+  // Runs the chat request `body` (`raw`: its text, whose key order schemas keep) and answers
+  // as `endpoint` (kChat, kMessages, or kResponses with the request it came from).
+  void run_chat(const nlohmann::json& body, const std::string& raw, Endpoint endpoint,
                 std::shared_ptr<const ResponsesRequest> responses,
                 engine::Clock::time_point arrival, httplib::Response& res);
   // Structured outputs (output_constraint.h) of the request `body`: the grammar on every choice
@@ -73,6 +78,7 @@ class OpenAiServer::Handlers {
   ServerMetrics& metrics_;
   State& state_;
   const int64_t created_;  // unix time the server started, for /v1/models
+  const AnthropicRendering anthropic_;
   mutable std::once_flag vocabulary_once_;
   mutable std::shared_ptr<const structured::TokenVocabulary> vocabulary_;
 };

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -403,6 +404,22 @@ ChatRequest parse_chat_request(const json& body, const GenerationDefaults& defau
   r.chat_template_kwargs = f.raw("chat_template_kwargs");
   if (!r.chat_template_kwargs.is_null() && !r.chat_template_kwargs.is_object()) {
     f.wrong_type("chat_template_kwargs", "a valid object");
+  }
+  // vLLM's reasoning_effort: the template's reasoning_effort, and enable_thinking (effort not
+  // "none") unless the request's kwargs set it; it wins over a reasoning_effort kwarg.
+  if (const std::optional<std::string> effort = f.string("reasoning_effort")) {
+    static constexpr std::array<std::string_view, 7> kEfforts = {
+        "none", "minimal", "low", "medium", "high", "xhigh", "max"};
+    if (std::find(kEfforts.begin(), kEfforts.end(), *effort) == kEfforts.end()) {
+      throw bad_request(fmt::format("reasoning_effort: Input should be 'none', 'minimal', 'low', "
+                                    "'medium', 'high', 'xhigh' or 'max', got '{}'",
+                                    *effort),
+                        "reasoning_effort");
+    }
+    if (r.chat_template_kwargs.is_null()) r.chat_template_kwargs = json::object();
+    r.chat_template_kwargs["reasoning_effort"] = *effort;
+    if (!r.chat_template_kwargs.contains("enable_thinking"))
+      r.chat_template_kwargs["enable_thinking"] = *effort != "none";
   }
   f.unsupported("chat_template");
   const json& choice = f.raw("tool_choice");

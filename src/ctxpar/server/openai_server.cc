@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "ctxpar/core/error.h"
+#include "ctxpar/server/anthropic_output.h"
 #include "ctxpar/server/api_error.h"
 #include "ctxpar/server/openai_handlers.h"
 #include "ctxpar/server/valid_text_tokenizer.h"
@@ -40,6 +41,28 @@ httplib::Server::Handler guarded(F handler) {
   };
 }
 
+// guarded() for the Anthropic routes: errors in Anthropic's shape.
+template <typename F>
+httplib::Server::Handler anthropic_guarded(F handler) {
+  return [handler](const httplib::Request& req, httplib::Response& res) {
+    const auto write = [&res](const ApiError& e) {
+      res.status = e.status();
+      res.set_content(anthropic_error(e.status(), e.what())
+                          .dump(-1, ' ', false, json::error_handler_t::replace),
+                      "application/json");
+    };
+    try {
+      handler(req, res);
+    } catch (const ApiError& e) {
+      write(e);
+    } catch (const Error& e) {
+      write(bad_request(e.what()));
+    } catch (const std::exception& e) {
+      write(internal_error(e.what()));
+    }
+  };
+}
+
 // Compares in time independent of where the strings differ (vLLM's secrets.compare_digest).
 bool constant_time_equal(const std::string& a, const std::string& b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
@@ -54,7 +77,8 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
 
 bool is_json_route(const std::string& path) {
   return path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses" ||
-         path == "/tokenize" || path == "/detokenize";
+         path == "/v1/messages" || path == "/v1/messages/count_tokens" || path == "/tokenize" ||
+         path == "/detokenize";
 }
 
 }  // namespace
@@ -125,6 +149,10 @@ OpenAiServer::OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokeni
   s.Post("/v1/completions", guarded([&h](const auto& req, auto& res) { h.completions(req, res); }));
   s.Post("/v1/chat/completions", guarded([&h](const auto& req, auto& res) { h.chat(req, res); }));
   s.Post("/v1/responses", guarded([&h](const auto& req, auto& res) { h.responses(req, res); }));
+  s.Post("/v1/messages",
+         anthropic_guarded([&h](const auto& req, auto& res) { h.messages(req, res); }));
+  s.Post("/v1/messages/count_tokens",
+         anthropic_guarded([&h](const auto& req, auto& res) { h.count_tokens(req, res); }));
   // Nothing is stored (vLLM's default), so every response id is unknown.
   s.Get(R"(/v1/responses/([^/]+))",
         guarded([&h](const auto& req, auto&) { h.stored_response(req.matches[1]); }));

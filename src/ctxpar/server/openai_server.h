@@ -62,6 +62,9 @@ struct ServerOptions {
   std::chrono::milliseconds keepalive{2000};
   // --enable-prompt-tokens-details: usage says how many prompt tokens the prefix cache served.
   bool enable_prompt_tokens_details = false;
+  // --anthropic-disabled-thinking-effort: the reasoning_effort /v1/messages sends for thinking
+  // "disabled" or "between_tools"; "auto" asks the chat template (anthropic_request.h).
+  std::string anthropic_disabled_thinking_effort = "auto";
   // Which end truncate_prompt_tokens keeps when a request does not say: the tokenizer's
   // truncation_side ("right" keeps the first tokens, "left" the last).
   std::string truncation_side = "right";

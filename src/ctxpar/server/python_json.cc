@@ -6,20 +6,21 @@
 
 namespace ctxpar::server {
 
-std::string python_json_text(const nlohmann::ordered_json& v) {
+std::string python_json_text(const nlohmann::ordered_json& v, bool ensure_ascii) {
   using ordered_json = nlohmann::ordered_json;
   if (v.is_object()) {
     std::string out = "{";
     for (auto it = v.begin(); it != v.end(); ++it) {
       if (it != v.begin()) out += ", ";
-      out += ordered_json(it.key()).dump(-1, ' ', false, ordered_json::error_handler_t::replace) +
-             ": " + python_json_text(it.value());
+      out += ordered_json(it.key()).dump(-1, ' ', ensure_ascii,
+                                        ordered_json::error_handler_t::replace) +
+             ": " + python_json_text(it.value(), ensure_ascii);
     }
     return out + "}";
   }
   if (v.is_array()) {
     std::string out = "[";
-    for (size_t i = 0; i < v.size(); ++i) out += (i > 0 ? ", " : "") + python_json_text(v[i]);
+    for (size_t i = 0; i < v.size(); ++i) out += (i > 0 ? ", " : "") + python_json_text(v[i], ensure_ascii);
     return out + "]";
   }
   if (v.is_number_float()) {
@@ -30,8 +31,8 @@ std::string python_json_text(const nlohmann::ordered_json& v) {
     return chat_template::python_float_repr(d);
   }
   // Strings: the escapes json.dumps writes (\" \\ \n \r \t \b \f, \u00XX for the other control
-  // characters), the rest as UTF-8.
-  return v.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+  // characters), the rest as UTF-8, or with ensure_ascii as \uXXXX (surrogate pairs past the BMP).
+  return v.dump(-1, ' ', ensure_ascii, ordered_json::error_handler_t::replace);
 }
 
 }  // namespace ctxpar::server

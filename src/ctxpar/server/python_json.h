@@ -9,6 +9,7 @@
 
 namespace ctxpar::server {
 
-std::string python_json_text(const nlohmann::ordered_json& value);
+// ensure_ascii: json.dumps' default, every non-ASCII character as a lowercase \uXXXX escape.
+std::string python_json_text(const nlohmann::ordered_json& value, bool ensure_ascii = false);
 
 }  // namespace ctxpar::server

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "ctxpar/server/api_error.h"
+#include "ctxpar/server/json_fields.h"
 #include "ctxpar/server/python_json.h"
 
 namespace ctxpar::server {
@@ -59,29 +60,6 @@ ordered_json custom_tool_parameters() {
 // A custom tool call's input as the shim's arguments: json.dumps({"input": input}).
 std::string custom_tool_arguments(const std::string& input) {
   return python_json_text(ordered_json{{"input", input}});
-}
-
-const ordered_json& field(const ordered_json& body, const char* key) {
-  static const ordered_json null;
-  const auto it = body.find(key);
-  return it == body.end() ? null : *it;
-}
-
-[[noreturn]] void wrong_type(const std::string& param, const char* expected) {
-  throw bad_request(fmt::format("{}: Input should be {}", param, expected), param);
-}
-
-// `obj[key]` when it is a string, else `fallback`: a value of another type then reads as an
-// unknown one, which the caller refuses with a 400.
-std::string string_or(const ordered_json& obj, const char* key, const char* fallback) {
-  const ordered_json& v = field(obj, key);
-  return v.is_string() ? v.get<std::string>() : fallback;
-}
-
-std::string string_field(const ordered_json& item, const char* key, const std::string& where) {
-  const ordered_json& v = field(item, key);
-  if (!v.is_string()) wrong_type(fmt::format("{}.{}", where, key), "a valid string");
-  return v.get<std::string>();
 }
 
 // The text of one content part of an input item: input_text / output_text (and chat's "text").
