@@ -304,5 +304,75 @@ TEST(GenerationResponder, ResponsesItemsWholeAndStreamed) {
   }
 }
 
+// The same output through /v1/messages: whole, a thinking block, the text and two tool_use
+// blocks with their inputs, stop_reason tool_use; streamed, blocks with the same reasoning and
+// inputs (the newline between the calls waits for the first call's block to close, then
+// follows as a text block of its own).
+TEST(GenerationResponder, AnthropicBlocksWholeAndStreamed) {
+  SEEDED_RNG(rng);
+  const tokenizer::ByteTokenizer tok(512, 256);
+  GenerationPlan plan;
+  plan.endpoint = Endpoint::kMessages;
+  plan.id = "chatcmpl-test";
+  plan.model = "m";
+  plan.prompts = {tok.encode("<|user|>\nweather?\n<|assistant|>\n<think>\n", false)};
+  plan.prompt_tokens = static_cast<int64_t>(plan.prompts[0].size());
+  plan.choices.resize(1);
+  plan.reasoning_parser = ReasoningParser::kDeepSeekR1;
+  plan.tool_call_parser = ToolCallParser::kHermes;
+  plan.prompt_tokens_details = true;
+  const SamplingRequest request;
+  GenerationResponder whole(plan, request, tok);
+  std::vector<ChoiceDelta> deltas = pieces(rng);
+  deltas.front().num_cached_tokens = 8;
+  whole.add(deltas, false);
+  const json message = whole.whole_response();
+  EXPECT_EQ(message["type"], "message");
+  EXPECT_EQ(message["id"], "chatcmpl-test");
+  EXPECT_EQ(message["stop_reason"], "tool_use");
+  EXPECT_EQ(message["usage"]["input_tokens"], plan.prompt_tokens - 8);
+  EXPECT_EQ(message["usage"]["cache_read_input_tokens"], 8);
+  EXPECT_EQ(message["usage"]["output_tokens"], deltas.size());
+  const json& content = message["content"];
+  ASSERT_EQ(content.size(), 4u) << content.dump();
+  EXPECT_EQ(content[0]["thinking"], "check the weather");
+  EXPECT_EQ(content[1], json::parse(R"({"type": "text", "text": "On it."})"));
+  EXPECT_EQ(content[2]["name"], "weather");
+  EXPECT_EQ(content[2]["input"], json::parse(R"({"city": "Paris"})"));
+  EXPECT_EQ(content[3]["name"], "time");
+  EXPECT_EQ(content[3]["input"], json::object());
+
+  GenerationResponder stream(plan, request, tok);
+  std::string sse = stream.first_events();
+  for (const ChoiceDelta& d : pieces(rng)) sse += stream.add({d}, true);
+  sse += stream.final_events();
+  std::vector<json> blocks;
+  std::vector<std::string> types;
+  for (size_t at = sse.find("data: "); at != std::string::npos; at = sse.find("data: ", at + 1)) {
+    const json e = json::parse(sse.substr(at + 6, sse.find("\n\n", at) - at - 6));
+    types.push_back(e["type"]);
+    if (e["type"] == "content_block_start") blocks.push_back(e["content_block"]);
+    if (e["type"] != "content_block_delta") continue;
+    const json& d = e["delta"];
+    json& b = blocks.at(e["index"].get<size_t>());
+    if (d["type"] == "thinking_delta")
+      b["thinking"] = b["thinking"].get<std::string>() + d["thinking"].get<std::string>();
+    if (d["type"] == "text_delta")
+      b["text"] = b["text"].get<std::string>() + d["text"].get<std::string>();
+    if (d["type"] == "input_json_delta")
+      b["partial"] = b.value("partial", "") + d["partial_json"].get<std::string>();
+  }
+  EXPECT_EQ(types.front(), "message_start");
+  EXPECT_EQ(types[types.size() - 2], "message_delta");
+  EXPECT_EQ(types.back(), "message_stop");
+  ASSERT_EQ(blocks.size(), 5u) << sse;
+  EXPECT_EQ(blocks[0]["thinking"], "check the weather");
+  EXPECT_EQ(blocks[1]["text"], "On it.");
+  EXPECT_EQ(json::parse(blocks[2]["partial"].get<std::string>()), content[2]["input"]);
+  EXPECT_EQ(blocks[3]["text"], "\n");
+  EXPECT_EQ(json::parse(blocks[4]["partial"].get<std::string>()), content[3]["input"]);
+  EXPECT_NE(sse.find(R"("stop_reason":"tool_use")"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ctxpar::server

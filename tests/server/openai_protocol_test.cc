@@ -192,6 +192,20 @@ TEST(OpenAiProtocol, ChatRequests) {
   EXPECT_EQ(all.params.logprobs, -1);
   EXPECT_EQ(all.params.prompt_logprobs, 2);
   EXPECT_EQ(parse_completion_request({{"prompt", "x"}, {"logprobs", -1}}, {}).params.logprobs, -1);
+  // reasoning_effort reaches the template, with enable_thinking unless the kwargs set it.
+  const ChatRequest none = parse_chat_request(
+      {{"messages", user}, {"reasoning_effort", "none"}, {"chat_template_kwargs", {{"k", 1}}}}, {});
+  EXPECT_EQ(none.chat_template_kwargs,
+            json({{"k", 1}, {"reasoning_effort", "none"}, {"enable_thinking", false}}));
+  const ChatRequest high = parse_chat_request(
+      {{"messages", user},
+       {"reasoning_effort", "high"},
+       {"chat_template_kwargs", {{"reasoning_effort", "low"}, {"enable_thinking", false}}}},
+      {});
+  EXPECT_EQ(high.chat_template_kwargs,
+            json({{"reasoning_effort", "high"}, {"enable_thinking", false}}));
+  expect_400({{"messages", user}, {"reasoning_effort", "extreme"}}, "got 'extreme'",
+             "reasoning_effort", true);
   expect_400({{"max_tokens", 3}}, "messages: Field required", "messages", true);
   expect_400({{"messages", json::array()}}, "at least 1 item", "messages", true);
   expect_400({{"messages", json::array({{{"content", "x"}}})}}, "\"role\"", "messages", true);
