@@ -283,12 +283,13 @@ TEST(AnthropicOutput, WholeMessage) {
                      .calls = {{"c1", "f", R"({"a": [1, "é"]})"}, {"c2", "g", "{}"}},
                      .finish_reason = "tool_calls",
                      .stop_reason = nullptr};
-  const ordered_json out = anthropic_message("id1", "m", m, anthropic_usage(10, 4, 3));
+  const ordered_json out =
+      anthropic_message("id1", "m", m, anthropic_usage(10, AnthropicCache{4, 2}, 3));
   EXPECT_EQ(out["stop_reason"], "tool_use");
   EXPECT_FALSE(out.contains("stop_sequence"));
   EXPECT_EQ(out["usage"], ordered_json::parse(
-                              R"({"input_tokens": 6, "output_tokens": 3,
-                                  "cache_read_input_tokens": 4})"));
+                              R"({"input_tokens": 4, "output_tokens": 3,
+                                  "cache_creation_input_tokens": 2, "cache_read_input_tokens": 4})"));
   const ordered_json& c = out["content"];
   ASSERT_EQ(c.size(), 4u);
   EXPECT_EQ(c[0]["type"], "thinking");
@@ -306,7 +307,7 @@ TEST(AnthropicOutput, WholeMessage) {
   EXPECT_EQ(empty["content"], ordered_json::parse(R"([{"type": "text", "text": ""}])"));
   EXPECT_EQ(empty["stop_reason"], "stop_sequence");
   EXPECT_EQ(empty["stop_sequence"], "S");
-  EXPECT_FALSE(empty["usage"].contains("cache_read_input_tokens"));
+  EXPECT_EQ(empty["usage"], ordered_json::parse(R"({"input_tokens": 5, "output_tokens": 1})"));
   EXPECT_THROW(
       anthropic_message(
           "id3", "m", AnthropicMessage{.calls = {{"c", "f", "[1]"}}, .finish_reason = "tool_calls"},

@@ -321,6 +321,7 @@ TEST(GenerationResponder, AnthropicBlocksWholeAndStreamed) {
   plan.reasoning_parser = ReasoningParser::kDeepSeekR1;
   plan.tool_call_parser = ToolCallParser::kHermes;
   plan.prompt_tokens_details = true;
+  plan.cache_block_tokens = 4;
   const SamplingRequest request;
   GenerationResponder whole(plan, request, tok);
   std::vector<ChoiceDelta> deltas = pieces(rng);
@@ -330,8 +331,11 @@ TEST(GenerationResponder, AnthropicBlocksWholeAndStreamed) {
   EXPECT_EQ(message["type"], "message");
   EXPECT_EQ(message["id"], "chatcmpl-test");
   EXPECT_EQ(message["stop_reason"], "tool_use");
-  EXPECT_EQ(message["usage"]["input_tokens"], plan.prompt_tokens - 8);
+  // The prompt's full blocks of 4 are in the cache: 8 tokens were read, the rest written.
+  const int64_t created = plan.prompt_tokens / 4 * 4 - 8;
+  EXPECT_EQ(message["usage"]["input_tokens"], plan.prompt_tokens - 8 - created);
   EXPECT_EQ(message["usage"]["cache_read_input_tokens"], 8);
+  EXPECT_EQ(message["usage"]["cache_creation_input_tokens"], created);
   EXPECT_EQ(message["usage"]["output_tokens"], deltas.size());
   const json& content = message["content"];
   ASSERT_EQ(content.size(), 4u) << content.dump();

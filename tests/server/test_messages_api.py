@@ -329,16 +329,28 @@ class MessagesWithReasoning(unittest.TestCase):
             return
         self.fail("the model ended at once three times")
 
-    def test_cache_reads_are_left_out_of_input_tokens(self):
+    def test_cache_reads_and_writes_are_left_out_of_input_tokens(self):
+        # The fixture's blocks: 4 positions on each of the 2 DCP ranks, 8 prompt tokens a block.
         rng = fx.seeded_rng(self)
-        prompt = f"{rng.randrange(10**9)} " * 30
+        prompt = f"{rng.randrange(10**9)} " * rng.randrange(20, 40)
         args = dict(model=fx.MODEL, max_tokens=2, messages=[{"role": "user", "content": prompt}])
+        total = self.client.messages.count_tokens(model=fx.MODEL,
+                                                  messages=args["messages"]).input_tokens
+        full = total // 8 * 8
         first = self.client.messages.create(**args)
-        self.assertEqual(first.usage.cache_read_input_tokens, 0)
-        total = first.usage.input_tokens
+        # Only the template's opening (BOS and "<|user|") can be in the cache already.
+        self.assertIn(first.usage.cache_read_input_tokens, (0, 8))
+        self.assertEqual(first.usage.cache_read_input_tokens
+                         + first.usage.cache_creation_input_tokens, full)
+        self.assertEqual(first.usage.input_tokens, total - full)
         second = self.client.messages.create(**args)
-        self.assertGreater(second.usage.cache_read_input_tokens, 0)
-        self.assertEqual(second.usage.input_tokens + second.usage.cache_read_input_tokens, total)
+        self.assertEqual(second.usage.cache_read_input_tokens, full)
+        self.assertEqual(second.usage.cache_creation_input_tokens, 0)
+        self.assertEqual(second.usage.input_tokens, total - full)
+        chat = self.openai.chat.completions.create(model=fx.MODEL, messages=args["messages"],
+                                                   max_completion_tokens=1)
+        self.assertEqual(chat.usage.prompt_tokens_details.cached_tokens, full)
+        self.assertEqual(chat.usage.prompt_tokens_details.model_extra["created_cache_tokens"], 0)
 
 
 # A template that refuses system messages after the first (as Qwen's do), writes what a message

@@ -34,12 +34,15 @@ ordered_json anthropic_error(int status, const std::string& message) {
           {"error", {{"type", anthropic_error_type(status)}, {"message", message}}}};
 }
 
-ordered_json anthropic_usage(int64_t prompt_tokens, std::optional<int64_t> cached_tokens,
+ordered_json anthropic_usage(int64_t prompt_tokens, std::optional<AnthropicCache> cache,
                              int64_t output_tokens) {
-  ordered_json usage = {
-      {"input_tokens", std::max<int64_t>(0, prompt_tokens - cached_tokens.value_or(0))},
-      {"output_tokens", output_tokens}};
-  if (cached_tokens) usage["cache_read_input_tokens"] = *cached_tokens;
+  const AnthropicCache c = cache.value_or(AnthropicCache{});
+  ordered_json usage = {{"input_tokens", std::max<int64_t>(0, prompt_tokens - c.read - c.created)},
+                        {"output_tokens", output_tokens}};
+  if (cache) {
+    usage["cache_creation_input_tokens"] = c.created;
+    usage["cache_read_input_tokens"] = c.read;
+  }
   return usage;
 }
 

@@ -20,10 +20,14 @@ namespace ctxpar::server {
 std::string anthropic_error_type(int status);
 nlohmann::ordered_json anthropic_error(int status, const std::string& message);
 
-// Usage as Anthropic counts it: input_tokens leaves out the prompt tokens the prefix cache
-// served, which cache_read_input_tokens holds (only when `cached_tokens` is known, i.e. under
-// --enable-prompt-tokens-details).
-nlohmann::ordered_json anthropic_usage(int64_t prompt_tokens, std::optional<int64_t> cached_tokens,
+// Prompt tokens the prefix cache served (read) and those the request wrote to it (created).
+struct AnthropicCache {
+  int64_t read = 0, created = 0;
+};
+// Usage as Anthropic counts it: input_tokens leaves out the prompt tokens read from and written
+// to the prefix cache, which cache_read_input_tokens and cache_creation_input_tokens hold (only
+// when known, i.e. under --enable-prompt-tokens-details).
+nlohmann::ordered_json anthropic_usage(int64_t prompt_tokens, std::optional<AnthropicCache> cache,
                                        int64_t output_tokens);
 
 // stop_reason and stop_sequence (null or a string each) of a chat finish: "length" is

@@ -102,17 +102,28 @@ json GenerationResponder::prompt_logprobs_field(size_t i) const {
                               states_[i].prompt_logprobs);
 }
 
+std::pair<int64_t, int64_t> GenerationResponder::cache_tokens() const {
+  int64_t cached = 0, created = 0;
+  for (size_t i = 0; i < states_.size(); ++i) {
+    const size_t p = plan_.choices[i].prompt_index;
+    if (i > 0 && plan_.choices[i - 1].prompt_index == p) continue;
+    cached += states_[i].num_cached_tokens;
+    // As vLLM's estimate: the prompt's full blocks are in the cache once it is prefilled.
+    const int64_t b = plan_.cache_block_tokens;
+    const int64_t full = b > 0 ? static_cast<int64_t>(plan_.prompts[p].size()) / b * b : 0;
+    created += std::max<int64_t>(0, full - states_[i].num_cached_tokens);
+  }
+  return {cached, created};
+}
+
 json GenerationResponder::usage() const {
   json out = usage_json(plan_.prompt_tokens, completion_tokens());
   out["prompt_tokens_details"] = nullptr;
   if (plan_.prompt_tokens_details) {
-    int64_t cached = 0;
-    for (size_t i = 0; i < states_.size(); ++i) {
-      const bool first_of_prompt =
-          i == 0 || plan_.choices[i].prompt_index != plan_.choices[i - 1].prompt_index;
-      if (first_of_prompt) cached += states_[i].num_cached_tokens;
-    }
-    out["prompt_tokens_details"] = {{"cached_tokens", cached}};
+    const auto [cached, created] = cache_tokens();
+    out["prompt_tokens_details"] = {{"cached_tokens", cached},
+                                    {"created_cache_tokens", created},
+                                    {"multimodal_tokens", nullptr}};
   }
   return out;
 }
@@ -410,9 +421,10 @@ GenerationResponder::WholeMessage GenerationResponder::whole_message(const Choic
 }
 
 nlohmann::ordered_json GenerationResponder::anthropic_usage_now() const {
-  const std::optional<int64_t> cached =
-      plan_.prompt_tokens_details ? std::optional(states_.at(0).num_cached_tokens) : std::nullopt;
-  return anthropic_usage(plan_.prompt_tokens, cached, completion_tokens());
+  if (!plan_.prompt_tokens_details)
+    return anthropic_usage(plan_.prompt_tokens, std::nullopt, completion_tokens());
+  const auto [cached, created] = cache_tokens();
+  return anthropic_usage(plan_.prompt_tokens, AnthropicCache{cached, created}, completion_tokens());
 }
 
 json GenerationResponder::whole_response() const {

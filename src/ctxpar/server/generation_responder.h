@@ -46,6 +46,9 @@ struct GenerationPlan {
   // --enable-prompt-tokens-details: usage.prompt_tokens_details.cached_tokens counts the prompt
   // tokens the prefix cache served (each prompt's first choice), else it is null.
   bool prompt_tokens_details = false;
+  // Prompt tokens of one prefix-cache block (0: prefix caching off). vLLM's
+  // created_cache_tokens: the prompt's full blocks the request wrote to the cache, in tokens.
+  int64_t cache_block_tokens = 0;
   std::vector<ChoiceRequest> choices;  // prompt-major: choice k of prompt p is p·n + k
   int32_t num_top_logprobs = -1;       // -1: no logprobs
   int64_t prompt_tokens = 0;
@@ -104,7 +107,7 @@ class GenerationResponder {
     ResponsesEventStream events;
     ReasoningSplit reasoning_count{ReasoningParser::kNone, false, ""};
     int64_t reasoning_tokens = 0;
-    bool reasoning_ended = false;  // the split gave content
+    bool reasoning_ended = false;    // the split gave content
     AnthropicEventStream anthropic;  // messages: the stream's blocks
   };
   // A choice's whole chat message: split, tool calls parsed, and the finish reason they imply.
@@ -135,6 +138,9 @@ class GenerationResponder {
   std::optional<nlohmann::json> chat_delta(ChoiceState& s, const std::string& text, bool finished);
   nlohmann::json chunk_base() const;
   nlohmann::json usage() const;  // of the whole request, prompt_tokens_details included
+  // Prompt tokens the prefix cache served and those the request wrote to it, summed over the
+  // prompts (each prompt's first choice).
+  std::pair<int64_t, int64_t> cache_tokens() const;
   nlohmann::json stream_choice(size_t i, const ChoiceDelta& d, const nlohmann::json& delta);
   // The logprobs of a choice's tokens: with `echo_prompt` (completions, echo), the prompt's
   // first, scored by its prompt logprobs from its second token on.

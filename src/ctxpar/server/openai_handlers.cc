@@ -147,6 +147,11 @@ OpenAiServer::Handlers::Handlers(engine::OnlineEngine& engine,
       created_(unix_now()),
       anthropic_(probe_anthropic_rendering(chat, options.anthropic_disabled_thinking_effort)) {}
 
+int64_t OpenAiServer::Handlers::cache_block_tokens() const {
+  const engine::SchedulerConfig& s = engine_.config().scheduler;
+  return s.enable_prefix_caching ? s.layout.tokens_per_virtual_block() : 0;
+}
+
 void OpenAiServer::Handlers::check_serving() const {
   if (state_.stopping) throw unavailable("The server is shutting down");
   switch (engine_.state()) {
@@ -317,6 +322,7 @@ void OpenAiServer::Handlers::completions(const httplib::Request& req, httplib::R
   plan->created = unix_now();
   plan->model = options_.served_model_names.at(0);
   plan->prompt_tokens_details = options_.enable_prompt_tokens_details;
+  plan->cache_block_tokens = cache_block_tokens();
   plan->num_top_logprobs = r.params.logprobs.value_or(-1);
   plan->echo_only = echo_only;
   const int64_t max_model_len = engine_.config().scheduler.max_model_len;
@@ -363,7 +369,8 @@ void OpenAiServer::Handlers::messages(const httplib::Request& req, httplib::Resp
 
 void OpenAiServer::Handlers::count_tokens(const httplib::Request& req, httplib::Response& res) {
   check_serving();
-  const json chat = json::parse(anthropic_chat_request(parse_ordered_body(req), true, anthropic_).dump());
+  const json chat =
+      json::parse(anthropic_chat_request(parse_ordered_body(req), true, anthropic_).dump());
   const ChatRequest r = parse_chat_request(chat, options_.defaults);
   check_model(r.model);
   // Counted whatever the context length, as vLLM's count_tokens counts.
@@ -395,6 +402,7 @@ void OpenAiServer::Handlers::run_chat(const json& body, const std::string& raw, 
   plan->created = unix_now();
   plan->model = options_.served_model_names.at(0);
   plan->prompt_tokens_details = options_.enable_prompt_tokens_details;
+  plan->cache_block_tokens = cache_block_tokens();
   plan->num_top_logprobs = r.params.logprobs.value_or(-1);
   plan->reasoning_parser = options_.reasoning_parser;
   plan->thinking = thinking_requested(options_.reasoning_parser, r.chat_template_kwargs);
@@ -419,9 +427,9 @@ void OpenAiServer::Handlers::run_chat(const json& body, const std::string& raw, 
                   r.truncation_side.value_or(options_.truncation_side),
                   engine_.config().scheduler.max_model_len);
   add_choices(*plan, r, options_, engine_.config().scheduler.max_model_len,
-              responses                               ? "max_output_tokens"
+              responses                         ? "max_output_tokens"
               : endpoint == Endpoint::kMessages ? "max_tokens"
-                                                      : "max_completion_tokens");
+                                                : "max_completion_tokens");
   constrain(raw, true, *plan);
   plan->responses = std::move(responses);
   // As vLLM's tool call parsers that ask for it: their tags may be special tokens.

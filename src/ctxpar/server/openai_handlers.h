@@ -52,6 +52,8 @@ class OpenAiServer::Handlers {
   void check_serving() const;
 
  private:
+  // Prompt tokens one prefix-cache block holds (B·N); 0 with prefix caching off.
+  int64_t cache_block_tokens() const;
   // 404 for a model name that is not the served one (none given: the served one).
   void check_model(const std::optional<std::string>& model) const;
   // Token ids of a prompt; 400 for ids outside the vocabulary.

@@ -408,8 +408,8 @@ ChatRequest parse_chat_request(const json& body, const GenerationDefaults& defau
   // vLLM's reasoning_effort: the template's reasoning_effort, and enable_thinking (effort not
   // "none") unless the request's kwargs set it; it wins over a reasoning_effort kwarg.
   if (const std::optional<std::string> effort = f.string("reasoning_effort")) {
-    static constexpr std::array<std::string_view, 7> kEfforts = {
-        "none", "minimal", "low", "medium", "high", "xhigh", "max"};
+    static constexpr std::array<std::string_view, 7> kEfforts = {"none", "minimal", "low", "medium",
+                                                                 "high", "xhigh",   "max"};
     if (std::find(kEfforts.begin(), kEfforts.end(), *effort) == kEfforts.end()) {
       throw bad_request(fmt::format("reasoning_effort: Input should be 'none', 'minimal', 'low', "
                                     "'medium', 'high', 'xhigh' or 'max', got '{}'",

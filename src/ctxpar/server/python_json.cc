@@ -13,14 +13,15 @@ std::string python_json_text(const nlohmann::ordered_json& v, bool ensure_ascii)
     for (auto it = v.begin(); it != v.end(); ++it) {
       if (it != v.begin()) out += ", ";
       out += ordered_json(it.key()).dump(-1, ' ', ensure_ascii,
-                                        ordered_json::error_handler_t::replace) +
+                                         ordered_json::error_handler_t::replace) +
              ": " + python_json_text(it.value(), ensure_ascii);
     }
     return out + "}";
   }
   if (v.is_array()) {
     std::string out = "[";
-    for (size_t i = 0; i < v.size(); ++i) out += (i > 0 ? ", " : "") + python_json_text(v[i], ensure_ascii);
+    for (size_t i = 0; i < v.size(); ++i)
+      out += (i > 0 ? ", " : "") + python_json_text(v[i], ensure_ascii);
     return out + "]";
   }
   if (v.is_number_float()) {
