@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -253,6 +254,94 @@ TEST(LogitsProcessors, TheSamplerAppliesThemToACopy) {
   EXPECT_EQ(tokens[0], second0);
   EXPECT_EQ(tokens[1], second1);
   EXPECT_TRUE(std::equal(before.begin(), before.end(), l)) << "the model's logits changed";
+}
+
+// vLLM's thinking budget as its CPU sampler writes it: the last start and end markers found
+// scanning forward, then the end marker's next token forced.
+std::optional<int32_t> thinking_reference(const SamplingParams::ThinkingBudget& b,
+                                          const std::vector<int32_t>& tokens) {
+  const auto last = [&](const std::vector<int32_t>& marker) {
+    int64_t at = -1;
+    for (size_t pos = 0; pos + marker.size() <= tokens.size(); ++pos) {
+      if (std::equal(marker.begin(), marker.end(), tokens.begin() + long(pos))) at = long(pos);
+    }
+    return at;
+  };
+  const int64_t start = last(b.start), end = last(b.end);
+  if (start < 0 || start <= end) return std::nullopt;
+  if (int64_t(tokens.size()) - start - int64_t(b.start.size()) < b.budget) return std::nullopt;
+  size_t written = 0;
+  for (size_t k = 1; k <= std::min(tokens.size(), b.end.size() - 1); ++k) {
+    if (std::equal(b.end.begin(), b.end.begin() + long(k), tokens.end() - long(k))) written = k;
+  }
+  return b.end[written];
+}
+
+TEST(LogitsProcessors, ThinkingBudgetForcesTheEndMarkerAsVllm) {
+  SEEDED_RNG(rng);
+  const int64_t vocab = 6;  // few ids: markers and their parts recur by chance
+  for (int trial = 0; trial < 3000; ++trial) {
+    SamplingParams p;
+    p.thinking_budget = SamplingParams::ThinkingBudget{uniform(rng, 0, 8),
+                                                       random_ids(rng, uniform(rng, 1, 3), vocab),
+                                                       random_ids(rng, uniform(rng, 1, 3), vocab)};
+    std::vector<int32_t> tokens;
+    for (int64_t parts = uniform(rng, 0, 6); parts > 0; --parts) {
+      const int64_t kind = uniform(rng, 0, 2);
+      const auto& marker = kind == 0 ? p.thinking_budget->start : p.thinking_budget->end;
+      const std::vector<int32_t> piece =
+          kind == 2 ? random_ids(rng, uniform(rng, 0, 10), vocab) : marker;
+      tokens.insert(tokens.end(), piece.begin(), piece.end());
+    }
+    const size_t split = size_t(uniform(rng, 0, int64_t(tokens.size())));
+    const std::vector<int32_t> prompt(tokens.begin(), tokens.begin() + long(split));
+    const std::vector<int32_t> output(tokens.begin() + long(split), tokens.end());
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    for (float& l : logits) l = uniform_float(rng, -4.0f, 4.0f);
+    std::vector<float> want = logits;
+    if (const auto forced = thinking_reference(*p.thinking_budget, tokens))
+      want[size_t(*forced)] = 1.0e9f;
+    EXPECT_TRUE(changes_logits(p, int64_t(output.size())));
+    apply_logits_processors(logits, p, prompt, output);
+    EXPECT_EQ(logits, want) << "trial " << trial;
+  }
+  SamplingParams p;
+  p.thinking_budget = SamplingParams::ThinkingBudget{-2, {1}, {2}};
+  EXPECT_NE(p.problem().value_or("").find("thinking_token_budget"), std::string::npos);
+  p.thinking_budget = SamplingParams::ThinkingBudget{3, {}, {2}};
+  EXPECT_NE(p.problem().value_or("").find("markers"), std::string::npos);
+}
+
+// Sampled greedily, a model that never ends its thinking is made to: the prompt opens it, the
+// output thinks for exactly the budget, then writes the whole end marker, then runs free.
+TEST(LogitsProcessors, ThinkingBudgetEndsThinkingAfterTheBudget) {
+  SEEDED_RNG(rng);
+  const int64_t vocab = 32;
+  const std::vector<int32_t> start = {30}, end = {31, 29, 28};
+  for (int trial = 0; trial < 30; ++trial) {
+    SamplingParams p;
+    p.temperature = 0.0f;
+    p.thinking_budget = SamplingParams::ThinkingBudget{uniform(rng, 0, 12), start, end};
+    // The prompt's thinking already has `early` tokens (they count against the budget).
+    const int64_t early = uniform(rng, 0, 3);
+    std::vector<int32_t> prompt = random_ids(rng, uniform(rng, 0, 6), 20);
+    prompt.push_back(start[0]);
+    for (int64_t k = 0; k < early; ++k) prompt.push_back(int32_t(uniform(rng, 0, 19)));
+    std::vector<int32_t> output;
+    for (int step = 0; step < 25; ++step) {
+      std::vector<float> logits(static_cast<size_t>(vocab));
+      for (float& l : logits) l = uniform_float(rng, -4.0f, 4.0f);
+      for (const int32_t t : {28, 29, 30, 31}) logits[size_t(t)] = -50.0f;  // never by itself
+      apply_logits_processors(logits, p, prompt, output);
+      output.push_back(int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+    }
+    const int64_t thinking = std::max<int64_t>(0, p.thinking_budget->budget - early);
+    ASSERT_GE(output.size(), size_t(thinking) + end.size());
+    for (int64_t k = 0; k < thinking; ++k) EXPECT_LT(output[size_t(k)], 28) << k;
+    EXPECT_TRUE(std::equal(end.begin(), end.end(), output.begin() + thinking));
+    for (size_t k = size_t(thinking) + end.size(); k < output.size(); ++k)
+      EXPECT_LT(output[k], 28) << k;
+  }
 }
 
 }  // namespace

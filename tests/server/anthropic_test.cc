@@ -149,6 +149,7 @@ TEST(AnthropicRequest, SamplingStreamOutputConfigAndThinking) {
             ordered_json::parse(R"({"include_usage": true, "continuous_usage_stats": true})"));
   EXPECT_EQ(chat["chat_template_kwargs"], ordered_json::parse(R"({"k": 1})"));
   EXPECT_EQ(chat["reasoning_effort"], "high");
+  EXPECT_EQ(chat["thinking_token_budget"], 1024);
   EXPECT_EQ(chat["response_format"], ordered_json::parse(R"({"type": "json_schema",
       "json_schema": {"name": "json_schema", "schema": {"type": "object"}}})"));
   // vLLM's Anthropic request has no chat extras: they are not passed on.

@@ -278,6 +278,14 @@ class MessagesApi(unittest.TestCase):
                 self.assertEqual(ctx.exception.body["type"], "error")
                 self.assertEqual(ctx.exception.body["error"]["type"], kind)
                 self.assertIn(needle, ctx.exception.body["error"]["message"])
+        # thinking.budget_tokens is a thinking_token_budget: it needs --reasoning-parser.
+        with self.assertRaises(anthropic.BadRequestError) as ctx:
+            self.client.messages.create(model=fx.MODEL, max_tokens=300, messages=ok["messages"],
+                                        thinking={"type": "enabled", "budget_tokens": 200},
+                                        extra_body={"thinking": {"type": "enabled",
+                                                                 "budget_tokens": 1024},
+                                                    "max_tokens": 1100})
+        self.assertIn("thinking_token_budget", ctx.exception.body["error"]["message"])
         # A tool call parser is needed for tool_choice auto, as on /v1/chat/completions.
         with self.assertRaises(anthropic.BadRequestError) as ctx:
             self.message(4, messages=ok["messages"], tools=[ADD])
@@ -328,6 +336,26 @@ class MessagesWithReasoning(unittest.TestCase):
             self.assertEqual(final.content[0].thinking, chat.reasoning)
             return
         self.fail("the model ended at once three times")
+
+    def test_thinking_token_budget_ends_the_thinking(self):
+        """What thinking.budget_tokens becomes: after the budget (counted from <think>, the
+        prompt's "\n" included) the reasoning parser's </think> is forced, token by token."""
+        rng = fx.seeded_rng(self)
+        for budget in (0, 1, rng.randrange(2, 30)):
+            r = self.openai.chat.completions.create(
+                model=fx.MODEL, max_completion_tokens=budget + 12, temperature=0,
+                messages=[{"role": "user", "content": f"q{rng.randrange(10**6)}"},
+                          {"role": "assistant", "content": "<think>\n"}],
+                extra_body={"continue_final_message": True, "add_generation_prompt": False,
+                            "ignore_eos": True, "return_token_ids": True,
+                            "skip_special_tokens": False,
+                            "thinking_token_budget": budget}).model_dump()["choices"][0]
+            ids = r["token_ids"]
+            thinking = max(0, budget - 1)
+            self.assertEqual(ids[thinking:thinking + 8], list(b"</think>"), ids)
+            self.assertNotIn(bytes(b"</think>").hex(),
+                             bytes(i for i in ids[:thinking] if i < 256).hex())
+            self.assertIsNotNone(r["message"]["content"])  # the parser split there
 
     def test_cache_reads_and_writes_are_left_out_of_input_tokens(self):
         # The fixture's blocks: 4 positions on each of the 2 DCP ranks, 8 prompt tokens a block.

@@ -46,6 +46,38 @@ void apply_penalties(std::span<float> logits, const SamplingParams& params,
   }
 }
 
+// vLLM's thinking budget (SamplingParams::ThinkingBudget) over prompt ++ output.
+void force_thinking_end(std::span<float> logits, const SamplingParams::ThinkingBudget& b,
+                        std::span<const int32_t> prompt, std::span<const int32_t> output) {
+  const auto n = static_cast<int64_t>(prompt.size() + output.size());
+  const auto p = static_cast<int64_t>(prompt.size());
+  const auto at = [&](int64_t i) { return i < p ? prompt[i] : output[i - p]; };
+  const auto starts_at = [&](const std::vector<int32_t>& marker, int64_t i) {
+    if (i + static_cast<int64_t>(marker.size()) > n) return false;
+    for (size_t k = 0; k < marker.size(); ++k) {
+      if (at(i + static_cast<int64_t>(k)) != marker[k]) return false;
+    }
+    return true;
+  };
+  // The last marker decides, by where it starts (an end marker at the same place wins): scanning
+  // back stops there, usually within the thinking block.
+  int64_t start = -1;
+  for (int64_t i = n - 1; i >= 0 && start < 0; --i) {
+    if (starts_at(b.end, i)) return;
+    if (starts_at(b.start, i)) start = i;
+  }
+  if (start < 0 || n - start - static_cast<int64_t>(b.start.size()) < b.budget) return;
+  // The tokens may already end with part of the end marker (forced in earlier steps).
+  size_t written = 0;
+  for (size_t k = 1; k < b.end.size() && static_cast<int64_t>(k) <= n; ++k) {
+    bool match = true;
+    for (size_t j = 0; j < k && match; ++j) match = at(n - static_cast<int64_t>(k - j)) == b.end[j];
+    if (match) written = k;
+  }
+  const int32_t next = b.end[written];
+  if (in_vocab(next, logits.size())) logits[static_cast<size_t>(next)] = 1.0e9f;
+}
+
 }  // namespace
 
 bool changes_logits(const SamplingParams& params, int64_t num_output_tokens) {
@@ -53,7 +85,8 @@ bool changes_logits(const SamplingParams& params, int64_t num_output_tokens) {
                           (!params.eos_token_ids.empty() || !params.stop_token_ids.empty());
   return min_tokens || !params.logit_bias.empty() || !params.allowed_token_ids.empty() ||
          !params.bad_words_token_ids.empty() || params.repetition_penalty != 1.0f ||
-         params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f;
+         params.frequency_penalty != 0.0f || params.presence_penalty != 0.0f ||
+         params.thinking_budget.has_value();
 }
 
 void apply_logits_processors(std::span<float> logits, const SamplingParams& params,
@@ -89,6 +122,8 @@ void apply_logits_processors(std::span<float> logits, const SamplingParams& para
       logits[static_cast<size_t>(word.back())] = -std::numeric_limits<float>::infinity();
     }
   }
+  // Last, as vLLM forces it: nothing after may weaken the forced token.
+  if (params.thinking_budget) force_thinking_end(logits, *params.thinking_budget, prompt, output);
 }
 
 }  // namespace ctxpar::engine

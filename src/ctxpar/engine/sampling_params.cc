@@ -89,6 +89,18 @@ std::optional<std::string> SamplingParams::problem() const {
       return fmt::format("logit_bias of token {} must be in [-100, 100], got {}.", token, bias);
     }
   }
+  if (thinking_budget) {
+    if (thinking_budget->budget < 0) {
+      return fmt::format(
+          "thinking_token_budget must be a non-negative integer or -1 for "
+          "unlimited, got {}.",
+          thinking_budget->budget);
+    }
+    if (thinking_budget->start.empty() || thinking_budget->end.empty())
+      return std::string("thinking_token_budget needs the reasoning markers' token ids.");
+    if (auto bad = negative_id(thinking_budget->start, "thinking_token_budget")) return bad;
+    if (auto bad = negative_id(thinking_budget->end, "thinking_token_budget")) return bad;
+  }
   size_t bad_word_tokens = 0;
   for (const auto& word : bad_words_token_ids) {
     if (word.empty()) return std::string("bad_words entries must tokenize to at least one token.");

@@ -51,6 +51,16 @@ struct SamplingParams {
   std::vector<std::vector<int32_t>> bad_words_token_ids;
   static constexpr size_t kMaxBadWords = 128;
   static constexpr size_t kMaxBadWordTokens = 1024;
+  // vLLM's thinking_token_budget (with a reasoning parser; its markers tokenized): while the
+  // tokens so far (prompt and output) are inside a thinking block, after the last `start`
+  // marker with no `end` marker from there on, and `budget` tokens or more follow the marker,
+  // the next token of `end` is forced (its logit set to 1e9 after every other change): the
+  // first one, or the one after the part of `end` the tokens already end with.
+  struct ThinkingBudget {
+    int64_t budget = 0;               // >= 0
+    std::vector<int32_t> start, end;  // not empty
+  };
+  std::optional<ThinkingBudget> thinking_budget;
   // Set: the request draws from its own std::mt19937_64 seeded with it, so its tokens do not
   // depend on what else is in the batch. Unset: draws come from the sampler's shared generator.
   std::optional<uint64_t> seed;

@@ -459,10 +459,10 @@ ordered_json anthropic_chat_request(const ordered_json& body, bool count_tokens,
     }
   }
   const std::string thinking = thinking_type(field(body, "thinking"), max_tokens, count_tokens);
-  // thinking "enabled" asks vLLM for a thinking_token_budget, which ctxpar does not enforce:
-  // the model thinks until it ends its reasoning or max_tokens.
   if (thinking == "disabled" || thinking == "between_tools")
     chat["reasoning_effort"] = rendering.disabled_thinking_effort;
+  if (thinking == "enabled")
+    chat["thinking_token_budget"] = field(body, "thinking")["budget_tokens"];
 
   const ordered_json& choice = field(body, "tool_choice");
   if (!choice.is_null()) {

@@ -10,8 +10,9 @@
 //       refuses system messages after the first (AnthropicRendering::merge_inline_system);
 //   tools -> function tools (tool_addition / tool_removal blocks in system messages change the
 //       list first); tool_choice auto / any / tool / none -> auto / required / named / none;
-//   thinking disabled / between_tools -> reasoning_effort (AnthropicRendering); output_config's
-//       effort -> reasoning_effort and its json_schema format -> response_format;
+//   thinking disabled / between_tools -> reasoning_effort (AnthropicRendering), enabled ->
+//       thinking_token_budget (budget_tokens); output_config's effort -> reasoning_effort and its
+//       json_schema format -> response_format;
 //   max_tokens, stop_sequences, temperature, top_p, top_k and stream carry over (a stream asks
 //       for usage on every chunk, as vLLM's does).
 // Throws ApiError 400 naming the field for what vLLM's pydantic models refuse, and for images

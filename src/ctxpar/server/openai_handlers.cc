@@ -147,6 +147,21 @@ OpenAiServer::Handlers::Handlers(engine::OnlineEngine& engine,
       created_(unix_now()),
       anthropic_(probe_anthropic_rendering(chat, options.anthropic_disabled_thinking_effort)) {}
 
+std::optional<engine::SamplingParams::ThinkingBudget> OpenAiServer::Handlers::thinking_budget(
+    const SamplingRequest& r) const {
+  if (!r.thinking_token_budget) return std::nullopt;
+  if (options_.reasoning_parser == ReasoningParser::kNone) {
+    throw bad_request(
+        "thinking_token_budget is set but reasoning_config is not configured. Please set "
+        "--reasoning-parser and/or --reasoning-config to use thinking_token_budget.",
+        "thinking_token_budget");
+  }
+  // Every parser ctxpar has reads <think> ... </think>, vLLM's markers for them.
+  return engine::SamplingParams::ThinkingBudget{*r.thinking_token_budget,
+                                                tokenizer_.encode("<think>", false),
+                                                tokenizer_.encode("</think>", false)};
+}
+
 int64_t OpenAiServer::Handlers::cache_block_tokens() const {
   const engine::SchedulerConfig& s = engine_.config().scheduler;
   return s.enable_prefix_caching ? s.layout.tokens_per_virtual_block() : 0;
@@ -316,6 +331,7 @@ void OpenAiServer::Handlers::completions(const httplib::Request& req, httplib::R
   if (echo_only) r.max_tokens = 1;
   resolve_logprobs_counts(r.params, engine_.config(), "logprobs");
   r.params.bad_words_token_ids = bad_words_token_ids(r.bad_words, tokenizer_);
+  r.params.thinking_budget = thinking_budget(r);
   auto plan = std::make_unique<GenerationPlan>();
   plan->endpoint = Endpoint::kCompletion;
   plan->id = "cmpl-" + random_hex(32);
@@ -395,6 +411,7 @@ void OpenAiServer::Handlers::run_chat(const json& body, const std::string& raw, 
   }
   resolve_logprobs_counts(r.params, engine_.config(), "top_logprobs");
   r.params.bad_words_token_ids = bad_words_token_ids(r.bad_words, tokenizer_);
+  r.params.thinking_budget = thinking_budget(r);
   auto plan = std::make_unique<GenerationPlan>();
   plan->endpoint = endpoint;
   // vLLM's messages carry the id of the chat completion they ran as.

@@ -52,6 +52,10 @@ class OpenAiServer::Handlers {
   void check_serving() const;
 
  private:
+  // The request's thinking_token_budget with the reasoning parser's markers tokenized; 400
+  // without --reasoning-parser, as vLLM.
+  std::optional<engine::SamplingParams::ThinkingBudget> thinking_budget(
+      const SamplingRequest& r) const;
   // Prompt tokens one prefix-cache block holds (B·N); 0 with prefix caching off.
   int64_t cache_block_tokens() const;
   // 404 for a model name that is not the served one (none given: the served one).

@@ -176,6 +176,15 @@ void parse_sampling(const Fields& f, const GenerationDefaults& defaults, Samplin
   }
   p.ignore_eos = f.boolean("ignore_eos").value_or(false);
   p.min_tokens = f.integer("min_tokens").value_or(0);
+  if (const json& budget = f.raw("thinking_token_budget"); !budget.is_null()) {
+    if (!budget.is_number_integer() || budget.get<int64_t>() < -1) {
+      throw bad_request(fmt::format("`thinking_token_budget` must be a non-negative integer or -1 "
+                                    "for unlimited, got {}.",
+                                    budget.dump()),
+                        "thinking_token_budget");
+    }
+    if (budget.get<int64_t>() >= 0) r.thinking_token_budget = budget.get<int64_t>();
+  }
   // vLLM's logit_bias: {"<token id>": bias}, each bias clamped to [-100, 100].
   if (const json& bias = f.raw("logit_bias"); !bias.is_null()) {
     if (!bias.is_object()) f.wrong_type("logit_bias", "a valid dictionary");

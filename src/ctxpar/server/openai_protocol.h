@@ -48,6 +48,9 @@ struct SamplingRequest {
   std::optional<std::string> truncation_side;
   // vLLM's bad_words, without repeats; the handler tokenizes them (bad_words_token_ids).
   std::vector<std::string> bad_words;
+  // vLLM's thinking_token_budget (>= 0; -1 reads as unset); the handler adds the reasoning
+  // parser's markers (SamplingParams::ThinkingBudget).
+  std::optional<int64_t> thinking_token_budget;
 };
 
 // A prompt as given: text, or token ids.
