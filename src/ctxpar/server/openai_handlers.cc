@@ -11,6 +11,7 @@
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/server/api_error.h"
+#include "ctxpar/server/chat_template_inputs.h"
 #include "ctxpar/server/generation.h"
 #include "ctxpar/server/generation_responder.h"
 #include "ctxpar/server/openai_responses.h"
@@ -203,7 +204,8 @@ std::vector<int32_t> OpenAiServer::Handlers::prompt_tokens(const Prompt& prompt,
   return tokenizer_.encode(std::get<std::string>(prompt), add_special_tokens);
 }
 
-std::vector<int32_t> OpenAiServer::Handlers::chat_prompt_tokens(const ChatRequest& r) const {
+std::vector<int32_t> OpenAiServer::Handlers::chat_prompt_tokens(
+    const ChatRequest& r, const nlohmann::ordered_json& ordered) const {
   // --chat-template-content-format: "auto" asks the template this request renders with.
   const bool has_tools = r.tools.is_array() && !r.tools.empty();
   ChatContentFormat format = options_.chat_content_format;
@@ -213,11 +215,12 @@ std::vector<int32_t> OpenAiServer::Handlers::chat_prompt_tokens(const ChatReques
   }
   chat_template::ChatRequest request;
   for (size_t i = 0; i < r.messages.size(); ++i) {
-    nlohmann::ordered_json m = nlohmann::ordered_json::parse(r.messages[i].dump());
+    nlohmann::ordered_json m = ordered["messages"][i];
     m["content"] = template_content(r.messages[i], i, format);
+    parse_tool_call_arguments(m, i);
     request.messages.push_back(std::move(m));
   }
-  if (!r.tools.is_null()) request.tools = nlohmann::ordered_json::parse(r.tools.dump());
+  if (!r.tools.is_null()) request.tools = template_tools(ordered["tools"]);
   if (!r.chat_template_kwargs.is_null()) {
     request.chat_template_kwargs = nlohmann::ordered_json::parse(r.chat_template_kwargs.dump());
   }
@@ -385,12 +388,12 @@ void OpenAiServer::Handlers::messages(const httplib::Request& req, httplib::Resp
 
 void OpenAiServer::Handlers::count_tokens(const httplib::Request& req, httplib::Response& res) {
   check_serving();
-  const json chat =
-      json::parse(anthropic_chat_request(parse_ordered_body(req), true, anthropic_).dump());
-  const ChatRequest r = parse_chat_request(chat, options_.defaults);
+  const nlohmann::ordered_json ordered =
+      anthropic_chat_request(parse_ordered_body(req), true, anthropic_);
+  const ChatRequest r = parse_chat_request(json::parse(ordered.dump()), options_.defaults);
   check_model(r.model);
   // Counted whatever the context length, as vLLM's count_tokens counts.
-  const size_t n = chat_prompt_tokens(r).size();
+  const size_t n = chat_prompt_tokens(r, ordered).size();
   respond_json(res, {{"input_tokens", n}, {"context_management", {{"original_input_tokens", n}}}});
 }
 
@@ -439,7 +442,7 @@ void OpenAiServer::Handlers::run_chat(const json& body, const std::string& raw, 
     if (last.value("role", "") == role)
       plan->echo.push_back(message_text(last, r.messages.size() - 1));
   }
-  plan->prompts.push_back(chat_prompt_tokens(r));
+  plan->prompts.push_back(chat_prompt_tokens(r, nlohmann::ordered_json::parse(raw)));
   truncate_prompt(plan->prompts.back(), r.truncate_prompt_tokens,
                   r.truncation_side.value_or(options_.truncation_side),
                   engine_.config().scheduler.max_model_len);
@@ -468,7 +471,7 @@ void OpenAiServer::Handlers::tokenize(const httplib::Request& req, httplib::Resp
     json chat = body;
     chat.erase("model");
     const ChatRequest r = parse_chat_request(chat, options_.defaults);
-    ids = chat_prompt_tokens(r);
+    ids = chat_prompt_tokens(r, parse_ordered_body(req));
   } else {
     const auto it = body.find("prompt");
     if (it == body.end() || !it->is_string()) {

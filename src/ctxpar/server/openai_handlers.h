@@ -64,8 +64,11 @@ class OpenAiServer::Handlers {
   std::vector<int32_t> prompt_tokens(const Prompt& prompt, bool add_special_tokens) const;
   std::vector<int32_t> checked_ids(std::vector<int32_t> ids) const;
   // The chat template's prompt for `r`, tokenized as vLLM does (no special tokens unless the
-  // request asks or the template writes no BOS); 400 for a template that refuses it.
-  std::vector<int32_t> chat_prompt_tokens(const ChatRequest& r) const;
+  // request asks or the template writes no BOS); 400 for a template that refuses it. `ordered`:
+  // the same request body in the client's key order, whose messages and tools the template sees
+  // (chat_template_inputs.h).
+  std::vector<int32_t> chat_prompt_tokens(const ChatRequest& r,
+                                          const nlohmann::ordered_json& ordered) const;
   // Runs the chat request `body` (`raw`: its text, whose key order schemas keep) and answers
   // as `endpoint` (kChat, kMessages, or kResponses with the request it came from).
   void run_chat(const nlohmann::json& body, const std::string& raw, Endpoint endpoint,
