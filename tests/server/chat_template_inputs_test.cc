@@ -60,5 +60,42 @@ TEST(ChatTemplateInputs, CallArgumentsBecomeObjects) {
   }
 }
 
+TEST(ChatTemplateInputs, MessagesAsVllmsConversation) {
+  const auto convert = [](const char* text, ChatContentFormat format) {
+    const ordered_json ordered = ordered_json::parse(text);
+    return template_message(nlohmann::json::parse(text), ordered, 2, format);
+  };
+  // Keys vLLM does not copy go; an assistant's reasoning is also reasoning_content.
+  EXPECT_EQ(convert(R"({"role": "assistant", "content": null, "reasoning": "hm", "extra": 1,
+                        "reasoning_content": "old", "name": "bot",
+                        "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{}"}}]})",
+                    ChatContentFormat::kString),
+            ordered_json::parse(R"({"role": "assistant", "content": "",
+                                    "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": {}}}],
+                                    "reasoning": "hm", "reasoning_content": "hm", "name": "bot"})"));
+  // A tool result's text parts are one string in either format.
+  for (const ChatContentFormat format : {ChatContentFormat::kString, ChatContentFormat::kOpenAi}) {
+    EXPECT_EQ(convert(R"({"role": "tool", "tool_call_id": "c", "content": [
+                          {"type": "text", "text": "a"}, {"type": "text", "text": "b"}]})",
+                      format),
+              ordered_json::parse(R"({"role": "tool", "content": "a\nb", "tool_call_id": "c"})"));
+  }
+  EXPECT_EQ(convert(R"({"role": "user", "content": "x"})", ChatContentFormat::kOpenAi),
+            ordered_json::parse(R"({"role": "user", "content": [{"type": "text", "text": "x"}]})"));
+  // Claude Code's billing header line leaves system messages.
+  EXPECT_EQ(
+      convert(R"({"role": "system", "content": "x-anthropic-billing-header: cch=1;\nBe brief"})",
+              ChatContentFormat::kString)["content"],
+      "Be brief");
+  EXPECT_EQ(convert(R"({"role": "system", "content": [
+                        {"type": "text", "text": "x-anthropic-billing-header: cch=2;"},
+                        {"type": "text", "text": "Be brief"}]})",
+                    ChatContentFormat::kOpenAi)["content"],
+            ordered_json::parse(R"([{"type": "text", "text": "Be brief"}])"));
+  EXPECT_EQ(convert(R"({"role": "user", "content": "x-anthropic-billing-header: kept"})",
+                    ChatContentFormat::kString)["content"],
+            "x-anthropic-billing-header: kept");
+}
+
 }  // namespace
 }  // namespace ctxpar::server

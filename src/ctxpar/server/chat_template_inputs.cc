@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+#include <string>
+#include <string_view>
+
 #include "ctxpar/server/api_error.h"
 #include "ctxpar/server/json_fields.h"
 
@@ -30,6 +34,73 @@ ordered_json template_tools(const ordered_json& tools) {
     }
     out.push_back(std::move(dumped));
   }
+  return out;
+}
+
+namespace {
+
+constexpr std::string_view kBillingHeader = "x-anthropic-billing-header";
+
+// A system message without Claude Code's billing header line (its per-request hash would defeat
+// the prefix cache): a text that starts with it loses its first line, and goes when that was all.
+nlohmann::json strip_billing_header(const nlohmann::json& message) {
+  const auto strip = [](const std::string& text) -> std::optional<std::string> {
+    if (!text.starts_with(kBillingHeader)) return text;
+    const size_t newline = text.find('\n');
+    if (newline == std::string::npos || newline + 1 == text.size()) return std::nullopt;
+    return text.substr(newline + 1);
+  };
+  nlohmann::json out = message;
+  const auto it = message.find("content");
+  if (it == message.end()) return out;
+  if (it->is_string()) {
+    const std::optional<std::string> kept = strip(it->get<std::string>());
+    out["content"] = kept ? nlohmann::json(*kept) : nlohmann::json::array();
+  } else if (it->is_array()) {
+    nlohmann::json parts = nlohmann::json::array();
+    for (const nlohmann::json& part : *it) {
+      const bool text = part.is_object() && part.value("type", "") == "text" &&
+                        part.contains("text") && part["text"].is_string();
+      if (!text) {
+        parts.push_back(part);
+      } else if (const auto kept = strip(part["text"].get<std::string>())) {
+        nlohmann::json p = part;
+        p["text"] = *kept;
+        parts.push_back(std::move(p));
+      }
+    }
+    out["content"] = std::move(parts);
+  }
+  return out;
+}
+
+}  // namespace
+
+ordered_json template_message(const nlohmann::json& message, const ordered_json& ordered,
+                              size_t index, ChatContentFormat format) {
+  const std::string role = message.value("role", "");
+  ordered_json out = {{"role", role}};
+  if (role == "tool") {
+    // vLLM flattens a tool result's text parts to one string whatever the format: most
+    // templates print a tool message's content as it is.
+    out["content"] = template_content(message, index, ChatContentFormat::kString);
+  } else {
+    out["content"] =
+        template_content(role == "system" ? strip_billing_header(message) : message, index, format);
+  }
+  if (role == "assistant") {
+    if (const ordered_json& calls = field(ordered, "tool_calls"); !calls.is_null()) {
+      out["tool_calls"] = calls;
+    }
+    if (const ordered_json& reasoning = field(ordered, "reasoning"); !reasoning.is_null()) {
+      out["reasoning"] = reasoning;
+      out["reasoning_content"] = reasoning;
+    }
+    parse_tool_call_arguments(out, index);
+  }
+  if (role == "tool" && ordered.contains("tool_call_id"))
+    out["tool_call_id"] = ordered["tool_call_id"];
+  if (const ordered_json& name = field(ordered, "name"); name.is_string()) out["name"] = name;
   return out;
 }
 

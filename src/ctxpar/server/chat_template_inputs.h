@@ -1,12 +1,15 @@
-// What vLLM hands a chat template of a chat request besides the message content
-// (vllm/renderers): the tools as its ChatCompletionToolsParam dumps them, and assistant tool calls
-// with their arguments parsed into objects (chat_utils _postprocess_messages), in the client's key
-// order. Templates print both: Qwen's write each tool with tojson, Llama 3.1's a call's arguments
-// with tojson, GLM's and Qwen3-Coder's iterate the arguments' items.
+// What vLLM hands a chat template of a chat request (vllm/renderers): each message as its
+// conversation message (chat_utils parse_chat_message_content), the tools as its
+// ChatCompletionToolsParam dumps them, and assistant tool calls with their arguments parsed into
+// objects (_postprocess_messages), in the client's key order. Templates print both: Qwen's write
+// each tool with tojson, Llama 3.1's a call's arguments with tojson, GLM's and Qwen3-Coder's
+// iterate the arguments' items.
 #pragma once
 
 #include <cstddef>
 #include <nlohmann/json.hpp>
+
+#include "ctxpar/server/chat_content_format.h"
 
 namespace ctxpar::server {
 
@@ -14,6 +17,16 @@ namespace ctxpar::server {
 // (null when absent), "strict" and "defer_loading" when set}} (a tool-level defer_loading moves
 // into the function unless it has one); other keys are dropped.
 nlohmann::ordered_json template_tools(const nlohmann::ordered_json& tools);
+
+// messages[index] as vLLM's parse_chat_message_content hands it to the template: role, the
+// content in `format` (kString or kOpenAi; a system message without Claude Code's
+// "x-anthropic-billing-header" line, a tool message's text parts joined with "\n" into a string),
+// then tool_calls (assistant; parse_tool_call_arguments), reasoning and reasoning_content (an
+// assistant's "reasoning"), tool_call_id (tool) and name; other keys are dropped. `message` is
+// the checked message, `ordered` the same in the client's key order.
+nlohmann::ordered_json template_message(const nlohmann::json& message,
+                                        const nlohmann::ordered_json& ordered, size_t index,
+                                        ChatContentFormat format);
 
 // An assistant message's tool_calls (`message` is messages[index]): an empty list is dropped;
 // each call's arguments become the object their JSON text holds, or {} when they are empty, not

@@ -215,10 +215,7 @@ std::vector<int32_t> OpenAiServer::Handlers::chat_prompt_tokens(
   }
   chat_template::ChatRequest request;
   for (size_t i = 0; i < r.messages.size(); ++i) {
-    nlohmann::ordered_json m = ordered["messages"][i];
-    m["content"] = template_content(r.messages[i], i, format);
-    parse_tool_call_arguments(m, i);
-    request.messages.push_back(std::move(m));
+    request.messages.push_back(template_message(r.messages[i], ordered["messages"][i], i, format));
   }
   if (!r.tools.is_null()) request.tools = template_tools(ordered["tools"]);
   if (!r.chat_template_kwargs.is_null()) {
