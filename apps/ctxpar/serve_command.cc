@@ -47,7 +47,24 @@ struct ServeOptions {
   // --override-generation-config's JSON object on top.
   std::string generation_config = "auto";
   std::string override_generation_config;
+  std::string default_chat_template_kwargs;  // a JSON object, or empty
 };
+
+// --default-chat-template-kwargs as a JSON object. Throws InputError for text that is not one.
+nlohmann::json chat_template_kwargs_flag(const std::string& text) {
+  if (text.empty()) return nlohmann::json::object();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    CTXPAR_INPUT_FAIL("--default-chat-template-kwargs '{}' is not JSON: {}", text, e.what());
+  }
+  CTXPAR_CHECK_INPUT(j.is_object(),
+                     "--default-chat-template-kwargs '{}' is not a JSON object (e.g. "
+                     "'{{\"enable_thinking\": false}}')",
+                     text);
+  return j;
+}
 
 // The sampling defaults --generation-config and --override-generation-config give, over the
 // model's own (`model`, read with its tokenizer). Throws InputError naming a bad flag value.
@@ -193,6 +210,8 @@ void run(ServeOptions& o) {
     chat = std::make_unique<engine::ChatPrompt>(tok, resolved.model, o.chat_template, mode);
   });
   o.server.defaults = defaults_of(sampling_defaults(o, tok.generation));
+  o.server.defaults.chat_template_kwargs =
+      chat_template_kwargs_flag(o.default_chat_template_kwargs);
   o.server.eos_token_ids = tok.eos_token_ids;
   o.server.truncation_side = tok.truncation_side;
   // Named as given: a repo id, not the cache directory it was found in (vLLM's names).
@@ -278,6 +297,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_flag("--enable-prompt-tokens-details", o->server.enable_prompt_tokens_details,
                 "usage.prompt_tokens_details.cached_tokens: the prompt tokens the prefix cache "
                 "served");
+  cmd->add_option("--default-chat-template-kwargs", o->default_chat_template_kwargs,
+                  "JSON object of chat template arguments every chat request gets unless it "
+                  "sets them itself, e.g. '{\"enable_thinking\": false}'");
   cmd->add_option("--anthropic-disabled-thinking-effort",
                   o->server.anthropic_disabled_thinking_effort,
                   "the reasoning_effort /v1/messages sends for thinking disabled or between_tools: "

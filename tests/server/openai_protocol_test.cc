@@ -204,6 +204,20 @@ TEST(OpenAiProtocol, ChatRequests) {
       {});
   EXPECT_EQ(high.chat_template_kwargs,
             json({{"reasoning_effort", "high"}, {"enable_thinking", false}}));
+  // --default-chat-template-kwargs: under the request's, except its null and "auto" values.
+  GenerationDefaults defaults;
+  defaults.chat_template_kwargs = {{"enable_thinking", false}, {"x", 1}, {"y", 2}};
+  const ChatRequest merged =
+      parse_chat_request({{"messages", user},
+                          {"reasoning_effort", "high"},
+                          {"chat_template_kwargs", {{"x", nullptr}, {"y", "auto"}, {"z", 3}}}},
+                         defaults);
+  EXPECT_EQ(
+      merged.chat_template_kwargs,
+      json(
+          {{"enable_thinking", true}, {"x", 1}, {"y", 2}, {"z", 3}, {"reasoning_effort", "high"}}));
+  EXPECT_EQ(parse_chat_request({{"messages", user}}, defaults).chat_template_kwargs,
+            defaults.chat_template_kwargs);
   expect_400({{"messages", user}, {"reasoning_effort", "extreme"}}, "got 'extreme'",
              "reasoning_effort", true);
   expect_400({{"max_tokens", 3}}, "messages: Field required", "messages", true);

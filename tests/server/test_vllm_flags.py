@@ -3,7 +3,8 @@ a Hugging Face repo id served from the hub cache (named by the id in /v1/models)
 --served-model-name values (any may be requested, responses give the first), and
 --generation-config / --override-generation-config setting requests' defaults (max_new_tokens
 caps every request, as vLLM's, from a directory, over none with `vllm`, or overridden), and
---enable-prompt-tokens-details counting the prompt tokens the prefix cache served."""
+--enable-prompt-tokens-details counting the prompt tokens the prefix cache served, and
+--default-chat-template-kwargs under every chat request's own."""
 
 import json
 import os
@@ -167,6 +168,43 @@ class GenerationConfigFlags(unittest.TestCase):
             args = [fx.CTXPAR, "serve", fx.MODEL, *SMALL, "--port", str(fx.free_port()), *flags]
             r = subprocess.run(args, capture_output=True, text=True, timeout=60)
             self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(says, r.stderr)
+
+
+class DefaultChatTemplateKwargs(unittest.TestCase):
+    """--default-chat-template-kwargs sits under every chat request's chat_template_kwargs
+    (vLLM's merge): deepseek_v3's reasoning parser splits only with `thinking`, which the
+    default turns on unless a request turns it off."""
+
+    def test_the_default_holds_unless_the_request_sets_the_key(self):
+        server = fx.Server(["--reasoning-parser", "deepseek_v3", "--default-chat-template-kwargs",
+                            '{"thinking": true}'], engine_args=SMALL).__enter__()
+        self.addCleanup(fx.stop, server)
+        client = fx.openai_client(server)
+
+        def message(**kwargs):
+            return client.chat.completions.create(
+                model=fx.MODEL, messages=[{"role": "user", "content": "why?"}],
+                max_completion_tokens=6, temperature=0,
+                extra_body={"ignore_eos": True, "skip_special_tokens": False, **kwargs},
+            ).choices[0].message
+
+        default, off = message(), message(chat_template_kwargs={"thinking": False})
+        self.assertTrue(default.reasoning)
+        self.assertIsNone(default.content)
+        self.assertIsNone(off.reasoning)
+        self.assertEqual(off.content, default.reasoning)
+        # null (or "auto") in the request leaves the default in place, as vLLM's merge does.
+        self.assertEqual(message(chat_template_kwargs={"thinking": None}).reasoning,
+                         default.reasoning)
+
+    def test_a_value_that_is_not_a_json_object_stops_the_server(self):
+        for value, says in [("[1]", "is not a JSON object"), ("{x", "is not JSON")]:
+            args = [fx.CTXPAR, "serve", fx.MODEL, *SMALL, "--port", str(fx.free_port()),
+                    "--default-chat-template-kwargs", value]
+            r = subprocess.run(args, capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("--default-chat-template-kwargs", r.stderr)
             self.assertIn(says, r.stderr)
 
 

@@ -330,7 +330,8 @@ const std::vector<std::string>& anthropic_disabled_thinking_efforts() {
 }
 
 AnthropicRendering probe_anthropic_rendering(const engine::ChatPrompt& chat,
-                                             const std::string& effort_option) {
+                                             const std::string& effort_option,
+                                             const nlohmann::json& default_kwargs) {
   AnthropicRendering out;
   out.merge_inline_system = !chat.keeps_inline_system();
   if (effort_option != "auto") {
@@ -343,8 +344,9 @@ AnthropicRendering probe_anthropic_rendering(const engine::ChatPrompt& chat,
     chat_template::ChatRequest request;
     request.messages = ordered_json::array({{{"role", "user"}, {"content", "Hi"}}});
     request.add_generation_prompt = true;
-    request.chat_template_kwargs = {{"reasoning_effort", effort},
-                                    {"enable_thinking", effort != "none"}};
+    request.chat_template_kwargs = ordered_json::parse(default_kwargs.dump());
+    request.chat_template_kwargs["reasoning_effort"] = effort;
+    request.chat_template_kwargs["enable_thinking"] = effort != "none";
     try {
       return chat.render(std::move(request));
     } catch (const std::exception&) {

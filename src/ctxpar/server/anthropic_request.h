@@ -38,8 +38,10 @@ struct AnthropicRendering {
 // vLLM's probes of `chat`. `effort_option` (--anthropic-disabled-thinking-effort): "auto" picks
 // "low" when the template refuses reasoning_effort "none" or renders it as it renders some
 // thinking effort, else "none"; any other value is used as given.
+// The probe renders with `default_kwargs` (--default-chat-template-kwargs) under its own.
 AnthropicRendering probe_anthropic_rendering(const engine::ChatPrompt& chat,
-                                             const std::string& effort_option);
+                                             const std::string& effort_option,
+                                             const nlohmann::json& default_kwargs);
 
 // The efforts --anthropic-disabled-thinking-effort takes, "auto" first.
 const std::vector<std::string>& anthropic_disabled_thinking_efforts();

@@ -146,7 +146,8 @@ OpenAiServer::Handlers::Handlers(engine::OnlineEngine& engine,
       metrics_(metrics),
       state_(state),
       created_(unix_now()),
-      anthropic_(probe_anthropic_rendering(chat, options.anthropic_disabled_thinking_effort)) {}
+      anthropic_(probe_anthropic_rendering(chat, options.anthropic_disabled_thinking_effort,
+                                           options.defaults.chat_template_kwargs)) {}
 
 std::optional<engine::SamplingParams::ThinkingBudget> OpenAiServer::Handlers::thinking_budget(
     const SamplingRequest& r) const {

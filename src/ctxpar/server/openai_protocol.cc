@@ -430,6 +430,16 @@ ChatRequest parse_chat_request(const json& body, const GenerationDefaults& defau
     if (!r.chat_template_kwargs.contains("enable_thinking"))
       r.chat_template_kwargs["enable_thinking"] = *effort != "none";
   }
+  // vLLM's with_defaults, after the request's own additions (reasoning_effort's above).
+  if (!defaults.chat_template_kwargs.empty()) {
+    json merged = defaults.chat_template_kwargs;
+    if (r.chat_template_kwargs.is_object()) {
+      for (const auto& [key, value] : r.chat_template_kwargs.items()) {
+        if (!value.is_null() && value != "auto") merged[key] = value;
+      }
+    }
+    r.chat_template_kwargs = std::move(merged);
+  }
   f.unsupported("chat_template");
   const json& choice = f.raw("tool_choice");
   if (choice.is_null()) {

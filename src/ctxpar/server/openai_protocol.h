@@ -24,6 +24,9 @@ struct GenerationDefaults {
   std::optional<float> temperature, top_p, min_p, repetition_penalty;
   std::optional<int32_t> top_k;
   std::optional<int64_t> max_tokens;  // max_new_tokens: a cap on every request (vLLM's)
+  // --default-chat-template-kwargs: under every chat request's chat_template_kwargs (vLLM's
+  // merge: the request's keys win, except those it sets to null or "auto").
+  nlohmann::json chat_template_kwargs = nlohmann::json::object();
 };
 
 // What both endpoints take.
