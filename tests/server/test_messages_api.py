@@ -83,6 +83,20 @@ def check_events(test, events):
     return blocks
 
 
+RAW_EVENTS = ("message_start", "content_block_start", "content_block_delta",
+              "content_block_stop", "message_delta", "message_stop")
+
+
+def stream(test, client, **args):
+    """A streamed message: its wire events (checked by check_events), the blocks they build,
+    and the SDK accumulator's final message."""
+    with client.messages.stream(**args) as s:
+        events = list(s)
+        final = s.get_final_message()
+    raw = [e for e in events if e.type in RAW_EVENTS]  # the SDK adds events of its own
+    return raw, check_events(test, raw), final
+
+
 class MessagesApi(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -145,13 +159,7 @@ class MessagesApi(unittest.TestCase):
             args = dict(model=fx.MODEL, max_tokens=n, extra_body=GREEDY,
                         messages=[{"role": "user", "content": question}])
             whole = self.client.messages.create(**args)
-            with self.client.messages.stream(**args) as stream:
-                events = list(stream)
-                final = stream.get_final_message()
-            raw = [e for e in events if e.type in (
-                "message_start", "content_block_start", "content_block_delta",
-                "content_block_stop", "message_delta", "message_stop")]
-            blocks = check_events(self, raw)
+            raw, blocks, final = stream(self, self.client, **args)
             self.assertEqual(raw[0].message.usage.input_tokens, whole.usage.input_tokens)
             self.assertEqual(raw[0].message.usage.output_tokens, 0)
             self.assertEqual(raw[-2].delta.stop_reason, whole.stop_reason)
@@ -189,13 +197,7 @@ class MessagesApi(unittest.TestCase):
                 whole_ok = True
                 break
             for _ in range(10):
-                with self.client.messages.stream(**args) as stream:
-                    events = list(stream)
-                    final = stream.get_final_message()
-                raw = [e for e in events if e.type in (
-                    "message_start", "content_block_start", "content_block_delta",
-                    "content_block_stop", "message_delta", "message_stop")]
-                blocks = check_events(self, raw)
+                raw, blocks, final = stream(self, self.client, **args)
                 if raw[-2].delta.stop_reason == "max_tokens":
                     continue
                 if choice["type"] == "tool":
@@ -332,13 +334,7 @@ class MessagesWithReasoning(unittest.TestCase):
             self.assertEqual(block.type, "thinking")
             self.assertEqual(block.thinking, chat.reasoning)
             self.assertRegex(block.signature, "^[0-9a-f]{32}$")
-            with self.client.messages.stream(**args) as stream:
-                events = list(stream)
-                final = stream.get_final_message()
-            raw = [e for e in events if e.type in (
-                "message_start", "content_block_start", "content_block_delta",
-                "content_block_stop", "message_delta", "message_stop")]
-            [streamed] = check_events(self, raw)
+            raw, [streamed], final = stream(self, self.client, **args)
             self.assertEqual(streamed["thinking"], chat.reasoning)
             self.assertEqual(final.content[0].thinking, chat.reasoning)
             return
