@@ -216,9 +216,10 @@ std::vector<int32_t> OpenAiServer::Handlers::chat_prompt_tokens(
   }
   chat_template::ChatRequest request;
   for (size_t i = 0; i < r.messages.size(); ++i) {
-    request.messages.push_back(template_message(r.messages[i], ordered["messages"][i], i, format));
+    request.messages.push_back(
+        template_message(r.messages[i], ordered.at("messages").at(i), i, format));
   }
-  if (!r.tools.is_null()) request.tools = template_tools(ordered["tools"]);
+  if (!r.tools.is_null()) request.tools = template_tools(ordered.at("tools"));
   if (!r.chat_template_kwargs.is_null()) {
     request.chat_template_kwargs = nlohmann::ordered_json::parse(r.chat_template_kwargs.dump());
   }
