@@ -103,9 +103,11 @@ void run_generation(engine::OnlineEngine& engine, ServerMetrics& metrics,
           sink.done();
           return true;
         }
-        // Responses open with response.created at once, as vLLM's; chat's role chunks wait for
-        // the first output.
-        std::string out = stream->plan->endpoint == Endpoint::kResponses
+        // Responses open with response.created at once, as vLLM's, and messages with
+        // message_start (vLLM's waits for the first output, which a long prompt's prefill holds
+        // back; Anthropic's API sends it at once); chat's role chunks wait for the first output.
+        const Endpoint endpoint = stream->plan->endpoint;
+        std::string out = endpoint == Endpoint::kResponses || endpoint == Endpoint::kMessages
                               ? stream->responder->first_events()
                               : std::string();
         const auto deadline = Clock::now() + keepalive;
