@@ -88,7 +88,7 @@ TEST(ResponsesRequest, ToolsToolChoiceFormatAndLogprobs) {
       "json_schema": {"name": "s", "schema": {"type": "object"}}})"));
   EXPECT_EQ(r.chat["logprobs"], true);
   EXPECT_EQ(r.chat["top_logprobs"], 3);
-  EXPECT_EQ(r.chat["chat_template_kwargs"]["reasoning_effort"], "low");
+  EXPECT_EQ(r.chat["reasoning_effort"], "low");  // chat adds enable_thinking
   EXPECT_FALSE(r.parallel_tool_calls);
   EXPECT_TRUE(r.output_logprobs);
   // Without include, no logprobs however many top_logprobs.

@@ -517,6 +517,10 @@ class MessagesWithAStrictTemplate(unittest.TestCase):
                                     thinking={"type": "between_tools"}),
                          self.tokenize(user, reasoning_effort="none"))
         self.assertEqual(self.count(messages=user, thinking={"type": "adaptive"}), plain)
+        # /v1/responses' reasoning.effort is the same request field.
+        response = fx.openai_client(self.server).responses.create(
+            model=fx.MODEL, input="hi", max_output_tokens=1, reasoning={"effort": "none"})
+        self.assertEqual(response.usage.input_tokens, self.tokenize(user, reasoning_effort="none"))
         # reasoning_effort "none" turns enable_thinking off unless the kwargs set it.
         self.assertEqual(
             self.tokenize(user, reasoning_effort="none",

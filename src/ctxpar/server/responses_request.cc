@@ -380,12 +380,10 @@ ResponsesRequest parse_responses_request(const ordered_json& body) {
     chat["response_format"] = std::move(format);
   const ordered_json& reasoning = field(body, "reasoning");
   if (!reasoning.is_null() && !reasoning.is_object()) wrong_type("reasoning", "a valid dictionary");
-  if (reasoning.is_object() && reasoning.contains("effort") && reasoning["effort"].is_string()) {
-    // vLLM hands reasoning.effort to the chat template as reasoning_effort.
-    ordered_json& kwargs = chat["chat_template_kwargs"];
-    if (kwargs.is_null()) kwargs = ordered_json::object();
-    if (kwargs.is_object() && !kwargs.contains("reasoning_effort"))
-      kwargs["reasoning_effort"] = reasoning["effort"];
+  if (reasoning.is_object() && reasoning.contains("effort") && !reasoning["effort"].is_null()) {
+    // As chat's reasoning_effort: to the template, with enable_thinking (vLLM's
+    // build_chat_params does the same for both routes).
+    chat["reasoning_effort"] = reasoning["effort"];
   }
   const ordered_json& truncation = field(body, "truncation");
   if (!truncation.is_null() && truncation != "auto" && truncation != "disabled") {
