@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ctxpar/server/api_error.h"
+#include "ctxpar/server/chat_template_inputs.h"
 #include "ctxpar/server/json_fields.h"
 #include "ctxpar/server/python_json.h"
 
@@ -22,7 +23,6 @@ constexpr std::array<std::string_view, 9> kBlockTypes = {
     "tool_reference", "thinking", "redacted_thinking", "tool_addition",
     "tool_removal"};
 constexpr std::array<std::string_view, 5> kEfforts = {"low", "medium", "high", "xhigh", "max"};
-constexpr std::string_view kBillingHeader = "x-anthropic-billing-header";
 
 template <size_t N>
 bool one_of(const std::array<std::string_view, N>& values, const std::string& v) {
@@ -63,8 +63,10 @@ std::string block_text(const ordered_json& block) {
   return text.is_string() ? text.get<std::string>() : std::string();
 }
 
+// /v1/messages drops a whole system block that starts with Claude Code's header (chat
+// messages lose only its line, chat_template_inputs.cc).
 bool is_billing_header(const std::string& text) {
-  return text.starts_with(kBillingHeader);
+  return text.starts_with(kClaudeCodeBillingHeader);
 }
 
 // A system message's text: its string, or its text blocks joined; billing headers dropped.

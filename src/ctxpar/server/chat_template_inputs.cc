@@ -39,13 +39,11 @@ ordered_json template_tools(const ordered_json& tools) {
 
 namespace {
 
-constexpr std::string_view kBillingHeader = "x-anthropic-billing-header";
-
 // A system message without Claude Code's billing header line (its per-request hash would defeat
 // the prefix cache): a text that starts with it loses its first line, and goes when that was all.
 nlohmann::json strip_billing_header(const nlohmann::json& message) {
   const auto strip = [](const std::string& text) -> std::optional<std::string> {
-    if (!text.starts_with(kBillingHeader)) return text;
+    if (!text.starts_with(kClaudeCodeBillingHeader)) return text;
     const size_t newline = text.find('\n');
     if (newline == std::string::npos || newline + 1 == text.size()) return std::nullopt;
     return text.substr(newline + 1);

@@ -8,10 +8,15 @@
 
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "ctxpar/server/chat_content_format.h"
 
 namespace ctxpar::server {
+
+// How Claude Code's attribution header starts: a system text vLLM drops (its per-request hash
+// would defeat the prefix cache).
+inline constexpr std::string_view kClaudeCodeBillingHeader = "x-anthropic-billing-header";
 
 // Each tool as {"type", "function": {"name", "description" (null when absent), "parameters"
 // (null when absent), "strict" and "defer_loading" when set}} (a tool-level defer_loading moves
