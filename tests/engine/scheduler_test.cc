@@ -137,9 +137,10 @@ TEST(Scheduler, ChunkedPrefillSplitsALongPromptAcrossSteps) {
 // A request with prompt_logprobs returns a row of logits per prompt token, so its prefill
 // takes at most max_all_logits_tokens per step, whatever the budget leaves; once it has an
 // output (its decodes, a resume after preemption) it takes what others would.
+// With chunked prefill off too (other prompts then go in one step, as the budget holds them).
 TEST(Scheduler, PromptLogprobsPrefillInCappedChunks) {
   SEEDED_RNG(rng);
-  for (int trial = 0; trial < 20; ++trial) {
+  for (int trial = 0; trial < 40; ++trial) {
     SchedulerConfig config;
     config.layout = random_layout(rng);
     config.max_num_seqs = 4;
@@ -147,6 +148,10 @@ TEST(Scheduler, PromptLogprobsPrefillInCappedChunks) {
     config.max_all_logits_tokens = uniform(rng, 1, 80);
     const int64_t prompt_len = uniform(rng, 1, 200);
     config.max_model_len = 2 * prompt_len + 10;
+    config.enable_chunked_prefill = trial % 2 == 0;
+    if (!config.enable_chunked_prefill) {
+      config.max_num_batched_tokens = config.max_model_len + uniform(rng, 0, 20);
+    }
     Scheduler s(config, 10000);
     SamplingParams scored = long_running(2);
     scored.prompt_logprobs = 1;
@@ -165,6 +170,9 @@ TEST(Scheduler, PromptLogprobsPrefillInCappedChunks) {
       EXPECT_TRUE(it->all_logits);
       for (const ScheduledEntry& e : out.entries) {
         EXPECT_TRUE(e.request_id != "plain" || !e.all_logits);
+        // Without chunked prefill the plain prompt goes whole.
+        EXPECT_TRUE(e.request_id != "plain" || config.enable_chunked_prefill ||
+                    e.num_computed_tokens > 0 || e.num_new_tokens == prompt_len);
       }
       computed += it->num_new_tokens;
     }

@@ -169,8 +169,9 @@ void Scheduler::schedule_waiting(SchedulerOutput& output, int64_t& budget) {
 int64_t Scheduler::token_cap(const Request& request) const {
   const bool all_logits =
       request.sampling_params().prompt_logprobs && request.num_output_tokens() == 0;
-  return all_logits && config_.enable_chunked_prefill ? config_.max_all_logits_tokens
-                                                      : std::numeric_limits<int64_t>::max();
+  // Chunked even with chunked prefill off: the step's logits rows are [tokens, vocab] f32 on
+  // every rank, which for a whole long prompt would not fit in memory.
+  return all_logits ? config_.max_all_logits_tokens : std::numeric_limits<int64_t>::max();
 }
 
 std::vector<int32_t> Scheduler::find_cached_prefix(Request& request) {

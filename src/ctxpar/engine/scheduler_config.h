@@ -14,11 +14,12 @@ struct SchedulerConfig {
   int64_t max_num_batched_tokens = 2048;  // new tokens in one step (the token budget)
   int64_t max_model_len = 4096;           // prompt + output tokens of one request
   // A prompt longer than the budget left in a step is split into chunks over several steps.
-  // Off: a prompt is prefilled in one step, so the budget must hold max_model_len tokens.
+  // Off: a prompt is prefilled in one step (but for prompt_logprobs, below), so the budget must
+  // hold max_model_len tokens.
   bool enable_chunked_prefill = true;
-  // With chunked prefill, the most prompt tokens a request with prompt_logprobs computes in one
-  // step: each returns a row of logits [vocab] f32 on every rank (at 128K tokens of vocabulary,
-  // 512 rows are 256 MiB; a 2048-token chunk would be 1 GiB).
+  // The most prompt tokens a request with prompt_logprobs computes in one step, chunked prefill
+  // or not: each returns a row of logits [vocab] f32 on every rank (at 128K tokens of
+  // vocabulary, 512 rows are 256 MiB; a 32K-token prompt in one step would be 16 GiB).
   int64_t max_all_logits_tokens = 512;
   // Block size B, DCP size N and interleave I: a block id covers B·N positions (DESIGN.md §2).
   kv::DcpLayout layout{1, 16, 1};
