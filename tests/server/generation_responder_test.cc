@@ -128,6 +128,44 @@ TEST(GenerationResponder, ReasoningAndToolCallsWholeAndStreamed) {
   EXPECT_EQ(finish, "tool_calls");
 }
 
+// parallel_tool_calls false keeps the first call only, whole and streamed; a length cut after a
+// call stays "length" (vLLM 0.34's resolve_finish_reason), so a client sees the truncation.
+TEST(GenerationResponder, OneCallWithoutParallelToolCallsAndLengthStaysLength) {
+  SEEDED_RNG(rng);
+  const tokenizer::ByteTokenizer tok(512, 256);
+  GenerationPlan plan;
+  plan.endpoint = Endpoint::kChat;
+  plan.id = "chatcmpl-test";
+  plan.prompts = {tok.encode("<|user|>\nweather?\n<|assistant|>\n<think>\n", false)};
+  plan.choices.resize(1);
+  plan.reasoning_parser = ReasoningParser::kDeepSeekR1;
+  plan.tool_call_parser = ToolCallParser::kHermes;
+  plan.parallel_tool_calls = false;
+  const auto [choice, streamed] = respond_both_ways(plan, tok, kOutput, rng);
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
+  EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "weather");
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  ASSERT_EQ(streamed.calls.size(), 1u);
+  EXPECT_EQ(streamed.calls[0]["function"], choice["message"]["tool_calls"][0]["function"]);
+  EXPECT_EQ(streamed.finish, "tool_calls");
+
+  plan.parallel_tool_calls = true;
+  const SamplingRequest request;
+  GenerationResponder whole(plan, request, tok);
+  std::vector<ChoiceDelta> cut = pieces(rng);
+  cut.back().finish_reason = "length";
+  whole.add(cut, false);
+  const json message = whole.whole_response()["choices"][0];
+  EXPECT_EQ(message["message"]["tool_calls"].size(), 2u);
+  EXPECT_EQ(message["finish_reason"], "length");
+  GenerationResponder stream(plan, request, tok);
+  std::string events = stream.first_events();
+  for (const ChoiceDelta& d : cut) events += stream.add({d}, true);
+  const Streamed s = add_up(events + stream.final_events());
+  EXPECT_EQ(s.calls.size(), 2u);
+  EXPECT_EQ(s.finish, "length");
+}
+
 // The GLM-5 recipe's parsers (glm45, glm47): reasoning until </think>, the text before the
 // calls as content, calls typed by the tools' schemas, whole and streamed alike.
 TEST(GenerationResponder, GlmReasoningAndToolCallsWholeAndStreamed) {

@@ -191,6 +191,13 @@ std::optional<json> GenerationResponder::chat_delta(ChoiceState& s, const std::s
     content = std::move(part.content);
     for (const ToolCallPiece& piece : part.calls) calls.push_back(tool_call_piece_json(piece));
   }
+  if (!plan_.parallel_tool_calls) {
+    json first = json::array();
+    for (json& piece : calls) {
+      if (piece.value("index", 0) == 0) first.push_back(std::move(piece));
+    }
+    calls = std::move(first);
+  }
   if (!s.reasoning.enabled() && !parse_tools) return json{{"content", content}};
   if (reasoning.empty() && content.empty() && calls.empty()) return std::nullopt;
   json delta = json::object();
@@ -200,12 +207,9 @@ std::optional<json> GenerationResponder::chat_delta(ChoiceState& s, const std::s
   return delta;
 }
 
-std::string GenerationResponder::stream_finish_reason(const ChoiceState& s,
-                                                      const std::string& finish_reason) const {
-  if (s.tools.calls_sent() > 0) return "tool_calls";
-  // As vLLM: "required" calls end with "tool_calls" when the model stopped; a named one keeps it.
-  if (finish_reason == "stop" && s.forced.calls_sent() > 0 &&
-      plan_.forced_tools == ForcedToolChoice::kRequired) {
+std::string GenerationResponder::chat_finish_reason(const std::string& finish_reason,
+                                                    bool calls_made) const {
+  if (calls_made && finish_reason == "stop" && plan_.forced_tools != ForcedToolChoice::kNamed) {
     return "tool_calls";
   }
   return finish_reason;
@@ -227,7 +231,9 @@ json GenerationResponder::stream_choice(size_t i, const ChoiceDelta& d, const js
                        text_length(logprobs["tokens"].back().get<std::string>());
   }
   const json finish =
-      d.finish_reason ? json(stream_finish_reason(s, *d.finish_reason)) : json(nullptr);
+      d.finish_reason ? json(chat_finish_reason(*d.finish_reason, s.tools.calls_sent() > 0 ||
+                                                                      s.forced.calls_sent() > 0))
+                      : json(nullptr);
   const json token_ids = request_.return_token_ids ? json(d.token_ids) : json(nullptr);
   json choice;
   if (plan_.endpoint == Endpoint::kChat) {
@@ -308,7 +314,8 @@ std::string GenerationResponder::final_events() {
   if (plan_.endpoint == Endpoint::kMessages) {
     ChoiceState& s = states_.at(0);
     if (error_) return s.anthropic.fail(*error_);
-    return s.anthropic.finish(stream_finish_reason(s, s.finish_reason), s.stop_reason,
+    const bool calls = s.tools.calls_sent() > 0 || s.forced.calls_sent() > 0;
+    return s.anthropic.finish(chat_finish_reason(s.finish_reason, calls), s.stop_reason,
                               anthropic_usage_now());
   }
   if (plan_.endpoint == Endpoint::kResponses) {
@@ -409,14 +416,13 @@ GenerationResponder::WholeMessage GenerationResponder::whole_message(const Choic
     // vLLM's message for a forced tool choice: content "", the calls parsed from the text.
     m.calls = forced_tool_calls(plan_.forced_tools, plan_.forced_tool_name, m.content.value_or(""));
     m.content = "";
-    if (plan_.forced_tools == ForcedToolChoice::kRequired && m.finish_reason == "stop")
-      m.finish_reason = "tool_calls";
   } else if (plan_.tool_call_parser != ToolCallParser::kNone && m.content) {
     ToolCallSplit split = split_tool_calls(plan_.tool_call_parser, *m.content, plan_.tools);
     m.content = std::move(split.content);
     m.calls = std::move(split.calls);
-    if (!m.calls.empty()) m.finish_reason = "tool_calls";
   }
+  m.finish_reason = chat_finish_reason(m.finish_reason, !m.calls.empty());
+  if (!plan_.parallel_tool_calls && m.calls.size() > 1) m.calls.resize(1);
   return m;
 }
 

@@ -63,6 +63,8 @@ struct GenerationPlan {
   // calls, tool_choice_output.h); they replace the tool call parser.
   ForcedToolChoice forced_tools = ForcedToolChoice::kNone;
   std::string forced_tool_name;
+  // Chat: parallel_tool_calls false keeps only the first call (index 0), whole and streamed.
+  bool parallel_tool_calls = true;
   // kResponses: the request, for what the response object repeats and how items are kept.
   std::shared_ptr<const ResponsesRequest> responses;
 };
@@ -121,9 +123,10 @@ class GenerationResponder {
   bool chat_like() const { return plan_.endpoint != Endpoint::kCompletion; }
   // Responses: folds one delta in (reasoning tokens counted); streaming, returns its events.
   std::string add_responses(ChoiceState& s, const ChoiceDelta& d, bool streaming);
-  // The finish reason a chat stream reports: "tool_calls" once parsed calls (or calls of
-  // tool_choice "required") went out.
-  std::string stream_finish_reason(const ChoiceState& s, const std::string& finish_reason) const;
+  // The finish reason a chat response reports (vLLM 0.34's resolve_finish_reason): "tool_calls"
+  // when calls were made and the model stopped ("stop"), unless a named tool was forced; a
+  // "length" cut stays "length", so a truncated call shows.
+  std::string chat_finish_reason(const std::string& finish_reason, bool calls_made) const;
   // Messages: the usage of the whole generation (cache reads under --enable-prompt-tokens-details).
   nlohmann::ordered_json anthropic_usage_now() const;
   // Responses: the event with the next sequence_number, as SSE.

@@ -437,6 +437,7 @@ void OpenAiServer::Handlers::run_chat(const json& body, const std::string& raw, 
     plan->tool_call_parser = options_.tool_call_parser;
     plan->tools = r.tools;
   }
+  plan->parallel_tool_calls = r.parallel_tool_calls;
   if (r.echo) {
     const nlohmann::json& last = r.messages.back();
     const std::string role = r.add_generation_prompt ? "assistant" : last.value("role", "");

@@ -440,6 +440,7 @@ ChatRequest parse_chat_request(const json& body, const GenerationDefaults& defau
     }
     r.chat_template_kwargs = std::move(merged);
   }
+  r.parallel_tool_calls = f.boolean("parallel_tool_calls").value_or(true);
   f.unsupported("chat_template");
   const json& choice = f.raw("tool_choice");
   if (choice.is_null()) {

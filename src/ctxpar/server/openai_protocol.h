@@ -75,6 +75,8 @@ struct ChatRequest : SamplingRequest {
   // {"type": "function", "function": {"name": tool_choice_name}} (one of the tools).
   std::string tool_choice = "none";
   std::string tool_choice_name;
+  // false: only the first tool call is kept (vLLM's maybe_filter_parallel_tool_calls).
+  bool parallel_tool_calls = true;
   nlohmann::json chat_template_kwargs;  // null or an object
 };
 
