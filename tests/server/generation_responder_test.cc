@@ -95,16 +95,24 @@ BothWays respond_both_ways(const GenerationPlan& plan, const tokenizer::ByteToke
   return {whole.whole_response()["choices"][0], add_up(events + stream.final_events())};
 }
 
-TEST(GenerationResponder, ReasoningAndToolCallsWholeAndStreamed) {
-  SEEDED_RNG(rng);
-  const tokenizer::ByteTokenizer tok(512, 256);
+// One choice over kOutput's prompt with the deepseek_r1 reasoning parser and hermes calls.
+GenerationPlan r1_hermes_plan(const tokenizer::ByteTokenizer& tok, Endpoint endpoint,
+                              const char* id) {
   GenerationPlan plan;
-  plan.endpoint = Endpoint::kChat;
-  plan.id = "chatcmpl-test";
+  plan.endpoint = endpoint;
+  plan.id = id;
   plan.prompts = {tok.encode("<|user|>\nweather?\n<|assistant|>\n<think>\n", false)};
+  plan.prompt_tokens = static_cast<int64_t>(plan.prompts[0].size());
   plan.choices.resize(1);
   plan.reasoning_parser = ReasoningParser::kDeepSeekR1;
   plan.tool_call_parser = ToolCallParser::kHermes;
+  return plan;
+}
+
+TEST(GenerationResponder, ReasoningAndToolCallsWholeAndStreamed) {
+  SEEDED_RNG(rng);
+  const tokenizer::ByteTokenizer tok(512, 256);
+  GenerationPlan plan = r1_hermes_plan(tok, Endpoint::kChat, "chatcmpl-test");
 
   const auto [choice, streamed] = respond_both_ways(plan, tok, kOutput, rng);
   const json& message = choice["message"];
@@ -133,13 +141,7 @@ TEST(GenerationResponder, ReasoningAndToolCallsWholeAndStreamed) {
 TEST(GenerationResponder, OneCallWithoutParallelToolCallsAndLengthStaysLength) {
   SEEDED_RNG(rng);
   const tokenizer::ByteTokenizer tok(512, 256);
-  GenerationPlan plan;
-  plan.endpoint = Endpoint::kChat;
-  plan.id = "chatcmpl-test";
-  plan.prompts = {tok.encode("<|user|>\nweather?\n<|assistant|>\n<think>\n", false)};
-  plan.choices.resize(1);
-  plan.reasoning_parser = ReasoningParser::kDeepSeekR1;
-  plan.tool_call_parser = ToolCallParser::kHermes;
+  GenerationPlan plan = r1_hermes_plan(tok, Endpoint::kChat, "chatcmpl-test");
   plan.parallel_tool_calls = false;
   const auto [choice, streamed] = respond_both_ways(plan, tok, kOutput, rng);
   ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
@@ -275,13 +277,7 @@ TEST(GenerationResponder, ResponsesItemsWholeAndStreamed) {
   SEEDED_RNG(rng);
   const tokenizer::ByteTokenizer tok(512, 256);
   for (const bool parallel : {true, false}) {
-    GenerationPlan plan;
-    plan.endpoint = Endpoint::kResponses;
-    plan.id = "resp_test";
-    plan.prompts = {tok.encode("<|user|>\nweather?\n<|assistant|>\n<think>\n", false)};
-    plan.choices.resize(1);
-    plan.reasoning_parser = ReasoningParser::kDeepSeekR1;
-    plan.tool_call_parser = ToolCallParser::kHermes;
+    GenerationPlan plan = r1_hermes_plan(tok, Endpoint::kResponses, "resp_test");
     plan.responses = std::make_shared<ResponsesRequest>(
         parse_responses_request({{"input", "weather?"}, {"parallel_tool_calls", parallel}}));
     const SamplingRequest request;
@@ -349,15 +345,7 @@ TEST(GenerationResponder, ResponsesItemsWholeAndStreamed) {
 TEST(GenerationResponder, AnthropicBlocksWholeAndStreamed) {
   SEEDED_RNG(rng);
   const tokenizer::ByteTokenizer tok(512, 256);
-  GenerationPlan plan;
-  plan.endpoint = Endpoint::kMessages;
-  plan.id = "chatcmpl-test";
-  plan.model = "m";
-  plan.prompts = {tok.encode("<|user|>\nweather?\n<|assistant|>\n<think>\n", false)};
-  plan.prompt_tokens = static_cast<int64_t>(plan.prompts[0].size());
-  plan.choices.resize(1);
-  plan.reasoning_parser = ReasoningParser::kDeepSeekR1;
-  plan.tool_call_parser = ToolCallParser::kHermes;
+  GenerationPlan plan = r1_hermes_plan(tok, Endpoint::kMessages, "chatcmpl-test");
   plan.prompt_tokens_details = true;
   plan.cache_block_tokens = 4;
   const SamplingRequest request;
