@@ -1,9 +1,10 @@
 """`ctxpar serve` through the official openai client: greedy tokens equal `ctxpar generate`,
 streams equal whole responses, 64 concurrent streams, stop strings, logprobs, prompt logprobs
 and echo, logit_bias, allowed_token_ids and bad_words, n with seeds, min_tokens, and the small routes
-(/v1/models, /version, /tokenize, /detokenize)."""
+(/v1/models, /version, /tokenize, /detokenize, SageMaker's /invocations)."""
 
 import concurrent.futures
+import json
 import math
 import unittest
 
@@ -392,6 +393,54 @@ class OpenAiClient(unittest.TestCase):
         self.assertEqual(tok["max_model_len"], 512)
         status, detok, _ = self.server.request("POST", "/detokenize", {"tokens": tok["tokens"]})
         self.assertEqual((status, detok["prompt"]), (200, "hello"))
+
+    def test_invocations_runs_chat_and_completion_bodies(self):
+        rng = fx.seeded_rng(self)
+        prompt = fx.random_prompts(rng, 1)[0]
+        max_tokens = rng.randint(1, 12)
+        status, got, _ = self.server.request("POST", "/invocations", {
+            "model": fx.MODEL, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
+            "ignore_eos": True, "return_token_ids": True})
+        self.assertEqual(status, 200, got)
+        self.assertEqual(got["object"], "text_completion")
+        self.assertEqual(got["choices"][0]["token_ids"], fx.generate([prompt], max_tokens)[0])
+
+        chat = {"model": fx.MODEL, "max_completion_tokens": max_tokens, "temperature": 0,
+                "ignore_eos": True, "prompt": "a completion field the chat request ignores",
+                "messages": [{"role": "user", "content": f"Say {rng.randint(0, 10**6)}"}]}
+        want = self.client.chat.completions.create(
+            model=fx.MODEL, messages=chat["messages"], max_completion_tokens=max_tokens,
+            temperature=0, extra_body={"ignore_eos": True}).model_dump()
+        status, got, _ = self.server.request("POST", "/invocations", chat)
+        self.assertEqual(status, 200, got)
+        self.assertEqual(got["object"], "chat.completion")
+        self.assertEqual(got["choices"][0]["message"]["content"],
+                         want["choices"][0]["message"]["content"])
+        for key in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            self.assertEqual(got["usage"][key], want["usage"][key], key)
+
+        status, events, headers = self.server.request("POST", "/invocations",
+                                                      {**chat, "stream": True})
+        self.assertEqual(status, 200, events)
+        self.assertTrue(headers["Content-Type"].startswith("text/event-stream"), headers)
+        lines = [ln[len("data: "):] for ln in events.split("\n") if ln.startswith("data: ")]
+        self.assertEqual(lines[-1], "[DONE]")
+        chunks = [json.loads(ln) for ln in lines[:-1]]
+        self.assertTrue(all(c["object"] == "chat.completion.chunk" for c in chunks))
+        self.assertEqual("".join(c["choices"][0]["delta"].get("content") or "" for c in chunks),
+                         want["choices"][0]["message"]["content"])
+
+        status, err, _ = self.server.request("POST", "/invocations",
+                                             {"model": fx.MODEL, "max_tokens": 4})
+        self.assertEqual(status, 400, err)
+        self.assertEqual(err["error"]["message"],
+                         "Cannot find suitable handler for request. Expected one of: "
+                         "['ChatCompletionRequest', 'CompletionRequest']")
+        status, err, _ = self.server.request("POST", "/invocations", ["not", "an", "object"])
+        self.assertEqual(status, 400, err)
+        status, err, _ = self.server.request("POST", "/invocations", raw=json.dumps(chat),
+                                             headers={"Content-Type": "text/plain"})
+        self.assertEqual(status, 415, err)
 
 
 if __name__ == "__main__":

@@ -369,6 +369,18 @@ void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response
   run_chat(parse_body(req), req.body, Endpoint::kChat, nullptr, arrival, res);
 }
 
+void OpenAiServer::Handlers::invocations(const httplib::Request& req, httplib::Response& res) {
+  // vLLM validates the body as each request type in turn and runs the first that fits; a body
+  // with `messages` that the chat parser refuses gets that parser's 400 here, which names the
+  // field, where vLLM's falls through to the message below.
+  const json body = parse_body(req);
+  if (body.is_object() && body.contains("messages")) return chat(req, res);
+  if (body.is_object() && body.contains("prompt")) return completions(req, res);
+  throw bad_request(
+      "Cannot find suitable handler for request. Expected one of: ['ChatCompletionRequest', "
+      "'CompletionRequest']");
+}
+
 void OpenAiServer::Handlers::responses(const httplib::Request& req, httplib::Response& res) {
   const auto arrival = Clock::now();
   check_serving();

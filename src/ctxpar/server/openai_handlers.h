@@ -36,6 +36,9 @@ class OpenAiServer::Handlers {
   void completions(const httplib::Request& req, httplib::Response& res);
   void chat(const httplib::Request& req, httplib::Response& res);
   void responses(const httplib::Request& req, httplib::Response& res);
+  // POST /invocations (SageMaker's route, which vLLM serves by default): the body runs as a chat
+  // request when it has `messages`, else as a completion when it has `prompt`; else 400.
+  void invocations(const httplib::Request& req, httplib::Response& res);
   // POST /v1/messages and /v1/messages/count_tokens (anthropic_request.h). Their errors take
   // Anthropic's shape (the server's anthropic routes write them).
   void messages(const httplib::Request& req, httplib::Response& res);

@@ -78,7 +78,7 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
 bool is_json_route(const std::string& path) {
   return path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses" ||
          path == "/v1/messages" || path == "/v1/messages/count_tokens" || path == "/tokenize" ||
-         path == "/detokenize";
+         path == "/detokenize" || path == "/invocations";
 }
 
 }  // namespace
@@ -149,6 +149,7 @@ OpenAiServer::OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokeni
   s.Post("/v1/completions", guarded([&h](const auto& req, auto& res) { h.completions(req, res); }));
   s.Post("/v1/chat/completions", guarded([&h](const auto& req, auto& res) { h.chat(req, res); }));
   s.Post("/v1/responses", guarded([&h](const auto& req, auto& res) { h.responses(req, res); }));
+  s.Post("/invocations", guarded([&h](const auto& req, auto& res) { h.invocations(req, res); }));
   s.Post("/v1/messages",
          anthropic_guarded([&h](const auto& req, auto& res) { h.messages(req, res); }));
   s.Post("/v1/messages/count_tokens",
