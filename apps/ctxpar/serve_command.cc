@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -213,6 +214,11 @@ void run(ServeOptions& o) {
   o.server.defaults.chat_template_kwargs =
       chat_template_kwargs_flag(o.default_chat_template_kwargs);
   o.server.eos_token_ids = tok.eos_token_ids;
+  // vLLM: the flag's keys, else VLLM_API_KEY; empty keys guard nothing.
+  if (o.server.api_keys.empty()) {
+    if (const char* env = std::getenv("VLLM_API_KEY")) o.server.api_keys = {env};
+  }
+  std::erase(o.server.api_keys, std::string());
   o.server.truncation_side = tok.truncation_side;
   // Named as given: a repo id, not the cache directory it was found in (vLLM's names).
   if (o.server.served_model_names.empty()) o.server.served_model_names = {o.engine.config.model};
@@ -262,8 +268,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--served-model-name", o->server.served_model_names,
                   "the model's name(s) in the API: requests may use any, responses give the "
                   "first (default: the model)");
-  cmd->add_option("--api-key", o->server.api_key,
-                  "require `Authorization: Bearer KEY` on /v1 routes");
+  cmd->add_option("--api-key", o->server.api_keys,
+                  "require `Authorization: Bearer KEY` (any of the keys given) on routes under "
+                  "/v1, /v2, /inference and /cohere (default: the VLLM_API_KEY variable)");
   cmd->add_option("--chat-template", o->chat_template,
                   "the chat template: a file, or the template itself (default: the tokenizer's)");
   cmd->add_option("--tokenizer-mode", o->tokenizer_mode,

@@ -33,6 +33,7 @@ def free_port():
 
 def mpi_env():
     env = dict(os.environ)
+    env.pop("VLLM_API_KEY", None)  # it would guard every test server (a test sets it itself)
     env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                 "OMPI_MCA_rmaps_base_oversubscribe": "1"})
     return env
@@ -41,7 +42,8 @@ def mpi_env():
 class Server:
     """`ctxpar serve` in a child process; use as a context manager."""
 
-    def __init__(self, extra_args=(), mpi_ranks=0, model=MODEL, engine_args=ENGINE_ARGS):
+    def __init__(self, extra_args=(), mpi_ranks=0, model=MODEL, engine_args=ENGINE_ARGS,
+                 env=None):
         assert CTXPAR and os.path.exists(CTXPAR), f"CTXPAR_BINARY={CTXPAR!r} is not a binary"
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -49,12 +51,13 @@ class Server:
         if mpi_ranks:
             args = [MPIEXEC, "-np", str(mpi_ranks), *args, "--distributed-executor-backend", "mpi"]
         self.args = args
+        self.env = {**mpi_env(), **(env or {})}
         self.log = tempfile.TemporaryFile(mode="w+")
         self.process = None
 
     def __enter__(self):
         self.process = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT,
-                                        env=mpi_env())
+                                        env=self.env)
         self.wait_healthy()
         return self
 

@@ -8,13 +8,15 @@ import unittest
 import server_fixture as fx
 
 KEY = "sk-ctxpar-test"
+KEY2 = "sk-ctxpar-second"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 
 
 class Errors(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = fx.Server(["--api-key", KEY, "--max-request-body-bytes", "16KiB"]).__enter__()
+        cls.server = fx.Server(["--api-key", KEY, KEY2, "--max-request-body-bytes", "16KiB"],
+                               env={"VLLM_API_KEY": "sk-ignored-beside-the-flag"}).__enter__()
 
     @classmethod
     def tearDownClass(cls):
@@ -156,10 +158,31 @@ class Errors(unittest.TestCase):
                 self.assertEqual((status, body), (401, {"error": "Unauthorized"}))
         status, body, _ = self.server.request("GET", "/v1/models")
         self.assertEqual((status, body), (401, {"error": "Unauthorized"}))
-        status, body, _ = self.server.request("GET", "/v1/models", headers=AUTH)
-        self.assertEqual(status, 200)
-        # Outside /v1 no key is needed.
+        for auth in (f"Bearer {KEY}", f"bearer {KEY2}", f"BEARER {KEY}"):
+            status, _, _ = self.server.request("GET", "/v1/models", headers={"Authorization": auth})
+            self.assertEqual(status, 200, auth)
+        for auth in ("Bearer sk-ignored-beside-the-flag", f"Bearer  {KEY}",
+                     f"Token {KEY}", f"Bearer {KEY}{KEY2}"):
+            status, _, _ = self.server.request("GET", "/v1/models", headers={"Authorization": auth})
+            self.assertEqual(status, 401, auth)
+        # vLLM's other guarded prefixes answer 401 before their 404.
+        for path in ("/v2/rerank", "/inference/v1/generate", "/cohere/v2/chat"):
+            status, body, _ = self.server.request("POST", path, {"prompt": "hi"})
+            self.assertEqual((status, body), (401, {"error": "Unauthorized"}), path)
+            self.assertEqual(self.server.request("POST", path, {}, headers=AUTH)[0], 404, path)
+        # Outside them no key is needed.
         self.assertEqual(self.server.request("GET", "/metrics")[0], 200)
+        status, body, _ = self.server.request("POST", "/invocations",
+                                              {"prompt": "hi", "max_tokens": 1})
+        self.assertEqual(status, 200, body)
+
+    def test_vllm_api_key_guards_when_no_flag_does(self):
+        with fx.Server(env={"VLLM_API_KEY": KEY2}) as server:
+            self.assertEqual(server.request("GET", "/v1/models")[0], 401)
+            headers = {"Authorization": f"Bearer {KEY2}"}
+            self.assertEqual(server.request("GET", "/v1/models", headers=headers)[0], 200)
+        with fx.Server(env={"VLLM_API_KEY": ""}) as server:
+            self.assertEqual(server.request("GET", "/v1/models")[0], 200)
 
     def test_content_type(self):
         for content_type in ("text/plain", "application/x-www-form-urlencoded", ""):

@@ -75,6 +75,29 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+// vLLM's AuthenticationMiddleware guards these prefixes (routes ctxpar lacks included: their 404
+// needs the key too).
+bool is_guarded_route(const std::string& path) {
+  for (const char* prefix : {"/v1", "/v2", "/inference", "/cohere"}) {
+    if (path.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+// `Authorization: Bearer KEY` with any of the keys; the scheme in any case, as vLLM reads it.
+// Every key is compared, so the time does not tell which one nearly matched.
+bool authorized(const std::string& header, const std::vector<std::string>& keys) {
+  const size_t space = header.find(' ');
+  if (space == std::string::npos) return false;
+  std::string scheme = header.substr(0, space);
+  std::transform(scheme.begin(), scheme.end(), scheme.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string token = header.substr(space + 1);
+  bool match = false;
+  for (const std::string& key : keys) match |= constant_time_equal(token, key);
+  return scheme == "bearer" && match;
+}
+
 bool is_json_route(const std::string& path) {
   return path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses" ||
          path == "/v1/messages" || path == "/v1/messages/count_tokens" || path == "/tokenize" ||
@@ -101,8 +124,8 @@ OpenAiServer::OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokeni
 
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     // vLLM's --api-key guards the /v1 routes only (OPTIONS exempt), with a plain error body.
-    if (!options_.api_key.empty() && req.path.rfind("/v1", 0) == 0 && req.method != "OPTIONS" &&
-        !constant_time_equal(req.get_header_value("Authorization"), "Bearer " + options_.api_key)) {
+    if (!options_.api_keys.empty() && req.method != "OPTIONS" && is_guarded_route(req.path) &&
+        !authorized(req.get_header_value("Authorization"), options_.api_keys)) {
       res.status = 401;
       res.set_content(R"({"error":"Unauthorized"})", "application/json");
       return httplib::Server::HandlerResponse::Handled;

@@ -41,7 +41,9 @@ struct ServerOptions {
   // lists them all, and responses and metrics carry the first.
   std::vector<std::string> served_model_names;
   std::string model_root;  // /v1/models "root": where the model comes from
-  std::string api_key;     // empty: no authentication
+  // --api-key: a request under /v1, /v2, /inference or /cohere must carry one of these as
+  // `Authorization: Bearer KEY` (vLLM's guarded prefixes); empty: no authentication.
+  std::vector<std::string> api_keys;
   size_t max_body_bytes = size_t{32} << 20;
   // HTTP worker threads; 0: 2 x max_num_seqs + 16. Each open stream holds one, so this must
   // exceed the streams served at once (running and waiting) plus the probes beside them.
