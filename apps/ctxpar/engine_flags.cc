@@ -47,6 +47,7 @@ struct VllmNoOpFlag {
 };
 constexpr const char* kGpu = "GPU-only";
 constexpr const char* kLogging = "logging";
+constexpr const char* kUvicorn = "uvicorn";
 constexpr VllmNoOpFlag kVllmNoOpFlags[] = {
     {"--gpu-memory-utilization", true, kGpu},
     {"--swap-space", true, kGpu},
@@ -58,6 +59,9 @@ constexpr VllmNoOpFlag kVllmNoOpFlags[] = {
     {"--disable-custom-all-reduce", false, kGpu},
     {"--enable-sleep-mode", false, kGpu},
     {"--trust-remote-code", false, kGpu},
+    // Overlaps the host's scheduling with the device's step; ctxpar's ranks are the host.
+    {"--async-scheduling", false, kGpu},
+    {"--no-async-scheduling", false, kGpu},
     {"--disable-log-requests", false, kLogging},
     {"--enable-log-requests", false, kLogging},
     {"--enable-log-outputs", false, kLogging},
@@ -66,11 +70,18 @@ constexpr VllmNoOpFlag kVllmNoOpFlags[] = {
     {"--uvicorn-log-level", true, kLogging},
     {"--disable-uvicorn-access-log", false, kLogging},
     {"--disable-fastapi-docs", false, kLogging},
+    {"--disable-access-log-for-endpoints", true, kLogging},
+    {"--log-error-stack", false, kLogging},
+    {"--enable-log-deltas", false, kLogging},
+    {"--no-enable-log-deltas", false, kLogging},
+    {"--h11-max-incomplete-event-size", true, kUvicorn},
+    {"--h11-max-header-count", true, kUvicorn},
 };
 
 // What a group's line adds after the flags.
 std::string ignored_note(const std::string& group) {
   if (group == kGpu) return " (the KV cache size is --kv-cache-memory)";
+  if (group == kUvicorn) return " (the request body limit is --max-request-body-bytes)";
   return "";
 }
 

@@ -132,7 +132,8 @@ TEST(GenerateCommand, VllmGpuOnlyFlagsAreNamedAsIgnored) {
   for (const char* a : {"--gpu-memory-utilization", "0.9", "--enforce-eager", "--trust-remote-code",
                         "--kv-cache-memory-bytes", "8388608", "--uvicorn-log-level", "warning",
                         "--disable-log-requests", "--enable-expert-parallel", "-pp", "1", "-dp",
-                        "1", "--enable-chunked-prefill"}) {
+                        "1", "--enable-chunked-prefill", "--async-scheduling", "--log-error-stack",
+                        "--h11-max-header-count", "64"}) {
     args.push_back(a);
   }
   const CommandResult r = run_command(CTXPAR_BINARY, args);
@@ -141,7 +142,10 @@ TEST(GenerateCommand, VllmGpuOnlyFlagsAreNamedAsIgnored) {
        {"ignoring vLLM's GPU-only flags: --gpu-memory-utilization 0.9, --enforce-eager, "
         "--trust-remote-code",
         "ignoring vLLM's logging flags: ", "--uvicorn-log-level warning", "--disable-log-requests",
-        "--enable-expert-parallel: experts are split by tensor parallelism"})
+        "--enable-expert-parallel: experts are split by tensor parallelism", "--async-scheduling",
+        "--log-error-stack",
+        "ignoring vLLM's uvicorn flags: --h11-max-header-count 64 (the request body limit is "
+        "--max-request-body-bytes)"})
     EXPECT_NE(r.err.find(line), std::string::npos) << line << " in: " << r.err;
   const CommandResult plain = run_command(CTXPAR_BINARY, base);
   ASSERT_EQ(plain.exit_status, 0) << plain.err;
