@@ -304,6 +304,10 @@ void add_serve_command(CLI::App& app) {
   cmd->add_flag("--enable-prompt-tokens-details", o->server.enable_prompt_tokens_details,
                 "usage.prompt_tokens_details.cached_tokens: the prompt tokens the prefix cache "
                 "served");
+  cmd->add_flag("--enable-force-include-usage", o->server.force_include_usage,
+                "every stream reports usage, in each chunk and at its end");
+  cmd->add_flag("--enable-request-id-headers", o->server.request_id_headers,
+                "every response carries X-Request-Id (the request's, or a new one)");
   cmd->add_option("--default-chat-template-kwargs", o->default_chat_template_kwargs,
                   "JSON object of chat template arguments every chat request gets unless it "
                   "sets them itself, e.g. '{\"enable_thinking\": false}'");

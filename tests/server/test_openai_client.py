@@ -1,7 +1,8 @@
 """`ctxpar serve` through the official openai client: greedy tokens equal `ctxpar generate`,
 streams equal whole responses, 64 concurrent streams, stop strings, logprobs, prompt logprobs
 and echo, logit_bias, allowed_token_ids and bad_words, n with seeds, min_tokens, and the small routes
-(/v1/models, /version, /tokenize, /detokenize, SageMaker's /invocations)."""
+(/v1/models, /version, /tokenize, /detokenize, SageMaker's /invocations), and response ids
+from X-Request-Id or the body's request_id."""
 
 import concurrent.futures
 import json
@@ -441,6 +442,35 @@ class OpenAiClient(unittest.TestCase):
         status, err, _ = self.server.request("POST", "/invocations", raw=json.dumps(chat),
                                              headers={"Content-Type": "text/plain"})
         self.assertEqual(status, 415, err)
+
+    def test_response_ids_come_from_x_request_id_or_request_id(self):
+        rng = fx.seeded_rng(self)
+        tag = f"trace-{rng.randint(0, 10**9)}"
+        args = dict(model=fx.MODEL, max_tokens=3, temperature=0, extra_body={"ignore_eos": True})
+        got = self.client.completions.create(prompt="ids", extra_headers={"X-Request-Id": tag},
+                                             **args)
+        self.assertEqual(got.id, f"cmpl-{tag}")
+        got = self.client.completions.create(prompt="ids", **{
+            **args, "extra_body": {"ignore_eos": True, "request_id": tag + "-body"}})
+        self.assertEqual(got.id, f"cmpl-{tag}-body")
+        messages = [{"role": "user", "content": "ids"}]
+        # The header wins over the body; requests that share an id may overlap.
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            chats = list(pool.map(lambda _: self.client.chat.completions.create(
+                messages=messages, extra_headers={"X-Request-Id": tag},
+                **{**args, "extra_body": {"ignore_eos": True, "request_id": "not-this"}}),
+                range(4)))
+        self.assertEqual({c.id for c in chats}, {f"chatcmpl-{tag}"})
+        self.assertEqual({c.choices[0].message.content for c in chats}, {chats[0].choices[0].message.content})
+        chunks = list(self.client.chat.completions.create(
+            messages=messages, stream=True, extra_headers={"X-Request-Id": tag}, **args))
+        self.assertEqual({c.id for c in chunks}, {f"chatcmpl-{tag}"})
+        plain = self.client.chat.completions.create(messages=messages, **args)
+        self.assertRegex(plain.id, r"^chatcmpl-[0-9a-f]{32}$")
+        status, err, _ = self.server.request(
+            "POST", "/v1/completions", {"model": fx.MODEL, "prompt": "ids", "request_id": 7})
+        self.assertEqual(status, 400, err)
+        self.assertEqual(err["error"]["param"], "request_id")
 
 
 if __name__ == "__main__":

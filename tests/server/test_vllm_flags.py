@@ -4,7 +4,8 @@ a Hugging Face repo id served from the hub cache (named by the id in /v1/models)
 --generation-config / --override-generation-config setting requests' defaults (max_new_tokens
 caps every request, as vLLM's, from a directory, over none with `vllm`, or overridden), and
 --enable-prompt-tokens-details counting the prompt tokens the prefix cache served, and
---default-chat-template-kwargs under every chat request's own."""
+--default-chat-template-kwargs under every chat request's own, and
+--enable-force-include-usage and --enable-request-id-headers."""
 
 import json
 import os
@@ -206,6 +207,50 @@ class DefaultChatTemplateKwargs(unittest.TestCase):
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn("--default-chat-template-kwargs", r.stderr)
             self.assertIn(says, r.stderr)
+
+
+class UsageAndRequestIdFlags(unittest.TestCase):
+    def test_streams_carry_usage_and_responses_the_request_id(self):
+        server = fx.Server(["--enable-force-include-usage", "--enable-request-id-headers"],
+                           engine_args=SMALL).__enter__()
+        self.addCleanup(fx.stop, server)
+        client = fx.openai_client(server)
+        max_tokens = fx.seeded_rng(self).randint(2, 6)
+        stream = [c.model_dump() for c in client.completions.create(
+            model=fx.MODEL, prompt="usage", max_tokens=max_tokens, temperature=0, stream=True,
+            extra_body={"ignore_eos": True})]
+        # Every chunk counts the tokens so far (continuous usage); the last one, alone, all.
+        self.assertEqual([c["usage"]["completion_tokens"] for c in stream[:-1]],
+                         list(range(1, max_tokens + 1)))
+        self.assertEqual(stream[-1]["choices"], [])
+        self.assertEqual(stream[-1]["usage"]["completion_tokens"], max_tokens)
+        chat = [c for c in client.chat.completions.create(
+            model=fx.MODEL, messages=[{"role": "user", "content": "usage"}],
+            max_tokens=max_tokens, stream=True, extra_body={"ignore_eos": True})]
+        self.assertEqual(chat[-1].usage.completion_tokens, max_tokens)
+        self.assertTrue(all(c.usage is not None for c in chat))
+
+        for path, body in (("/v1/completions", {"prompt": "hi", "max_tokens": 1}),
+                           ("/v1/nothing-here", {}), ("/health", None)):
+            status, _, headers = server.request("POST" if body is not None else "GET", path, body,
+                                                headers={"X-Request-Id": "given-id"})
+            self.assertEqual(headers.get("X-Request-Id"), "given-id", (path, status))
+            status, _, headers = server.request("POST" if body is not None else "GET", path, body)
+            self.assertRegex(headers.get("X-Request-Id", ""), r"^[0-9a-f]{32}$", (path, status))
+        status, _, headers = server.request("POST", "/v1/completions",
+                                            {"prompt": "hi", "max_tokens": 2, "stream": True},
+                                            headers={"X-Request-Id": "streamed"})
+        self.assertEqual((status, headers.get("X-Request-Id")), (200, "streamed"))
+        # Without the flags: no header, and a stream without stream_options has no usage.
+        plain = fx.Server(engine_args=SMALL).__enter__()
+        self.addCleanup(fx.stop, plain)
+        status, _, headers = plain.request("POST", "/v1/completions",
+                                           {"prompt": "hi", "max_tokens": 1},
+                                           headers={"X-Request-Id": "given-id"})
+        self.assertNotIn("X-Request-Id", headers)
+        stream = [c.model_dump() for c in fx.openai_client(plain).completions.create(
+            model=fx.MODEL, prompt="usage", max_tokens=max_tokens, stream=True)]
+        self.assertTrue(all(c["usage"] is None for c in stream))
 
 
 if __name__ == "__main__":

@@ -146,6 +146,12 @@ std::string GenerationResponder::first_events() {
     std::string out = responses_event({{"type", "response.created"}, {"response", response}});
     return out + responses_event({{"type", "response.in_progress"}, {"response", response}});
   }
+  // vLLM's continuous usage counts the prompt in these chunks too, and no output yet.
+  const auto add_usage = [&](json& chunk, size_t i) {
+    if (!request_.continuous_usage_stats) return;
+    chunk["usage"] =
+        usage_json(static_cast<int64_t>(plan_.prompts[plan_.choices[i].prompt_index].size()), 0);
+  };
   std::string out;
   for (size_t i = 0; i < states_.size(); ++i) {
     json chunk = chunk_base();
@@ -156,6 +162,7 @@ std::string GenerationResponder::first_events() {
     if (request_.return_token_ids) {
       chunk["prompt_token_ids"] = plan_.prompts[plan_.choices[i].prompt_index];
     }
+    add_usage(chunk, i);
     out += sse_event(chunk);
   }
   // vLLM's chat echo: the last message's content, a chunk per choice after the roles.
@@ -166,6 +173,7 @@ std::string GenerationResponder::first_events() {
                                        {"delta", {{"content", plan_.echo[0]}}},
                                        {"logprobs", nullptr},
                                        {"finish_reason", nullptr}}});
+      add_usage(chunk, i);
       out += sse_event(chunk);
     }
   }

@@ -53,6 +53,18 @@ void respond_json(httplib::Response& res, const json& body, int status = 200) {
   res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
+// vLLM's base of a response id: the X-Request-Id header, else the body's `request_id`, else a
+// fresh uuid's hex.
+std::string base_request_id(const httplib::Request& req, const json& body) {
+  if (req.has_header("X-Request-Id")) return req.get_header_value("X-Request-Id");
+  if (body.is_object() && body.contains("request_id") && !body["request_id"].is_null()) {
+    const json& id = body["request_id"];
+    if (!id.is_string()) throw bad_request("request_id must be a string", "request_id");
+    return id.get<std::string>();
+  }
+  return random_hex(32);
+}
+
 // Submits the plan and answers with the whole response, or streams it.
 void run_generation(engine::OnlineEngine& engine, ServerMetrics& metrics,
                     const tokenizer::Tokenizer& tokenizer, const ServerOptions& options,
@@ -60,8 +72,9 @@ void run_generation(engine::OnlineEngine& engine, ServerMetrics& metrics,
                     const SamplingRequest& request, bool skip_special_tokens,
                     Clock::time_point arrival, httplib::Response& res) {
   auto generation =
-      std::make_shared<Generation>(engine, metrics, tokenizer, plan->id, plan->choices,
-                                   request.stop, skip_special_tokens, arrival);
+      // The engine's ids get a suffix: a client may send one id for requests that overlap.
+      std::make_shared<Generation>(engine, metrics, tokenizer, plan->id + "-" + random_hex(8),
+                                   plan->choices, request.stop, skip_special_tokens, arrival);
   try {
     generation->submit();
   } catch (const Error& e) {
@@ -326,8 +339,10 @@ void resolve_logprobs_counts(engine::SamplingParams& params,
 void OpenAiServer::Handlers::completions(const httplib::Request& req, httplib::Response& res) {
   const auto arrival = Clock::now();
   check_serving();
-  CompletionRequest r = parse_completion_request(parse_body(req), options_.defaults);
+  const json body = parse_body(req);
+  CompletionRequest r = parse_completion_request(body, options_.defaults);
   check_model(r.model);
+  force_usage(r);
   // vLLM's echo: logprobs cover the prompt too, and max_tokens 0 returns the prompt alone
   // (one token is generated and dropped).
   if (r.echo && !r.params.prompt_logprobs) r.params.prompt_logprobs = r.params.logprobs;
@@ -338,7 +353,7 @@ void OpenAiServer::Handlers::completions(const httplib::Request& req, httplib::R
   r.params.thinking_budget = thinking_budget(r);
   auto plan = std::make_unique<GenerationPlan>();
   plan->endpoint = Endpoint::kCompletion;
-  plan->id = "cmpl-" + random_hex(32);
+  plan->id = "cmpl-" + base_request_id(req, body);
   plan->created = unix_now();
   plan->model = options_.served_model_names.at(0);
   plan->prompt_tokens_details = options_.enable_prompt_tokens_details;
@@ -366,7 +381,15 @@ void OpenAiServer::Handlers::completions(const httplib::Request& req, httplib::R
 void OpenAiServer::Handlers::chat(const httplib::Request& req, httplib::Response& res) {
   const auto arrival = Clock::now();
   check_serving();
-  run_chat(parse_body(req), req.body, Endpoint::kChat, nullptr, arrival, res);
+  const json body = parse_body(req);
+  run_chat(body, req.body, Endpoint::kChat, "chatcmpl-" + base_request_id(req, body), nullptr,
+           arrival, res);
+}
+
+void OpenAiServer::Handlers::force_usage(SamplingRequest& r) const {
+  if (!options_.force_include_usage) return;
+  r.include_usage = true;
+  r.continuous_usage_stats = true;
 }
 
 void OpenAiServer::Handlers::invocations(const httplib::Request& req, httplib::Response& res) {
@@ -387,8 +410,8 @@ void OpenAiServer::Handlers::responses(const httplib::Request& req, httplib::Res
   auto request =
       std::make_shared<const ResponsesRequest>(parse_responses_request(parse_ordered_body(req)));
   const std::string chat_body = request->chat.dump();
-  run_chat(json::parse(chat_body), chat_body, Endpoint::kResponses, std::move(request), arrival,
-           res);
+  run_chat(json::parse(chat_body), chat_body, Endpoint::kResponses, "resp_" + random_hex(32),
+           std::move(request), arrival, res);
 }
 
 void OpenAiServer::Handlers::messages(const httplib::Request& req, httplib::Response& res) {
@@ -396,7 +419,9 @@ void OpenAiServer::Handlers::messages(const httplib::Request& req, httplib::Resp
   check_serving();
   const std::string chat_body =
       anthropic_chat_request(parse_ordered_body(req), false, anthropic_).dump();
-  run_chat(json::parse(chat_body), chat_body, Endpoint::kMessages, nullptr, arrival, res);
+  // vLLM runs it as a chat completion, whose id the message carries.
+  run_chat(json::parse(chat_body), chat_body, Endpoint::kMessages,
+           "chatcmpl-" + base_request_id(req, json()), nullptr, arrival, res);
 }
 
 void OpenAiServer::Handlers::count_tokens(const httplib::Request& req, httplib::Response& res) {
@@ -416,10 +441,12 @@ void OpenAiServer::Handlers::stored_response(const std::string& id) const {
 }
 
 void OpenAiServer::Handlers::run_chat(const json& body, const std::string& raw, Endpoint endpoint,
+                                      std::string id,
                                       std::shared_ptr<const ResponsesRequest> responses,
                                       Clock::time_point arrival, httplib::Response& res) {
   ChatRequest r = parse_chat_request(body, options_.defaults);
   check_model(r.model);
+  if (endpoint == Endpoint::kChat) force_usage(r);
   // vLLM's chat echo: the last message's content starts the reply when it has the reply's
   // role (continue_final_message), and top_logprobs score the prompt.
   if (r.echo && !r.params.prompt_logprobs && r.logprobs) {
@@ -430,8 +457,7 @@ void OpenAiServer::Handlers::run_chat(const json& body, const std::string& raw, 
   r.params.thinking_budget = thinking_budget(r);
   auto plan = std::make_unique<GenerationPlan>();
   plan->endpoint = endpoint;
-  // vLLM's messages carry the id of the chat completion they ran as.
-  plan->id = responses ? "resp_" + random_hex(32) : "chatcmpl-" + random_hex(32);
+  plan->id = std::move(id);
   plan->created = unix_now();
   plan->model = options_.served_model_names.at(0);
   plan->prompt_tokens_details = options_.enable_prompt_tokens_details;

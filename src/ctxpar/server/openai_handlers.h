@@ -73,10 +73,13 @@ class OpenAiServer::Handlers {
   std::vector<int32_t> chat_prompt_tokens(const ChatRequest& r,
                                           const nlohmann::ordered_json& ordered) const;
   // Runs the chat request `body` (`raw`: its text, whose key order schemas keep) and answers
-  // as `endpoint` (kChat, kMessages, or kResponses with the request it came from).
+  // as `endpoint` (kChat, kMessages, or kResponses with the request it came from), with the
+  // response id `id`.
   void run_chat(const nlohmann::json& body, const std::string& raw, Endpoint endpoint,
-                std::shared_ptr<const ResponsesRequest> responses,
+                std::string id, std::shared_ptr<const ResponsesRequest> responses,
                 engine::Clock::time_point arrival, httplib::Response& res);
+  // --enable-force-include-usage: a stream reports usage in every chunk and at its end.
+  void force_usage(SamplingRequest& r) const;
   // Structured outputs (output_constraint.h) of the request `body`: the grammar on every choice
   // of `plan`, and on chat the forced tool choice.
   void constrain(const std::string& body, bool chat, GenerationPlan& plan) const;

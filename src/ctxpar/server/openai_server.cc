@@ -12,6 +12,7 @@
 #include "ctxpar/server/anthropic_output.h"
 #include "ctxpar/server/api_error.h"
 #include "ctxpar/server/openai_handlers.h"
+#include "ctxpar/server/openai_responses.h"
 #include "ctxpar/server/valid_text_tokenizer.h"
 
 namespace ctxpar::server {
@@ -143,6 +144,12 @@ OpenAiServer::OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokeni
       }
     }
     return httplib::Server::HandlerResponse::Unhandled;
+  });
+  s.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!options_.request_id_headers) return;
+    res.set_header("X-Request-Id", req.has_header("X-Request-Id")
+                                       ? req.get_header_value("X-Request-Id")
+                                       : random_hex(32));
   });
   // Statuses httplib sets itself (unknown route, body over the limit, bad request line) get a
   // vLLM-shaped body; responses that already have one keep it.

@@ -64,6 +64,12 @@ struct ServerOptions {
   std::chrono::milliseconds keepalive{2000};
   // --enable-prompt-tokens-details: usage says how many prompt tokens the prefix cache served.
   bool enable_prompt_tokens_details = false;
+  // --enable-force-include-usage: every stream carries usage, as stream_options.include_usage
+  // and continuous_usage_stats would ask.
+  bool force_include_usage = false;
+  // --enable-request-id-headers: every response carries X-Request-Id (the request's, or a new
+  // one).
+  bool request_id_headers = false;
   // --anthropic-disabled-thinking-effort: the reasoning_effort /v1/messages sends for thinking
   // "disabled" or "between_tools"; "auto" asks the chat template (anthropic_request.h).
   std::string anthropic_disabled_thinking_effort = "auto";
