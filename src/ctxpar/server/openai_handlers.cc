@@ -339,7 +339,11 @@ void resolve_logprobs_counts(engine::SamplingParams& params,
 void OpenAiServer::Handlers::completions(const httplib::Request& req, httplib::Response& res) {
   const auto arrival = Clock::now();
   check_serving();
-  const json body = parse_body(req);
+  run_completion(req, parse_body(req), arrival, res);
+}
+
+void OpenAiServer::Handlers::run_completion(const httplib::Request& req, const json& body,
+                                            Clock::time_point arrival, httplib::Response& res) {
   CompletionRequest r = parse_completion_request(body, options_.defaults);
   check_model(r.model);
   force_usage(r);
@@ -396,9 +400,14 @@ void OpenAiServer::Handlers::invocations(const httplib::Request& req, httplib::R
   // vLLM validates the body as each request type in turn and runs the first that fits; a body
   // with `messages` that the chat parser refuses gets that parser's 400 here, which names the
   // field, where vLLM's falls through to the message below.
+  const auto arrival = Clock::now();
+  check_serving();
   const json body = parse_body(req);
-  if (body.is_object() && body.contains("messages")) return chat(req, res);
-  if (body.is_object() && body.contains("prompt")) return completions(req, res);
+  if (body.is_object() && body.contains("messages")) {
+    return run_chat(body, req.body, Endpoint::kChat, "chatcmpl-" + base_request_id(req, body),
+                    nullptr, arrival, res);
+  }
+  if (body.is_object() && body.contains("prompt")) return run_completion(req, body, arrival, res);
   throw bad_request(
       "Cannot find suitable handler for request. Expected one of: ['ChatCompletionRequest', "
       "'CompletionRequest']");

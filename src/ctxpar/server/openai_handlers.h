@@ -72,6 +72,9 @@ class OpenAiServer::Handlers {
   // (chat_template_inputs.h).
   std::vector<int32_t> chat_prompt_tokens(const ChatRequest& r,
                                           const nlohmann::ordered_json& ordered) const;
+  // Runs the completion request `body` (parsed from req's).
+  void run_completion(const httplib::Request& req, const nlohmann::json& body,
+                      engine::Clock::time_point arrival, httplib::Response& res);
   // Runs the chat request `body` (`raw`: its text, whose key order schemas keep) and answers
   // as `endpoint` (kChat, kMessages, or kResponses with the request it came from), with the
   // response id `id`.
