@@ -306,6 +306,8 @@ void add_serve_command(CLI::App& app) {
                 "served");
   cmd->add_flag("--enable-force-include-usage", o->server.force_include_usage,
                 "every stream reports usage, in each chunk and at its end");
+  cmd->add_flag("--enable-server-load-tracking", o->server.server_load_tracking,
+                "GET /load counts the generation requests being answered");
   cmd->add_flag("--enable-request-id-headers", o->server.request_id_headers,
                 "every response carries X-Request-Id (the request's, or a new one)");
   cmd->add_option("--default-chat-template-kwargs", o->default_chat_template_kwargs,

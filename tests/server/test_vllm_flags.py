@@ -5,7 +5,7 @@ a Hugging Face repo id served from the hub cache (named by the id in /v1/models)
 caps every request, as vLLM's, from a directory, over none with `vllm`, or overridden), and
 --enable-prompt-tokens-details counting the prompt tokens the prefix cache served, and
 --default-chat-template-kwargs under every chat request's own, and
---enable-force-include-usage and --enable-request-id-headers."""
+--enable-force-include-usage, --enable-request-id-headers and --enable-server-load-tracking."""
 
 import json
 import os
@@ -13,6 +13,7 @@ import pathlib
 import random
 import subprocess
 import tempfile
+import time
 import unittest
 
 import server_fixture as fx
@@ -251,6 +252,50 @@ class UsageAndRequestIdFlags(unittest.TestCase):
         stream = [c.model_dump() for c in fx.openai_client(plain).completions.create(
             model=fx.MODEL, prompt="usage", max_tokens=max_tokens, stream=True)]
         self.assertTrue(all(c["usage"] is None for c in stream))
+
+
+class ServerLoadTracking(unittest.TestCase):
+    def load(self, server):
+        status, body, _ = server.request("GET", "/load")
+        self.assertEqual(status, 200, body)
+        return body["server_load"]
+
+    def open_streams(self, server, n):
+        client = fx.openai_client(server)
+        streams = [client.completions.create(model=fx.MODEL, prompt="load", max_tokens=200,
+                                             stream=True, extra_body={"ignore_eos": True})
+                   for _ in range(n)]
+        for s in streams:
+            next(iter(s))  # each is being answered
+        return streams
+
+    def test_load_counts_the_generations_being_answered(self):
+        server = fx.Server(["--enable-server-load-tracking"], engine_args=SMALL).__enter__()
+        self.addCleanup(fx.stop, server)
+        self.assertEqual(self.load(server), 0)
+        n = fx.seeded_rng(self).randint(1, 3)
+        streams = self.open_streams(server, n)
+        self.assertEqual(self.load(server), n)
+        for chunk in streams[0]:  # read to the end
+            pass
+        self.assertEqual(self.load(server), n - 1)
+        for s in streams[1:]:
+            s.close()  # the client leaves: the server notices on its next write
+        deadline = time.monotonic() + 30
+        while self.load(server) != 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(self.load(server), 0)
+        # A whole response counts while it is made, and not after.
+        fx.openai_client(server).completions.create(model=fx.MODEL, prompt="load", max_tokens=4)
+        self.assertEqual(self.load(server), 0)
+
+    def test_without_the_flag_load_stays_zero(self):
+        server = fx.Server(engine_args=SMALL).__enter__()
+        self.addCleanup(fx.stop, server)
+        streams = self.open_streams(server, 2)
+        self.assertEqual(self.load(server), 0)
+        for s in streams:
+            s.close()
 
 
 if __name__ == "__main__":

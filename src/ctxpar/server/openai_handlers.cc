@@ -68,9 +68,16 @@ std::string base_request_id(const httplib::Request& req, const json& body) {
 // Submits the plan and answers with the whole response, or streams it.
 void run_generation(engine::OnlineEngine& engine, ServerMetrics& metrics,
                     const tokenizer::Tokenizer& tokenizer, const ServerOptions& options,
-                    std::atomic<int>& open_streams, std::unique_ptr<GenerationPlan> plan,
+                    OpenAiServer::State& server_state, std::unique_ptr<GenerationPlan> plan,
                     const SamplingRequest& request, bool skip_special_tokens,
                     Clock::time_point arrival, httplib::Response& res) {
+  // --enable-server-load-tracking: counted from here until the response's last byte. The
+  // shared count goes down when the last holder (this call, or the stream) lets go.
+  std::shared_ptr<void> load;
+  if (options.server_load_tracking) {
+    ++server_state.server_load;
+    load = std::shared_ptr<void>(nullptr, [&server_state](void*) { --server_state.server_load; });
+  }
   auto generation =
       // The engine's ids get a suffix: a client may send one id for requests that overlap.
       std::make_shared<Generation>(engine, metrics, tokenizer, plan->id + "-" + random_hex(8),
@@ -96,17 +103,19 @@ void run_generation(engine::OnlineEngine& engine, ServerMetrics& metrics,
     std::unique_ptr<GenerationPlan> plan;
     SamplingRequest request;
     std::unique_ptr<GenerationResponder> responder;
+    std::shared_ptr<void> load;
     bool finished = false;
   };
   auto stream = std::make_shared<Stream>();
   stream->generation = generation;
   stream->plan = std::move(plan);
   stream->request = request;
+  stream->load = load;
   stream->responder =
       std::make_unique<GenerationResponder>(*stream->plan, stream->request, tokenizer);
   const auto keepalive = options.keepalive;
   // stop() waits for this to drop back: httplib cuts streams short once it is stopping.
-  ++open_streams;
+  ++server_state.open_streams;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
@@ -142,9 +151,10 @@ void run_generation(engine::OnlineEngine& engine, ServerMetrics& metrics,
         if (stream->finished) sink.done();
         return true;
       },
-      [stream, &open_streams](bool success) {
+      [stream, &server_state](bool success) {
         if (!success) stream->generation->abort();
-        --open_streams;
+        stream->load.reset();
+        --server_state.open_streams;
       });
 }
 
@@ -378,7 +388,7 @@ void OpenAiServer::Handlers::run_completion(const httplib::Request& req, const j
   }
   add_choices(*plan, r, options_, engine_.config().scheduler.max_model_len, "max_tokens");
   constrain(req.body, false, *plan);
-  run_generation(engine_, metrics_, tokenizer_, options_, state_.open_streams, std::move(plan), r,
+  run_generation(engine_, metrics_, tokenizer_, options_, state_, std::move(plan), r,
                  r.skip_special_tokens, arrival, res);
 }
 
@@ -394,6 +404,10 @@ void OpenAiServer::Handlers::force_usage(SamplingRequest& r) const {
   if (!options_.force_include_usage) return;
   r.include_usage = true;
   r.continuous_usage_stats = true;
+}
+
+void OpenAiServer::Handlers::load(httplib::Response& res) const {
+  respond_json(res, {{"server_load", state_.server_load.load()}});
 }
 
 void OpenAiServer::Handlers::invocations(const httplib::Request& req, httplib::Response& res) {
@@ -504,8 +518,8 @@ void OpenAiServer::Handlers::run_chat(const json& body, const std::string& raw, 
   // As vLLM's tool call parsers that ask for it: their tags may be special tokens.
   const bool skip_special =
       r.skip_special_tokens && !tool_call_parser_keeps_special_tokens(plan->tool_call_parser);
-  run_generation(engine_, metrics_, tokenizer_, options_, state_.open_streams, std::move(plan), r,
-                 skip_special, arrival, res);
+  run_generation(engine_, metrics_, tokenizer_, options_, state_, std::move(plan), r, skip_special,
+                 arrival, res);
 }
 
 void OpenAiServer::Handlers::tokenize(const httplib::Request& req, httplib::Response& res) {

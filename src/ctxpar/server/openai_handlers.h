@@ -49,6 +49,9 @@ class OpenAiServer::Handlers {
   void detokenize(const httplib::Request& req, httplib::Response& res);
   void models(httplib::Response& res) const;
   void health(httplib::Response& res) const;
+  // GET /load: {"server_load": generation requests being answered} (0 without
+  // --enable-server-load-tracking, as vLLM).
+  void load(httplib::Response& res) const;
   void metrics(httplib::Response& res) const;
 
   // 503 unless the engine runs and the server is not stopping.

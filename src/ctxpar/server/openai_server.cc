@@ -196,6 +196,7 @@ OpenAiServer::OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokeni
     s.Get(path, guarded([&h](const auto&, auto& res) { h.health(res); }));
   }
   s.Post("/ping", guarded([&h](const auto&, auto& res) { h.health(res); }));
+  s.Get("/load", guarded([&h](const auto&, auto& res) { h.load(res); }));
   s.Get("/metrics", guarded([&h](const auto&, auto& res) { h.metrics(res); }));
   s.Get("/version", guarded([](const auto&, auto& res) {
           res.set_content(json{{"version", CTXPAR_VERSION}}.dump(), "application/json");

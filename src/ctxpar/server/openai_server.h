@@ -70,6 +70,8 @@ struct ServerOptions {
   // --enable-request-id-headers: every response carries X-Request-Id (the request's, or a new
   // one).
   bool request_id_headers = false;
+  // --enable-server-load-tracking: GET /load counts the generations being answered.
+  bool server_load_tracking = false;
   // --anthropic-disabled-thinking-effort: the reasoning_effort /v1/messages sends for thinking
   // "disabled" or "between_tools"; "auto" asks the chat template (anthropic_request.h).
   std::string anthropic_disabled_thinking_effort = "auto";
@@ -101,6 +103,7 @@ class OpenAiServer {
   struct State {
     std::atomic<bool> stopping{false};
     std::atomic<int> open_streams{0};  // streaming responses not yet written to the end
+    std::atomic<int> server_load{0};   // generations being answered (--enable-server-load-tracking)
   };
 
  private:
