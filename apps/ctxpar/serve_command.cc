@@ -49,6 +49,10 @@ struct ServeOptions {
   std::string generation_config = "auto";
   std::string override_generation_config;
   std::string default_chat_template_kwargs;  // a JSON object, or empty
+  // CORS lists as JSON text (vLLM's json.loads); cors.h's defaults.
+  std::string allowed_origins = "[]";
+  std::string allowed_methods = R"(["*"])";
+  std::string allowed_headers = R"(["*"])";
 };
 
 // --default-chat-template-kwargs as a JSON object. Throws InputError for text that is not one.
@@ -196,6 +200,9 @@ void run(ServeOptions& o) {
   validate_on_every_rank([&] {
     config = finish_engine_config(o.engine);
     o.server.max_body_bytes = static_cast<size_t>(engine::parse_memory_size(o.max_body));
+    o.server.cors.origins = server::parse_cors_list("--allowed-origins", o.allowed_origins);
+    o.server.cors.methods = server::parse_cors_list("--allowed-methods", o.allowed_methods);
+    o.server.cors.headers = server::parse_cors_list("--allowed-headers", o.allowed_headers);
     const engine::TokenizerMode mode = engine::parse_tokenizer_mode(o.tokenizer_mode);
     o.server.chat_content_format =
         server::parse_chat_content_format(o.chat_template_content_format);
@@ -306,6 +313,17 @@ void add_serve_command(CLI::App& app) {
                 "served");
   cmd->add_flag("--enable-force-include-usage", o->server.force_include_usage,
                 "every stream reports usage, in each chunk and at its end");
+  cmd->add_option("--allowed-origins", o->allowed_origins,
+                  "JSON list of the origins a browser page may call from, e.g. '[\"*\"]' "
+                  "(default: none)");
+  cmd->add_option("--allowed-methods", o->allowed_methods,
+                  "JSON list of the methods cross-origin requests may use")
+      ->capture_default_str();
+  cmd->add_option("--allowed-headers", o->allowed_headers,
+                  "JSON list of the headers cross-origin requests may send")
+      ->capture_default_str();
+  cmd->add_flag("--allow-credentials", o->server.cors.credentials,
+                "cross-origin requests may carry credentials");
   cmd->add_flag("--enable-server-load-tracking", o->server.server_load_tracking,
                 "GET /load counts the generation requests being answered");
   cmd->add_flag("--enable-request-id-headers", o->server.request_id_headers,

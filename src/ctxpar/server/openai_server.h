@@ -22,6 +22,7 @@
 #include "ctxpar/engine/chat_prompt.h"
 #include "ctxpar/engine/online_engine.h"
 #include "ctxpar/server/chat_content_format.h"
+#include "ctxpar/server/cors.h"
 #include "ctxpar/server/metrics.h"
 #include "ctxpar/server/openai_protocol.h"
 #include "ctxpar/server/reasoning_parser.h"
@@ -72,6 +73,8 @@ struct ServerOptions {
   bool request_id_headers = false;
   // --enable-server-load-tracking: GET /load counts the generations being answered.
   bool server_load_tracking = false;
+  // --allowed-origins, --allowed-methods, --allowed-headers, --allow-credentials (cors.h).
+  CorsOptions cors;
   // --anthropic-disabled-thinking-effort: the reasoning_effort /v1/messages sends for thinking
   // "disabled" or "between_tools"; "auto" asks the chat template (anthropic_request.h).
   std::string anthropic_disabled_thinking_effort = "auto";
