@@ -255,14 +255,26 @@ class UsageAndRequestIdFlags(unittest.TestCase):
 
 
 class ServerLoadTracking(unittest.TestCase):
+    # Long outputs, so that a stream is still being made while the test looks (the server writes
+    # ahead into the socket of a client that does not read).
+    LONG = ["--max-model-len", "4096", "--kv-cache-memory", "64MiB", "--dtype", "float32",
+            "--threads-per-rank", "1"]
+
     def load(self, server):
         status, body, _ = server.request("GET", "/load")
         self.assertEqual(status, 200, body)
         return body["server_load"]
 
-    def open_streams(self, server, n):
+    def settled_load(self, server, want, timeout=30):
+        """/load once it equals `want`, or what it is after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while (load := self.load(server)) != want and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return load
+
+    def open_streams(self, server, n, max_tokens=4000):
         client = fx.openai_client(server)
-        streams = [client.completions.create(model=fx.MODEL, prompt="load", max_tokens=200,
+        streams = [client.completions.create(model=fx.MODEL, prompt="load", max_tokens=max_tokens,
                                              stream=True, extra_body={"ignore_eos": True})
                    for _ in range(n)]
         for s in streams:
@@ -270,33 +282,29 @@ class ServerLoadTracking(unittest.TestCase):
         return streams
 
     def test_load_counts_the_generations_being_answered(self):
-        server = fx.Server(["--enable-server-load-tracking"], engine_args=SMALL).__enter__()
+        server = fx.Server(["--enable-server-load-tracking"], engine_args=self.LONG).__enter__()
         self.addCleanup(fx.stop, server)
         self.assertEqual(self.load(server), 0)
         n = fx.seeded_rng(self).randint(1, 3)
         streams = self.open_streams(server, n)
         self.assertEqual(self.load(server), n)
-        for chunk in streams[0]:  # read to the end
-            pass
-        self.assertEqual(self.load(server), n - 1)
-        for s in streams[1:]:
+        for s in streams:
             s.close()  # the client leaves: the server notices on its next write
-        deadline = time.monotonic() + 30
-        while self.load(server) != 0 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        self.assertEqual(self.load(server), 0)
-        # A whole response counts while it is made, and not after.
+        self.assertEqual(self.settled_load(server, 0), 0)
+        # A stream read to its end, and a whole response, count no more once answered.
+        for _ in self.open_streams(server, 1, max_tokens=8)[0]:
+            pass
+        self.assertEqual(self.settled_load(server, 0), 0)
         fx.openai_client(server).completions.create(model=fx.MODEL, prompt="load", max_tokens=4)
         self.assertEqual(self.load(server), 0)
 
     def test_without_the_flag_load_stays_zero(self):
-        server = fx.Server(engine_args=SMALL).__enter__()
+        server = fx.Server(engine_args=self.LONG).__enter__()
         self.addCleanup(fx.stop, server)
         streams = self.open_streams(server, 2)
         self.assertEqual(self.load(server), 0)
         for s in streams:
             s.close()
-
 
 if __name__ == "__main__":
     unittest.main()
