@@ -76,12 +76,17 @@ constexpr VllmNoOpFlag kVllmNoOpFlags[] = {
     {"--no-enable-log-deltas", false, kLogging},
     {"--h11-max-incomplete-event-size", true, kUvicorn},
     {"--h11-max-header-count", true, kUvicorn},
+    // Only the URLs FastAPI generates change; uvicorn serves the routes at the same paths.
+    {"--root-path", true, kUvicorn},
 };
 
 // What a group's line adds after the flags.
 std::string ignored_note(const std::string& group) {
   if (group == kGpu) return " (the KV cache size is --kv-cache-memory)";
-  if (group == kUvicorn) return " (the request body limit is --max-request-body-bytes)";
+  if (group == kUvicorn) {
+    return " (ctxpar's HTTP server has its own; the request body limit is "
+           "--max-request-body-bytes)";
+  }
   return "";
 }
 

@@ -129,11 +129,27 @@ TEST(GenerateCommand, VllmGpuOnlyFlagsAreNamedAsIgnored) {
   const std::vector<std::string> base = {
       "generate", "--prompt-token-ids", "1,2,3", "--max-tokens", "2", "--json"};
   std::vector<std::string> args = base;
-  for (const char* a : {"--gpu-memory-utilization", "0.9", "--enforce-eager", "--trust-remote-code",
-                        "--kv-cache-memory-bytes", "8388608", "--uvicorn-log-level", "warning",
-                        "--disable-log-requests", "--enable-expert-parallel", "-pp", "1", "-dp",
-                        "1", "--enable-chunked-prefill", "--async-scheduling", "--log-error-stack",
-                        "--h11-max-header-count", "64"}) {
+  for (const char* a : {"--gpu-memory-utilization",
+                        "0.9",
+                        "--enforce-eager",
+                        "--trust-remote-code",
+                        "--kv-cache-memory-bytes",
+                        "8388608",
+                        "--uvicorn-log-level",
+                        "warning",
+                        "--disable-log-requests",
+                        "--enable-expert-parallel",
+                        "-pp",
+                        "1",
+                        "-dp",
+                        "1",
+                        "--enable-chunked-prefill",
+                        "--async-scheduling",
+                        "--log-error-stack",
+                        "--h11-max-header-count",
+                        "64",
+                        "--root-path",
+                        "/api"}) {
     args.push_back(a);
   }
   const CommandResult r = run_command(CTXPAR_BINARY, args);
@@ -144,8 +160,8 @@ TEST(GenerateCommand, VllmGpuOnlyFlagsAreNamedAsIgnored) {
         "ignoring vLLM's logging flags: ", "--uvicorn-log-level warning", "--disable-log-requests",
         "--enable-expert-parallel: experts are split by tensor parallelism", "--async-scheduling",
         "--log-error-stack",
-        "ignoring vLLM's uvicorn flags: --h11-max-header-count 64 (the request body limit is "
-        "--max-request-body-bytes)"})
+        "ignoring vLLM's uvicorn flags: --h11-max-header-count 64, --root-path /api (ctxpar's "
+        "HTTP server has its own; the request body limit is --max-request-body-bytes)"})
     EXPECT_NE(r.err.find(line), std::string::npos) << line << " in: " << r.err;
   const CommandResult plain = run_command(CTXPAR_BINARY, base);
   ASSERT_EQ(plain.exit_status, 0) << plain.err;
