@@ -49,6 +49,7 @@ struct ServeOptions {
   std::string generation_config = "auto";
   std::string override_generation_config;
   std::string default_chat_template_kwargs;  // a JSON object, or empty
+  bool enable_ssl_refresh = false;           // refused: the certificate files are read once
   // CORS lists as JSON text (vLLM's json.loads); cors.h's defaults.
   std::string allowed_origins = "[]";
   std::string allowed_methods = R"(["*"])";
@@ -200,6 +201,10 @@ void run(ServeOptions& o) {
   validate_on_every_rank([&] {
     config = finish_engine_config(o.engine);
     o.server.max_body_bytes = static_cast<size_t>(engine::parse_memory_size(o.max_body));
+    CTXPAR_CHECK_INPUT(!o.enable_ssl_refresh,
+                       "--enable-ssl-refresh is not supported: ctxpar reads the certificate "
+                       "files once, at start (restart it to load new ones)");
+    server::check_tls(o.server.tls);
     o.server.cors.origins = server::parse_cors_list("--allowed-origins", o.allowed_origins);
     o.server.cors.methods = server::parse_cors_list("--allowed-methods", o.allowed_methods);
     o.server.cors.headers = server::parse_cors_list("--allowed-headers", o.allowed_headers);
@@ -236,8 +241,9 @@ void run(ServeOptions& o) {
   engine::run_online_engine(config, [&](engine::OnlineEngine& engine) {
     server::OpenAiServer server(engine, *tok.tokenizer, *chat, o.server);
     const int port = server.bind();
-    std::fprintf(stderr, "ctxpar serve: %s on http://%s:%d (T=%d N=%d), loading\n",
-                 o.server.served_model_names.front().c_str(), o.server.host.c_str(), port,
+    std::fprintf(stderr, "ctxpar serve: %s on %s://%s:%d (T=%d N=%d), loading\n",
+                 o.server.served_model_names.front().c_str(),
+                 o.server.tls.enabled() ? "https" : "http", o.server.host.c_str(), port,
                  config.tensor_parallel_size, config.decode_context_parallel_size);
     std::atomic<bool> served{false}, load_failed{false};
     std::thread stopper(
@@ -324,6 +330,19 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--allow-credentials", o->server.cors.credentials,
                 "cross-origin requests may carry credentials");
+  cmd->add_option("--ssl-certfile", o->server.tls.certfile,
+                  "serve HTTPS with this PEM certificate chain (and the key of --ssl-keyfile, "
+                  "else the one in this file)");
+  cmd->add_option("--ssl-keyfile", o->server.tls.keyfile, "the PEM private key for HTTPS");
+  cmd->add_option("--ssl-ca-certs", o->server.tls.ca_certs,
+                  "PEM CA certificates client certificates must chain to");
+  cmd->add_option("--ssl-cert-reqs", o->server.tls.cert_reqs,
+                  "client certificates: 0 not asked for, 1 optional, 2 required")
+      ->capture_default_str();
+  cmd->add_option("--ssl-ciphers", o->server.tls.ciphers,
+                  "OpenSSL cipher list for TLS 1.2 and below");
+  cmd->add_flag("--enable-ssl-refresh", o->enable_ssl_refresh,
+                "(vLLM's reload of changed certificate files; not supported: restart instead)");
   cmd->add_flag("--enable-server-load-tracking", o->server.server_load_tracking,
                 "GET /load counts the generation requests being answered");
   cmd->add_flag("--enable-request-id-headers", o->server.request_id_headers,

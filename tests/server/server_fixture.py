@@ -43,10 +43,12 @@ class Server:
     """`ctxpar serve` in a child process; use as a context manager."""
 
     def __init__(self, extra_args=(), mpi_ranks=0, model=MODEL, engine_args=ENGINE_ARGS,
-                 env=None):
+                 env=None, tls=None):
+        """tls: an ssl.SSLContext to reach a server started with --ssl-certfile (HTTPS)."""
         assert CTXPAR and os.path.exists(CTXPAR), f"CTXPAR_BINARY={CTXPAR!r} is not a binary"
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.tls = tls
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         args = [CTXPAR, "serve", model, *engine_args, "--port", str(self.port), *extra_args]
         if mpi_ranks:
             args = [MPIEXEC, "-np", str(mpi_ranks), *args, "--distributed-executor-backend", "mpi"]
@@ -78,7 +80,8 @@ class Server:
                 raise AssertionError(f"ctxpar serve exited with {self.process.returncode}:\n"
                                      f"{self.output()}")
             try:
-                with urllib.request.urlopen(self.url + "/health", timeout=5) as r:
+                with urllib.request.urlopen(self.url + "/health", timeout=5,
+                                            context=self.tls) as r:
                     if r.status == 200:
                         return
             except (urllib.error.URLError, ConnectionError, OSError):
@@ -93,7 +96,9 @@ class Server:
 
     def request(self, method, path, body=None, headers=None, raw=None, timeout=60):
         """One raw HTTP request; returns (status, parsed JSON or text, headers)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        conn = (http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout,
+                                            context=self.tls) if self.tls else
+                http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout))
         try:
             data = raw if raw is not None else (json.dumps(body) if body is not None else None)
             all_headers = {"Content-Type": "application/json"} if data is not None else {}
@@ -169,12 +174,20 @@ def generate(prompts, max_tokens, mpi_ranks=0, engine_args=ENGINE_ARGS):
     return [r["output_token_ids"] for r in json.loads(out.stdout)["requests"]]
 
 
+def failed_start(extra_args, timeout=60):
+    """Runs `ctxpar serve` with extra_args, which must stop it; returns (exit status, stderr)."""
+    args = [CTXPAR, "serve", MODEL, *ENGINE_ARGS, "--port", str(free_port()), *extra_args]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=mpi_env())
+    return r.returncode, r.stderr
+
+
 def openai_client(server):
     """The official openai client against `server`, without retries (a retry would hide an
     error the test should see)."""
     import openai  # the server venv's; only the tests that talk through it need it
+    http_client = openai.DefaultHttpxClient(verify=server.tls) if server.tls else None
     return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0,
-                         timeout=120)
+                         timeout=120, http_client=http_client)
 
 
 def stop(server):

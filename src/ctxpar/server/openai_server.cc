@@ -115,7 +115,7 @@ OpenAiServer::OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokeni
       text_tokenizer_(std::make_unique<ValidTextTokenizer>(tokenizer)),
       handlers_(
           std::make_unique<Handlers>(engine, *text_tokenizer_, chat, options_, metrics_, state_)),
-      http_(std::make_unique<httplib::Server>()) {
+      http_(make_http_server(options_.tls)) {
   httplib::Server& s = *http_;
   const int workers = options_.worker_threads > 0 ? options_.worker_threads
                                                   : 2 * engine.config().scheduler.max_num_seqs + 16;

@@ -26,6 +26,7 @@
 #include "ctxpar/server/metrics.h"
 #include "ctxpar/server/openai_protocol.h"
 #include "ctxpar/server/reasoning_parser.h"
+#include "ctxpar/server/tls.h"
 #include "ctxpar/server/tool_call_parser.h"
 #include "ctxpar/tokenizer/tokenizer.h"
 
@@ -75,6 +76,8 @@ struct ServerOptions {
   bool server_load_tracking = false;
   // --allowed-origins, --allowed-methods, --allowed-headers, --allow-credentials (cors.h).
   CorsOptions cors;
+  // --ssl-certfile and the other --ssl-* flags (tls.h); none: plain HTTP.
+  TlsOptions tls;
   // --anthropic-disabled-thinking-effort: the reasoning_effort /v1/messages sends for thinking
   // "disabled" or "between_tools"; "auto" asks the chat template (anthropic_request.h).
   std::string anthropic_disabled_thinking_effort = "auto";
