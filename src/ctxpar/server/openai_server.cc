@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include "ctxpar/core/error.h"
@@ -99,6 +100,33 @@ bool authorized(const std::string& header, const std::vector<std::string>& keys)
   return scheme == "bearer" && match;
 }
 
+// A CORS preflight: OPTIONS with Origin and Access-Control-Request-Method (cors.h).
+bool is_preflight(const httplib::Request& req) {
+  return req.method == "OPTIONS" && req.has_header("Origin") &&
+         req.has_header("Access-Control-Request-Method");
+}
+
+void answer_preflight(const CorsPolicy& cors, const httplib::Request& req, httplib::Response& res) {
+  const char* const kHeaders = "Access-Control-Request-Headers";
+  const CorsPolicy::Preflight p = cors.preflight(
+      req.get_header_value("Origin"), req.get_header_value("Access-Control-Request-Method"),
+      req.has_header(kHeaders) ? std::optional(req.get_header_value(kHeaders)) : std::nullopt,
+      req.has_header("Access-Control-Request-Private-Network"));
+  res.status = p.status;
+  for (const auto& [name, value] : p.headers) res.set_header(name, value);
+  res.set_content(p.body, "text/plain; charset=utf-8");
+}
+
+// The CORS headers of a response to a request from another origin, replacing any set before.
+void add_cors_headers(const CorsPolicy& cors, const httplib::Request& req, httplib::Response& res) {
+  const HeaderList headers =
+      cors.response_headers(req.get_header_value("Origin"), res.get_header_value("Vary"));
+  for (const auto& [name, value] : headers) {
+    res.headers.erase(name);
+    res.set_header(name, value);
+  }
+}
+
 bool is_json_route(const std::string& path) {
   return path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/responses" ||
          path == "/v1/messages" || path == "/v1/messages/count_tokens" || path == "/tokenize" ||
@@ -124,61 +152,39 @@ OpenAiServer::OpenAiServer(engine::OnlineEngine& engine, const tokenizer::Tokeni
   s.set_keep_alive_max_count(1000);
 
   const auto cors = std::make_shared<const CorsPolicy>(options_.cors);
-  const auto is_preflight = [](const httplib::Request& req) {
-    return req.method == "OPTIONS" && req.has_header("Origin") &&
-           req.has_header("Access-Control-Request-Method");
-  };
-  s.set_pre_routing_handler(
-      [this, cors, is_preflight](const httplib::Request& req, httplib::Response& res) {
-        if (is_preflight(req)) {
-          const std::optional<std::string> headers =
-              req.has_header("Access-Control-Request-Headers")
-                  ? std::optional(req.get_header_value("Access-Control-Request-Headers"))
-                  : std::nullopt;
-          const CorsPolicy::Preflight p = cors->preflight(
-              req.get_header_value("Origin"), req.get_header_value("Access-Control-Request-Method"),
-              headers, req.has_header("Access-Control-Request-Private-Network"));
-          res.status = p.status;
-          for (const auto& [name, value] : p.headers) res.set_header(name, value);
-          res.set_content(p.body, "text/plain; charset=utf-8");
-          return httplib::Server::HandlerResponse::Handled;
-        }
-        // vLLM's --api-key guards the /v1 routes only (OPTIONS exempt), with a plain error body.
-        if (!options_.api_keys.empty() && req.method != "OPTIONS" && is_guarded_route(req.path) &&
-            !authorized(req.get_header_value("Authorization"), options_.api_keys)) {
-          res.status = 401;
-          res.set_content(R"({"error":"Unauthorized"})", "application/json");
-          return httplib::Server::HandlerResponse::Handled;
-        }
-        if (req.method == "POST" && is_json_route(req.path)) {
-          std::string type = req.get_header_value("Content-Type");
-          type = type.substr(0, type.find(';'));
-          std::transform(type.begin(), type.end(), type.begin(),
-                         [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-          type.erase(type.find_last_not_of(" \t") + 1);
-          if (type != "application/json") {
-            write_error(
-                res, http_error(415, "Unsupported Media Type: Only 'application/json' is allowed"));
-            return httplib::Server::HandlerResponse::Handled;
-          }
-        }
-        return httplib::Server::HandlerResponse::Unhandled;
-      });
-  s.set_post_routing_handler(
-      [this, cors, is_preflight](const httplib::Request& req, httplib::Response& res) {
-        if (req.has_header("Origin") && !is_preflight(req)) {
-          const HeaderList headers =
-              cors->response_headers(req.get_header_value("Origin"), res.get_header_value("Vary"));
-          for (const auto& [name, value] : headers) {
-            res.headers.erase(name);
-            res.set_header(name, value);
-          }
-        }
-        if (!options_.request_id_headers) return;
-        res.set_header("X-Request-Id", req.has_header("X-Request-Id")
-                                           ? req.get_header_value("X-Request-Id")
-                                           : random_hex(32));
-      });
+  s.set_pre_routing_handler([this, cors](const httplib::Request& req, httplib::Response& res) {
+    if (is_preflight(req)) {
+      answer_preflight(*cors, req, res);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // vLLM's --api-key guards some prefixes (OPTIONS exempt), with a plain error body.
+    if (!options_.api_keys.empty() && req.method != "OPTIONS" && is_guarded_route(req.path) &&
+        !authorized(req.get_header_value("Authorization"), options_.api_keys)) {
+      res.status = 401;
+      res.set_content(R"({"error":"Unauthorized"})", "application/json");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (req.method == "POST" && is_json_route(req.path)) {
+      std::string type = req.get_header_value("Content-Type");
+      type = type.substr(0, type.find(';'));
+      std::transform(type.begin(), type.end(), type.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      type.erase(type.find_last_not_of(" \t") + 1);
+      if (type != "application/json") {
+        write_error(res,
+                    http_error(415, "Unsupported Media Type: Only 'application/json' is allowed"));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  s.set_post_routing_handler([this, cors](const httplib::Request& req, httplib::Response& res) {
+    if (req.has_header("Origin") && !is_preflight(req)) add_cors_headers(*cors, req, res);
+    if (!options_.request_id_headers) return;
+    res.set_header("X-Request-Id", req.has_header("X-Request-Id")
+                                       ? req.get_header_value("X-Request-Id")
+                                       : random_hex(32));
+  });
   // Statuses httplib sets itself (unknown route, body over the limit, bad request line) get a
   // vLLM-shaped body; responses that already have one keep it.
   s.set_error_handler(
