@@ -48,6 +48,8 @@ struct VllmNoOpFlag {
 constexpr const char* kGpu = "GPU-only";
 constexpr const char* kLogging = "logging";
 constexpr const char* kUvicorn = "uvicorn";
+constexpr const char* kSpeculative = "speculative decoding";
+constexpr const char* kMultimodal = "multimodal";
 constexpr VllmNoOpFlag kVllmNoOpFlags[] = {
     {"--gpu-memory-utilization", true, kGpu},
     {"--swap-space", true, kGpu},
@@ -62,6 +64,31 @@ constexpr VllmNoOpFlag kVllmNoOpFlags[] = {
     // Overlaps the host's scheduling with the device's step; ctxpar's ranks are the host.
     {"--async-scheduling", false, kGpu},
     {"--no-async-scheduling", false, kGpu},
+    {"--disable-cascade-attn", false, kGpu},
+    {"--disable-hybrid-kv-cache-manager", false, kGpu},
+    {"--enable-dbo", false, kGpu},
+    {"--all2all-backend", true, kGpu},
+    {"--max-cudagraph-capture-size", true, kGpu},
+    {"--calculate-kv-scales", false, kGpu},
+    // How vLLM's processes and loaders are laid out; ctxpar has one process per rank.
+    {"--disable-frontend-multiprocessing", false, kGpu},
+    {"--api-server-count", true, kGpu},
+    {"--max-parallel-loading-workers", true, kGpu},
+    {"--safetensors-load-strategy", true, kGpu},
+    {"--tokenizer-pool-size", true, kGpu},
+    // The scheduler's prefill chunking knobs; ctxpar's chunks follow --max-num-batched-tokens.
+    {"--max-num-partial-prefills", true, kGpu},
+    {"--long-prefill-token-threshold", true, kGpu},
+    // vLLM's own structured-output backends (xgrammar, guidance); ctxpar has its own.
+    {"--structured-outputs-config", true, kGpu},
+    // A draft model or the checkpoint's MTP layers propose tokens the model then verifies: the
+    // outputs follow the model's own distribution either way.
+    {"--speculative-config", true, kSpeculative},
+    {"--limit-mm-per-prompt", true, kMultimodal},
+    {"--mm-processor-kwargs", true, kMultimodal},
+    {"--mm-encoder-tp-mode", true, kMultimodal},
+    {"--allowed-local-media-path", true, kMultimodal},
+    {"--language-model-only", false, kMultimodal},
     {"--disable-log-requests", false, kLogging},
     {"--enable-log-requests", false, kLogging},
     {"--enable-log-outputs", false, kLogging},
@@ -71,6 +98,9 @@ constexpr VllmNoOpFlag kVllmNoOpFlags[] = {
     {"--disable-uvicorn-access-log", false, kLogging},
     {"--disable-fastapi-docs", false, kLogging},
     {"--disable-access-log-for-endpoints", true, kLogging},
+    {"--otlp-traces-endpoint", true, kLogging},
+    {"--collect-detailed-traces", true, kLogging},
+    {"--kv-events-config", true, kLogging},
     {"--log-error-stack", false, kLogging},
     {"--enable-log-deltas", false, kLogging},
     {"--no-enable-log-deltas", false, kLogging},
@@ -83,6 +113,10 @@ constexpr VllmNoOpFlag kVllmNoOpFlags[] = {
 // What a group's line adds after the flags.
 std::string ignored_note(const std::string& group) {
   if (group == kGpu) return " (the KV cache size is --kv-cache-memory)";
+  if (group == kSpeculative) {
+    return " (ctxpar decodes a token a step: speculation changes the speed, not the outputs)";
+  }
+  if (group == kMultimodal) return " (ctxpar serves text-only models)";
   if (group == kUvicorn) {
     return " (ctxpar's HTTP server has its own; the request body limit is "
            "--max-request-body-bytes)";

@@ -149,7 +149,13 @@ TEST(GenerateCommand, VllmGpuOnlyFlagsAreNamedAsIgnored) {
                         "--h11-max-header-count",
                         "64",
                         "--root-path",
-                        "/api"}) {
+                        "/api",
+                        "--speculative-config.method",
+                        "mtp",
+                        "--speculative-config.num_speculative_tokens=1",
+                        "--limit-mm-per-prompt",
+                        R"({"image": 0})",
+                        "--disable-cascade-attn"}) {
     args.push_back(a);
   }
   const CommandResult r = run_command(CTXPAR_BINARY, args);
@@ -161,7 +167,13 @@ TEST(GenerateCommand, VllmGpuOnlyFlagsAreNamedAsIgnored) {
         "--enable-expert-parallel: experts are split by tensor parallelism", "--async-scheduling",
         "--log-error-stack",
         "ignoring vLLM's uvicorn flags: --h11-max-header-count 64, --root-path /api (ctxpar's "
-        "HTTP server has its own; the request body limit is --max-request-body-bytes)"})
+        "HTTP server has its own; the request body limit is --max-request-body-bytes)",
+        // vLLM's dotted keys of a config flag arrive merged into its JSON, as vLLM merges them.
+        "ignoring vLLM's speculative decoding flags: --speculative-config "
+        R"({"method":"mtp","num_speculative_tokens":1} (ctxpar decodes a token a step)",
+        "ignoring vLLM's multimodal flags: --limit-mm-per-prompt {\"image\": 0} (ctxpar serves "
+        "text-only models)",
+        "--disable-cascade-attn"})
     EXPECT_NE(r.err.find(line), std::string::npos) << line << " in: " << r.err;
   const CommandResult plain = run_command(CTXPAR_BINARY, base);
   ASSERT_EQ(plain.exit_status, 0) << plain.err;
@@ -171,6 +183,13 @@ TEST(GenerateCommand, VllmGpuOnlyFlagsAreNamedAsIgnored) {
   EXPECT_LT(json["kv"]["bytes_per_rank"].get<int64_t>(),
             plain_json["kv"]["bytes_per_rank"].get<int64_t>())
       << "--kv-cache-memory-bytes sized the cache";
+
+  args = base;
+  args.push_back("--speculative-config.method");  // a dotted key needs its value
+  const CommandResult no_value = run_command(CTXPAR_BINARY, args);
+  EXPECT_NE(no_value.exit_status, 0);
+  EXPECT_NE(no_value.err.find("--speculative-config.method needs a value"), std::string::npos)
+      << no_value.err;
 
   args = base;
   args.push_back("--gpu-memory-fraction");
