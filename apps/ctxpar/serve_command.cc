@@ -317,6 +317,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_flag("--enable-prompt-tokens-details", o->server.enable_prompt_tokens_details,
                 "usage.prompt_tokens_details.cached_tokens: the prompt tokens the prefix cache "
                 "served");
+  cmd->add_flag("--exclude-tools-when-tool-choice-none",
+                o->server.exclude_tools_when_tool_choice_none,
+                "a chat request with tool_choice none renders its prompt without its tools");
   cmd->add_flag("--enable-force-include-usage", o->server.force_include_usage,
                 "every stream reports usage, in each chunk and at its end");
   cmd->add_option("--allowed-origins", o->allowed_origins,

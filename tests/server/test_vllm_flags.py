@@ -5,7 +5,8 @@ a Hugging Face repo id served from the hub cache (named by the id in /v1/models)
 caps every request, as vLLM's, from a directory, over none with `vllm`, or overridden), and
 --enable-prompt-tokens-details counting the prompt tokens the prefix cache served, and
 --default-chat-template-kwargs under every chat request's own, and
---enable-force-include-usage, --enable-request-id-headers and --enable-server-load-tracking."""
+--enable-force-include-usage, --enable-request-id-headers, --enable-server-load-tracking and
+--exclude-tools-when-tool-choice-none."""
 
 import json
 import os
@@ -21,6 +22,10 @@ import server_fixture as fx
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
 SMALL = ["--max-model-len", "256", "--kv-cache-memory", "8MiB", "--dtype", "float32",
          "--threads-per-rank", "1"]
+# Room for long outputs (a stream still being made while a test looks: the server writes ahead
+# into the socket of a client that does not read) and long prompts (a template's tools).
+LONG = ["--max-model-len", "4096", "--kv-cache-memory", "64MiB", "--dtype", "float32",
+        "--threads-per-rank", "1"]
 
 
 def chat_tokens(server, rng, **max_tokens):
@@ -255,11 +260,6 @@ class UsageAndRequestIdFlags(unittest.TestCase):
 
 
 class ServerLoadTracking(unittest.TestCase):
-    # Long outputs, so that a stream is still being made while the test looks (the server writes
-    # ahead into the socket of a client that does not read).
-    LONG = ["--max-model-len", "4096", "--kv-cache-memory", "64MiB", "--dtype", "float32",
-            "--threads-per-rank", "1"]
-
     def load(self, server):
         status, body, _ = server.request("GET", "/load")
         self.assertEqual(status, 200, body)
@@ -282,7 +282,7 @@ class ServerLoadTracking(unittest.TestCase):
         return streams
 
     def test_load_counts_the_generations_being_answered(self):
-        server = fx.Server(["--enable-server-load-tracking"], engine_args=self.LONG).__enter__()
+        server = fx.Server(["--enable-server-load-tracking"], engine_args=LONG).__enter__()
         self.addCleanup(fx.stop, server)
         self.assertEqual(self.load(server), 0)
         n = fx.seeded_rng(self).randint(1, 3)
@@ -299,12 +299,40 @@ class ServerLoadTracking(unittest.TestCase):
         self.assertEqual(self.load(server), 0)
 
     def test_without_the_flag_load_stays_zero(self):
-        server = fx.Server(engine_args=self.LONG).__enter__()
+        server = fx.Server(engine_args=LONG).__enter__()
         self.addCleanup(fx.stop, server)
         streams = self.open_streams(server, 2)
         self.assertEqual(self.load(server), 0)
         for s in streams:
             s.close()
+
+class ExcludeToolsWhenToolChoiceNone(unittest.TestCase):
+    TEMPLATE = FIXTURES / "chat_templates" / "templates" / "Qwen-Qwen3-0.6B.jinja"  # renders tools
+
+    def prompt_tokens(self, server, **kwargs):
+        r = fx.openai_client(server).chat.completions.create(
+            model=fx.MODEL, messages=[{"role": "user", "content": "Weather in Paris?"}],
+            max_tokens=1, **kwargs)
+        return r.usage.prompt_tokens
+
+    def test_the_template_sees_no_tools_when_the_request_says_none(self):
+        rng = fx.seeded_rng(self)
+        name = "".join(rng.choice("abcdefgh") for _ in range(8))
+        tools = [{"type": "function", "function": {
+            "name": name, "description": "the weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+        for flags, excluded in (([], False), (["--exclude-tools-when-tool-choice-none"], True)):
+            with self.subTest(flags=flags):
+                server = fx.Server(["--chat-template", str(self.TEMPLATE), *flags],
+                                   engine_args=LONG).__enter__()
+                self.addCleanup(fx.stop, server)
+                plain = self.prompt_tokens(server)
+                with_tools = self.prompt_tokens(server, tools=tools, tool_choice="none")
+                if excluded:
+                    self.assertEqual(with_tools, plain)
+                else:
+                    self.assertGreater(with_tools, plain + len(name))
+
 
 if __name__ == "__main__":
     unittest.main()

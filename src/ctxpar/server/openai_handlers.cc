@@ -232,8 +232,11 @@ std::vector<int32_t> OpenAiServer::Handlers::prompt_tokens(const Prompt& prompt,
 
 std::vector<int32_t> OpenAiServer::Handlers::chat_prompt_tokens(
     const ChatRequest& r, const nlohmann::ordered_json& ordered) const {
+  // --exclude-tools-when-tool-choice-none: the template sees no tools when the request says none.
+  const bool shows_tools = !r.tools.is_null() && !(options_.exclude_tools_when_tool_choice_none &&
+                                                   r.tool_choice == "none");
   // --chat-template-content-format: "auto" asks the template this request renders with.
-  const bool has_tools = r.tools.is_array() && !r.tools.empty();
+  const bool has_tools = shows_tools && r.tools.is_array() && !r.tools.empty();
   ChatContentFormat format = options_.chat_content_format;
   if (format == ChatContentFormat::kAuto) {
     format = chat_.loops_over_message_content(has_tools) ? ChatContentFormat::kOpenAi
@@ -244,7 +247,7 @@ std::vector<int32_t> OpenAiServer::Handlers::chat_prompt_tokens(
     request.messages.push_back(
         template_message(r.messages[i], ordered.at("messages").at(i), i, format));
   }
-  if (!r.tools.is_null()) request.tools = template_tools(ordered.at("tools"));
+  if (shows_tools) request.tools = template_tools(ordered.at("tools"));
   if (!r.chat_template_kwargs.is_null()) {
     request.chat_template_kwargs = nlohmann::ordered_json::parse(r.chat_template_kwargs.dump());
   }

@@ -66,6 +66,9 @@ struct ServerOptions {
   std::chrono::milliseconds keepalive{2000};
   // --enable-prompt-tokens-details: usage says how many prompt tokens the prefix cache served.
   bool enable_prompt_tokens_details = false;
+  // --exclude-tools-when-tool-choice-none: a request with tool_choice "none" renders its chat
+  // prompt without its tools.
+  bool exclude_tools_when_tool_choice_none = false;
   // --enable-force-include-usage: every stream carries usage, as stream_options.include_usage
   // and continuous_usage_stats would ask.
   bool force_include_usage = false;
