@@ -43,13 +43,15 @@ std::vector<int32_t> parse_ids(const std::string& text) {
 struct VllmNoOpFlag {
   const char* name;
   bool takes_value;
-  const char* group;  // EngineFlags::ignored's key; kIgnoredNotes says why
+  const char* group;    // EngineFlags::ignored's key; kIgnoredNotes says why
+  bool secret = false;  // its value is not printed
 };
 constexpr const char* kGpu = "GPU-only";
 constexpr const char* kLogging = "logging";
 constexpr const char* kUvicorn = "uvicorn";
 constexpr const char* kSpeculative = "speculative decoding";
 constexpr const char* kMultimodal = "multimodal";
+constexpr const char* kHub = "Hugging Face Hub";
 constexpr VllmNoOpFlag kVllmNoOpFlags[] = {
     {"--gpu-memory-utilization", true, kGpu},
     {"--swap-space", true, kGpu},
@@ -76,6 +78,7 @@ constexpr VllmNoOpFlag kVllmNoOpFlags[] = {
     {"--max-parallel-loading-workers", true, kGpu},
     {"--safetensors-load-strategy", true, kGpu},
     {"--tokenizer-pool-size", true, kGpu},
+    {"--hf-token", true, kHub, true},
     // The scheduler's prefill chunking knobs; ctxpar's chunks follow --max-num-batched-tokens.
     {"--max-num-partial-prefills", true, kGpu},
     {"--long-prefill-token-threshold", true, kGpu},
@@ -117,6 +120,7 @@ std::string ignored_note(const std::string& group) {
     return " (ctxpar decodes a token a step: speculation changes the speed, not the outputs)";
   }
   if (group == kMultimodal) return " (ctxpar serves text-only models)";
+  if (group == kHub) return " (ctxpar reads models from the local Hugging Face cache)";
   if (group == kUvicorn) {
     return " (ctxpar's HTTP server has its own; the request body limit is "
            "--max-request-body-bytes)";
@@ -216,12 +220,21 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
                   "1 only: run one server per replica; alias -dp");
   cmd->add_flag("--enable-expert-parallel", f.enable_expert_parallel,
                 "accepted: experts are split by tensor parallelism (the same outputs)");
+  cmd->add_option("--scheduling-policy", f.scheduling_policy,
+                  "fcfs only: requests are scheduled in arrival order")
+      ->check(CLI::IsMember({"fcfs"}))
+      ->capture_default_str();
+  cmd->add_option("--logprobs-mode", f.logprobs_mode,
+                  "raw_logprobs only: logprobs are the log-softmax of the raw logits")
+      ->check(CLI::IsMember({"raw_logprobs"}))
+      ->capture_default_str();
   auto* noop = cmd->add_option_group("vLLM flags with no effect here", "accepted and ignored");
   for (const VllmNoOpFlag& flag : kVllmNoOpFlags) {
     const std::string name = flag.name, group = flag.group;
     if (flag.takes_value) {
-      noop->add_option_function<std::string>(name, [&f, name, group](const std::string& v) {
-        f.ignored[group].push_back(name + " " + v);
+      const bool secret = flag.secret;
+      noop->add_option_function<std::string>(name, [&f, name, group, secret](const std::string& v) {
+        f.ignored[group].push_back(name + " " + (secret ? "(value not shown)" : v));
       });
     } else {
       noop->add_flag_callback(name, [&f, name, group] { f.ignored[group].push_back(name); });

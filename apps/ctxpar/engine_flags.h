@@ -26,6 +26,9 @@ struct EngineFlags {
   int data_parallel_size = 1;
   // vLLM's --enable-expert-parallel: experts stay split by tensor parallelism (same outputs).
   bool enable_expert_parallel = false;
+  // vLLM's choices of which ctxpar has one: the scheduling order and what logprobs hold.
+  std::string scheduling_policy = "fcfs";
+  std::string logprobs_mode = "raw_logprobs";
   // vLLM flags given that change nothing here ("--gpu-memory-utilization 0.9"), by group
   // ("GPU-only", "logging"): accepted so that a pasted `vllm serve` line runs, and named once
   // on stderr as ignored.

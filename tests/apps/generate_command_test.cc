@@ -155,7 +155,13 @@ TEST(GenerateCommand, VllmGpuOnlyFlagsAreNamedAsIgnored) {
                         "--speculative-config.num_speculative_tokens=1",
                         "--limit-mm-per-prompt",
                         R"({"image": 0})",
-                        "--disable-cascade-attn"}) {
+                        "--disable-cascade-attn",
+                        "--hf-token",
+                        "hf_secret123",
+                        "--scheduling-policy",
+                        "fcfs",
+                        "--logprobs-mode",
+                        "raw_logprobs"}) {
     args.push_back(a);
   }
   const CommandResult r = run_command(CTXPAR_BINARY, args);
@@ -173,8 +179,11 @@ TEST(GenerateCommand, VllmGpuOnlyFlagsAreNamedAsIgnored) {
         R"({"method":"mtp","num_speculative_tokens":1} (ctxpar decodes a token a step)",
         "ignoring vLLM's multimodal flags: --limit-mm-per-prompt {\"image\": 0} (ctxpar serves "
         "text-only models)",
-        "--disable-cascade-attn"})
+        "--disable-cascade-attn",
+        "ignoring vLLM's Hugging Face Hub flags: --hf-token (value not shown) (ctxpar reads "
+        "models from the local Hugging Face cache)"})
     EXPECT_NE(r.err.find(line), std::string::npos) << line << " in: " << r.err;
+  EXPECT_EQ(r.err.find("hf_secret123"), std::string::npos) << "the token is printed: " << r.err;
   const CommandResult plain = run_command(CTXPAR_BINARY, base);
   ASSERT_EQ(plain.exit_status, 0) << plain.err;
   EXPECT_EQ(plain.err.find("ignoring"), std::string::npos) << plain.err;
@@ -183,6 +192,17 @@ TEST(GenerateCommand, VllmGpuOnlyFlagsAreNamedAsIgnored) {
   EXPECT_LT(json["kv"]["bytes_per_rank"].get<int64_t>(),
             plain_json["kv"]["bytes_per_rank"].get<int64_t>())
       << "--kv-cache-memory-bytes sized the cache";
+
+  // vLLM's other scheduling policy and logprobs modes: ctxpar has one of each.
+  for (const auto& [flag, value] : {std::pair{"--scheduling-policy", "priority"},
+                                    std::pair{"--logprobs-mode", "processed_logprobs"}}) {
+    args = base;
+    args.insert(args.end(), {flag, value});
+    const CommandResult other = run_command(CTXPAR_BINARY, args);
+    EXPECT_EQ(other.exit_status, 2) << flag;
+    EXPECT_NE(other.err.find(std::string(flag) + ": " + value + " not in"), std::string::npos)
+        << other.err;
+  }
 
   args = base;
   args.push_back("--speculative-config.method");  // a dotted key needs its value
