@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "run_command.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::app {
 using test::CommandResult;
@@ -69,7 +70,7 @@ void expect_whole_job_fails(const CommandResult& r, const Fault& f) {
 }
 
 TEST(RankFailure, UnderMpirunOneRankEndsEveryRank) {
-  const uint32_t seed = std::random_device{}();
+  const uint32_t seed = test_support::test_seed();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   std::mt19937 rng(seed);
   constexpr int kRanks = 4;
@@ -91,7 +92,7 @@ TEST(RankFailure, UnderMpirunOneRankEndsEveryRank) {
 }
 
 TEST(RankFailure, WithInProcessRanksOneRankEndsEveryRank) {
-  const uint32_t seed = std::random_device{}();
+  const uint32_t seed = test_support::test_seed();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   std::mt19937 rng(seed);
   constexpr int kRanks = 4;

@@ -5,6 +5,7 @@
 #include "ctxpar/attention/attention_config.h"
 #include "ctxpar/attention/context_parallel/dcp_metadata_builder.h"
 #include "ctxpar/core/error.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::attention {
 namespace {
@@ -25,7 +26,7 @@ std::vector<ScheduledRequest> random_batch(std::mt19937& rng, const kv::DcpLayou
 }
 
 TEST(AttentionMetadata, EveryFieldMatchesTheLayoutOnEveryRank) {
-  const auto seed = std::random_device{}();
+  const auto seed = test_support::test_seed();
   SCOPED_TRACE(seed);
   std::mt19937 rng(seed);
   for (int trial = 0; trial < 200; ++trial) {

@@ -6,6 +6,7 @@
 
 #include "chat_template/fixtures.h"
 #include "ctxpar/core/error.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::chat_template {
 namespace {
@@ -59,7 +60,7 @@ std::vector<std::string> real_template_sources() {
 }
 
 TEST(ChatTemplateFuzz, RandomTokenSoup) {
-  const unsigned seed = std::random_device{}();
+  const unsigned seed = test_support::test_seed();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   std::mt19937 rng(seed);
   static const std::vector<std::string> pieces = {
@@ -89,7 +90,7 @@ TEST(ChatTemplateFuzz, RandomTokenSoup) {
 }
 
 TEST(ChatTemplateFuzz, RandomBytes) {
-  const unsigned seed = std::random_device{}();
+  const unsigned seed = test_support::test_seed();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   std::mt19937 rng(seed);
   const nlohmann::ordered_json ctx = fuzz_context();
@@ -103,7 +104,7 @@ TEST(ChatTemplateFuzz, RandomBytes) {
 }
 
 TEST(ChatTemplateFuzz, TruncatedAndMutatedRealTemplates) {
-  const unsigned seed = std::random_device{}();
+  const unsigned seed = test_support::test_seed();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   std::mt19937 rng(seed);
   const nlohmann::ordered_json ctx = fuzz_context();

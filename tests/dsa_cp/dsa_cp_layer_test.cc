@@ -14,6 +14,7 @@
 #include <random>
 
 #include "sfa_oracle.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::sfa_test {
 namespace {
@@ -22,7 +23,7 @@ using attention::DcpCommPlan;
 using attention::SfaIndexerMode;
 
 struct Seeded {
-  Seeded() : seed(std::random_device{}()), rng(seed) {}
+  Seeded() : seed(test_support::test_seed()), rng(seed) {}
   uint32_t seed;
   std::mt19937 rng;
 };

@@ -7,12 +7,13 @@
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/engine/sampling_params.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::engine {
 namespace {
 
 TEST(SamplingParams, ProblemsNameTheFieldAndValue) {
-  const uint32_t seed = std::random_device{}();
+  const uint32_t seed = test_support::test_seed();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> unit(0.0f, 1.0f);

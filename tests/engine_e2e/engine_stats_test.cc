@@ -9,6 +9,7 @@
 #include <random>
 
 #include "ctxpar/engine/llm_engine.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::engine {
 namespace {
@@ -50,7 +51,7 @@ int64_t longest_decode(const std::vector<GenerationRequest>& requests) {
 }
 
 TEST(EngineStats, DecodeTokensExcludeTheTokenSampledByThePrefill) {
-  const auto seed = std::random_device{}();
+  const auto seed = test_support::test_seed();
   SCOPED_TRACE(fmt::format("seed {}", seed));
   std::mt19937 rng(seed);
   int64_t prompt_tokens = 0, decode_tokens = 0;
@@ -64,7 +65,7 @@ TEST(EngineStats, DecodeTokensExcludeTheTokenSampledByThePrefill) {
 }
 
 TEST(EngineStats, WarmupBatchesAreLeftOutOfTheStatsAndTheOutputs) {
-  const auto seed = std::random_device{}();
+  const auto seed = test_support::test_seed();
   SCOPED_TRACE(fmt::format("seed {}", seed));
   std::mt19937 rng(seed);
   int64_t prompt_tokens = 0, decode_tokens = 0, unused = 0;
@@ -95,7 +96,7 @@ TEST(EngineStats, WarmupBatchesAreLeftOutOfTheStatsAndTheOutputs) {
 // computed prefill of random weights picks another token 511 times in 512), decodes run over
 // the random context: every request gets its tokens, for GQA and MLA, with and without DCP.
 TEST(EngineStats, DummyContextSkipsPromptsAndDecodesOverTheRandomKv) {
-  const auto seed = std::random_device{}();
+  const auto seed = test_support::test_seed();
   SCOPED_TRACE(fmt::format("seed {}", seed));
   std::mt19937 rng(seed);
   struct Layout {

@@ -24,6 +24,7 @@
 #include "ctxpar/model/builtin_configs.h"
 #include "ctxpar/model/model_config.h"
 #include "numerics.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::engine {
 namespace {
@@ -206,7 +207,7 @@ class PrefixCacheGreedy : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PrefixCacheGreedy, SameTokensWithAndWithoutTheCache) {
   const std::string model = GetParam();
-  const auto seed = std::random_device{}();
+  const auto seed = test_support::test_seed();
   SCOPED_TRACE(fmt::format("seed {}", seed));
   std::mt19937 rng(seed);
   const bool sparse = model::resolve_model_config(model).is_sparse();

@@ -8,6 +8,7 @@
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/kv/block_hash.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::kv {
 namespace {
@@ -23,7 +24,7 @@ std::string key_of(const BlockHash& h) {
 }
 
 TEST(BlockHash, ChainedOverParentTokensAndExtraKeys) {
-  const uint32_t seed = std::random_device{}();
+  const uint32_t seed = test_support::test_seed();
   SCOPED_TRACE(testing::Message() << "seed " << seed);
   std::mt19937 rng(seed);
   const BlockHashFunction h = block_hash_function("sha256");

@@ -14,6 +14,7 @@
 #include "ctxpar/core/error.h"
 #include "ctxpar/kv/block_pool.h"
 #include "ctxpar/kv/block_table.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::kv {
 namespace {
@@ -30,7 +31,7 @@ std::string error_message(Fn&& fn) {
 }
 
 TEST(BlockPool, FreshPoolHandsOutDistinctIdsInRange) {
-  const uint32_t seed = std::random_device{}();
+  const uint32_t seed = test_support::test_seed();
   SCOPED_TRACE(testing::Message() << "seed " << seed);
   std::mt19937_64 rng(seed);
   const auto n = static_cast<int32_t>(1 + rng() % 97);
@@ -50,7 +51,7 @@ TEST(BlockPool, FreshPoolHandsOutDistinctIdsInRange) {
 }
 
 TEST(BlockPool, ExhaustionIsAllOrNothing) {
-  const uint32_t seed = std::random_device{}();
+  const uint32_t seed = test_support::test_seed();
   SCOPED_TRACE(testing::Message() << "seed " << seed);
   std::mt19937_64 rng(seed);
   const auto n = static_cast<int32_t>(5 + rng() % 60);
@@ -138,7 +139,7 @@ TEST(BlockPool, MisuseThrowsNamingTheBlock) {
 
 // Random allocate / share / free against a model of who holds what.
 TEST(BlockPool, RandomOperationsMatchAReferenceCountModel) {
-  const uint32_t seed = std::random_device{}();
+  const uint32_t seed = test_support::test_seed();
   SCOPED_TRACE(testing::Message() << "seed " << seed);
   std::mt19937_64 rng(seed);
   const auto n = static_cast<int32_t>(1 + rng() % 41);
@@ -182,7 +183,7 @@ TEST(BlockPool, RandomOperationsMatchAReferenceCountModel) {
 }
 
 TEST(BlockPool, SizedFromAMemoryBudget) {
-  const uint32_t seed = std::random_device{}();
+  const uint32_t seed = test_support::test_seed();
   SCOPED_TRACE(testing::Message() << "seed " << seed);
   std::mt19937_64 rng(seed);
   for (int trial = 0; trial < 50; ++trial) {
@@ -232,7 +233,7 @@ TEST(BlockPool, ATableFreesItsTailFirst) {
 // A table caches its full blocks in order, each after the one before, and a second table can
 // start on them: found through the pool from the first block on, they are held twice.
 TEST(BlockPool, TablesCacheFullBlocksAndStartOnCachedOnes) {
-  const uint32_t seed = std::random_device{}();
+  const uint32_t seed = test_support::test_seed();
   SCOPED_TRACE(testing::Message() << "seed " << seed);
   std::mt19937 rng(seed);
   const DcpLayout layout(2, 2, 1);  // 4 positions per block id
@@ -366,7 +367,7 @@ TEST(BlockPool, PrefixCacheMisuseThrowsNamingTheBlock) {
 // eviction order), the holders and the cache entries; hashes come from 4 values and tokens
 // from a small alphabet, so collisions and duplicates are common.
 TEST(BlockPool, RandomPrefixCacheOperationsMatchAModel) {
-  const uint32_t seed = std::random_device{}();
+  const uint32_t seed = test_support::test_seed();
   SCOPED_TRACE(testing::Message() << "seed " << seed);
   std::mt19937_64 rng(seed);
   const auto n = static_cast<int32_t>(1 + rng() % 24);

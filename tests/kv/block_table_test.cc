@@ -8,12 +8,13 @@
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/kv/block_table.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::kv {
 namespace {
 
 TEST(BlockTable, GrowsInVirtualBlocks) {
-  const uint32_t seed = std::random_device{}();
+  const uint32_t seed = test_support::test_seed();
   SCOPED_TRACE(testing::Message() << "seed " << seed);
   std::mt19937_64 rng(seed);
   const DcpLayout layout(3, 4, 2);  // 12 positions per block id

@@ -7,6 +7,7 @@
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/kv/free_block_queue.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::kv {
 namespace {
@@ -30,7 +31,7 @@ TEST(FreeBlockQueue, StartsWithEveryIdInOrder) {
 
 // Random pops, pushes and removals against std::list.
 TEST(FreeBlockQueue, RandomOperationsMatchAList) {
-  const uint32_t seed = std::random_device{}();
+  const uint32_t seed = test_support::test_seed();
   SCOPED_TRACE(testing::Message() << "seed " << seed);
   std::mt19937 rng(seed);
   const auto n = static_cast<int32_t>(1 + rng() % 50);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ctxpar/kv/dcp_layout.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::kv {
 namespace {
@@ -125,7 +126,7 @@ void check_layout(const DcpLayout& layout, std::mt19937_64& rng) {
 }
 
 TEST(DcpLayoutBruteForce, EveryGroupBlockAndInterleaveSize) {
-  const uint32_t seed = std::random_device{}();
+  const uint32_t seed = test_support::test_seed();
   SCOPED_TRACE(testing::Message() << "seed " << seed);
   std::mt19937_64 rng(seed);
   int configs = 0;

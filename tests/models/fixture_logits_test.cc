@@ -25,6 +25,7 @@
 #include "ctxpar/model/sfa_mode.h"
 #include "fixture_cases.h"
 #include "fixture_golden.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::model {
 namespace {
@@ -104,7 +105,7 @@ class FixtureLogits : public ::testing::TestWithParam<Case> {};
 TEST_P(FixtureLogits, EveryPositionMatchesTransformers) {
   const Case c = GetParam();
   const std::string dir = std::string(CTXPAR_FIXTURES_DIR) + "/" + c.fixture;
-  const auto seed = std::random_device{}();
+  const auto seed = test_support::test_seed();
   SCOPED_TRACE(fmt::format("seed {}", seed));
   std::mt19937 rng(seed);
   const FixtureGolden golden = testing_support::load_fixture_golden(dir);

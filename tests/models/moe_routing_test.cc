@@ -11,12 +11,13 @@
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/model/layers/moe.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::model {
 namespace {
 
 TEST(MoeRouting, MatchesTheRulesOnRandomLogits) {
-  const auto seed = std::random_device{}();
+  const auto seed = test_support::test_seed();
   SCOPED_TRACE(fmt::format("seed {}", seed));
   std::mt19937 rng(seed);
   std::normal_distribution<float> g;
