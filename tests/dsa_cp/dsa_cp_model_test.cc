@@ -17,6 +17,7 @@
 #include "ctxpar/model/parallel_validation.h"
 #include "greedy_generation.h"
 #include "same_tokens.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::sfa_test {
 namespace {
@@ -73,7 +74,7 @@ std::vector<RunSpec> four_modes(std::mt19937& rng, RunSpec numerics) {
 class SparseModelRuns {
  protected:
   explicit SparseModelRuns(const std::string& model)
-      : seed_(std::random_device{}()),
+      : seed_(test_support::test_seed()),
         rng_(seed_),
         trace_(__FILE__, __LINE__, fmt::format("{} seed {}", model, seed_)),
         config_(model::resolve_model_config(model)),

@@ -7,7 +7,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <tuple>
+#include <vector>
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/kernels/indexer.h"
@@ -109,6 +112,61 @@ TEST_F(LightningIndexerTest, RejectsACacheShapedForAnotherLayout) {
   const AttentionMetadata md = DcpView().build(batch);
   LightningIndexer indexer(dims, Tensor::zeros({4, 4, 8}, DType::kF32), pool);
   EXPECT_THROW(indexer.select(md, random({3, 2, 8}), random({3, 8}), random({3, 2})), Error);
+}
+
+// count_near_ties counts a row when its k-th and (k+1)-th best lie within kNearTieTolerance of
+// its largest |score|, and only while counting is on.
+TEST_F(LightningIndexerTest, CountsNearTiesAtTheTopKBoundary) {
+  const int64_t n = uniform_int(6, 40), k = uniform_int(1, n - 2);
+  const float scale = static_cast<float>(uniform_int(1, 1000)) / 64;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  // Distinct scores, well apart: i · scale / n, shuffled.
+  std::vector<float> row(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) row[i] = static_cast<float>(i + 1) * scale / n;
+  std::shuffle(row.begin(), row.end(), rng());
+  std::vector<float> sorted = row;
+  std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+  const float kth = sorted[k - 1], next = sorted[k], largest = sorted[0];
+  // Row 0 as drawn; row 1 with its (k+1)-th moved to 0.5 tolerance of the k-th; row 2 to 2
+  // tolerances; row 3 as row 1 but cut (valid_len) before the moved score; row 4 with every
+  // score below the k-th -inf (no (k+1)-th candidate).
+  Tensor scores = Tensor::empty({5, n}, DType::kF32);
+  Tensor lens = Tensor::empty({5}, DType::kI32);
+  for (int r = 0; r < 5; ++r) {
+    lens.data<int32_t>()[r] = static_cast<int32_t>(n);
+    for (int64_t i = 0; i < n; ++i) {
+      float v = row[i];
+      if (v == next && (r == 1 || r == 3)) v = kth - 0.5f * kNearTieTolerance * largest;
+      if (v == next && r == 2) v = kth - 2.0f * kNearTieTolerance * largest;
+      if (v < kth && r == 4) v = ninf;
+      scores.data<float>()[r * n + i] = v;
+    }
+  }
+  // Row 3's valid_len ends just before the moved score.
+  int32_t& cut = lens.data<int32_t>()[3];
+  cut = static_cast<int32_t>(std::find(row.begin(), row.end(), next) - row.begin());
+  const auto count_row = [&](int r) {
+    set_near_tie_counting(true);
+    const Tensor rs = scores.slice(0, r, r + 1), ls = lens.slice(0, r, r + 1);
+    count_near_ties(rs, &ls, k);
+    return near_tie_count();
+  };
+  EXPECT_EQ(count_row(0), 0);
+  EXPECT_EQ(count_row(1), 1);
+  EXPECT_EQ(count_row(2), 0);
+  EXPECT_EQ(count_row(3), 0) << "valid_len " << cut;
+  EXPECT_EQ(count_row(4), 0);
+  set_near_tie_counting(true);
+  count_near_ties(scores, &lens, k);
+  EXPECT_EQ(near_tie_count(), 1);
+  // Exact ties of zeros (every head's ReLU at 0) count; counting off counts nothing.
+  Tensor zeros = Tensor::zeros({2, n}, DType::kF32);
+  count_near_ties(zeros, nullptr, k);
+  EXPECT_EQ(near_tie_count(), 3);
+  set_near_tie_counting(false);
+  count_near_ties(scores, &lens, k);
+  count_near_ties(zeros, nullptr, k);
+  EXPECT_EQ(near_tie_count(), 0);
 }
 
 }  // namespace

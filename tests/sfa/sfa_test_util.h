@@ -11,13 +11,15 @@
 
 #include "ctxpar/core/cpu_features.h"
 #include "ctxpar/core/tensor.h"
+#include "support/seeded_rng.h"
 
 namespace ctxpar::sfa_test {
 
 // Fresh seed per test, printed on failure.
 class SeededTest : public ::testing::Test {
  protected:
-  SeededTest() : seed_(std::random_device{}()), rng_(seed_), trace_(__FILE__, __LINE__, label()) {}
+  SeededTest()
+      : seed_(test_support::test_seed()), rng_(seed_), trace_(__FILE__, __LINE__, label()) {}
 
   std::mt19937& rng() { return rng_; }
   int64_t uniform_int(int64_t lo, int64_t hi) {  // [lo, hi]

@@ -1,7 +1,12 @@
 #include "ctxpar/attention/lightning_indexer.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <functional>
+#include <limits>
 #include <span>
+#include <vector>
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/kernels/indexer.h"
@@ -9,6 +14,46 @@
 #include "ctxpar/kernels/topk.h"
 
 namespace ctxpar::attention {
+namespace {
+
+std::atomic<bool> g_count_near_ties{false};
+std::atomic<int64_t> g_near_ties{0};
+
+// Whether the k-th and (k+1)-th largest of row[0, n) are a near tie (see the header).
+bool is_near_tie(const float* row, int64_t n, int64_t k) {
+  if (n <= k) return false;
+  std::vector<float> v(row, row + n);
+  std::nth_element(v.begin(), v.begin() + k, v.end(), std::greater<float>());
+  const float next = v[static_cast<size_t>(k)];  // the (k+1)-th largest
+  if (next == -std::numeric_limits<float>::infinity()) return false;
+  const float kth = *std::min_element(v.begin(), v.begin() + k);
+  float scale = 0;
+  for (const float x : v) {
+    if (std::isfinite(x)) scale = std::max(scale, std::abs(x));
+  }
+  return kth - next <= kNearTieTolerance * scale;
+}
+
+}  // namespace
+
+void set_near_tie_counting(bool on) {
+  g_near_ties = 0;
+  g_count_near_ties = on;
+}
+
+int64_t near_tie_count() {
+  return g_near_ties;
+}
+
+void count_near_ties(const Tensor& scores, const Tensor* valid_len, int64_t k) {
+  if (!g_count_near_ties) return;
+  int64_t ties = 0;
+  for (int64_t r = 0; r < scores.size(0); ++r) {
+    const int64_t n = valid_len != nullptr ? valid_len->data<int32_t>()[r] : scores.size(1);
+    ties += is_near_tie(scores.data<float>() + r * scores.size(1), n, k);
+  }
+  g_near_ties += ties;
+}
 
 LightningIndexer::LightningIndexer(const IndexerDims& dims, Tensor key_cache, ThreadPool& pool)
     : dims_(dims), key_cache_(std::move(key_cache)), pool_(pool) {
@@ -105,6 +150,7 @@ void LightningIndexer::score_and_pick(const AttentionMetadata& md, const Tensor&
       if (values != nullptr) values_part = values->slice(0, first + b, first + e);
       kernels::topk(scores.slice(0, b, e), dims_.topk, &lens_part, columns_part,
                     values != nullptr ? &values_part : nullptr);
+      count_near_ties(scores.slice(0, b, e), &lens_part, dims_.topk);
     });
     first = last;
   }

@@ -31,6 +31,19 @@ struct IndexerDims {
   int64_t max_score_elements = int64_t{1} << 24;
 };
 
+// Test diagnostics. With counting on, every indexer of the process counts the selections
+// (one per query token and layer, and per merge of the sharded mode) whose k-th and (k+1)-th
+// best scores lie within kNearTieTolerance of the row's largest |score|: near ties, where the
+// rounding of another batch shape (a prefix-cache hit, a recomputed preemption) can select the
+// other key. Off by default: counting reads each score row once more.
+inline constexpr float kNearTieTolerance = 1e-5f;
+void set_near_tie_counting(bool on);  // and resets the count
+int64_t near_tie_count();
+// Adds the near ties among the rows of scores [rows, n] f32 (the first valid_len[r] of row r
+// when valid_len [rows] i32 is given; -inf entries are no candidates) for a top-k of k. Does
+// nothing while counting is off. Thread-safe.
+void count_near_ties(const Tensor& scores, const Tensor* valid_len, int64_t k);
+
 class LightningIndexer {
  public:
   // key_cache: [num_blocks, rows_per_block, head_dim] f32 or bf16, caller-owned, viewed.

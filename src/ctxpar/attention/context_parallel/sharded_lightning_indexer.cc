@@ -54,6 +54,8 @@ void ShardedLightningIndexer::select_topk(const AttentionMetadata& md, const Ten
     cand_positions.data<int32_t>()[i] = all.data<int32_t>()[2 * i + 1];
   }
   kernels::topk_merge(cand_scores, cand_positions, k, selected, nullptr);
+  // A near tie of keys on two ranks shows here when the (k+1)-th is in some rank's list.
+  count_near_ties(cand_scores, nullptr, k);
 }
 
 }  // namespace ctxpar::attention
