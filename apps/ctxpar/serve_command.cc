@@ -52,6 +52,9 @@ struct ServeOptions {
   bool enable_ssl_refresh = false;           // refused: the certificate files are read once
   // CORS lists as JSON text (vLLM's json.loads); cors.h's defaults.
   std::string allowed_origins = "[]";
+  // --sse-keep-alive-interval in seconds; 0: ServerOptions::keepalive's 2 s (ctxpar writes to
+  // idle streams to notice clients that left, so it has no "off").
+  int64_t sse_keep_alive_interval = 0;
   std::string allowed_methods = R"(["*"])";
   std::string allowed_headers = R"(["*"])";
 };
@@ -205,6 +208,13 @@ void run(ServeOptions& o) {
                        "--enable-ssl-refresh is not supported: ctxpar reads the certificate "
                        "files once, at start (restart it to load new ones)");
     server::check_tls(o.server.tls);
+    CTXPAR_CHECK_INPUT(o.sse_keep_alive_interval >= 0,
+                       "--sse-keep-alive-interval {} must be a non-negative integer (seconds; 0: "
+                       "ctxpar's default, every 2 s)",
+                       o.sse_keep_alive_interval);
+    if (o.sse_keep_alive_interval > 0) {
+      o.server.keepalive = std::chrono::seconds(o.sse_keep_alive_interval);
+    }
     o.server.cors.origins = server::parse_cors_list("--allowed-origins", o.allowed_origins);
     o.server.cors.methods = server::parse_cors_list("--allowed-methods", o.allowed_methods);
     o.server.cors.headers = server::parse_cors_list("--allowed-headers", o.allowed_headers);
@@ -322,6 +332,16 @@ void add_serve_command(CLI::App& app) {
                 "a chat request with tool_choice none renders its prompt without its tools");
   cmd->add_flag("--enable-force-include-usage", o->server.force_include_usage,
                 "every stream reports usage, in each chunk and at its end");
+  cmd->add_option("--response-role", o->server.response_role,
+                  "the role of a chat reply's message after a generation prompt")
+      ->capture_default_str();
+  cmd->add_flag("--return-tokens-as-token-ids", o->server.return_tokens_as_token_ids,
+                "logprobs name tokens token_id:<id> (a request's return_tokens_as_token_ids "
+                "overrides)");
+  cmd->add_option("--sse-keep-alive-interval", o->sse_keep_alive_interval,
+                  "seconds an idle stream waits before an SSE comment (: keep-alive) that "
+                  "proxies count as traffic; 0: every 2 s")
+      ->capture_default_str();
   cmd->add_option("--allowed-origins", o->allowed_origins,
                   "JSON list of the origins a browser page may call from, e.g. '[\"*\"]' "
                   "(default: none)");

@@ -5,13 +5,16 @@ a Hugging Face repo id served from the hub cache (named by the id in /v1/models)
 caps every request, as vLLM's, from a directory, over none with `vllm`, or overridden), and
 --enable-prompt-tokens-details counting the prompt tokens the prefix cache served, and
 --default-chat-template-kwargs under every chat request's own, and
---enable-force-include-usage, --enable-request-id-headers, --enable-server-load-tracking and
---exclude-tools-when-tool-choice-none."""
+--enable-force-include-usage, --enable-request-id-headers, --enable-server-load-tracking,
+--exclude-tools-when-tool-choice-none, --return-tokens-as-token-ids, --response-role and
+--sse-keep-alive-interval."""
 
+import http.client
 import json
 import os
 import pathlib
 import random
+import re
 import subprocess
 import tempfile
 import time
@@ -336,3 +339,167 @@ class ExcludeToolsWhenToolChoiceNone(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ReturnTokensAsTokenIds(unittest.TestCase):
+    """--return-tokens-as-token-ids and the requests' return_tokens_as_token_ids: logprobs name
+    tokens "token_id:<id>" (vLLM's placeholder), the rest unchanged."""
+
+    def complete(self, server, prompt, **body):
+        status, r, _ = server.request("POST", "/v1/completions", {
+            "model": fx.MODEL, "prompt": prompt, "temperature": 0, "ignore_eos": True,
+            "return_token_ids": True, **body})
+        self.assertEqual(status, 200, r)
+        return r["choices"][0]
+
+    def chat(self, server, text, **body):
+        status, r, _ = server.request("POST", "/v1/chat/completions", {
+            "model": fx.MODEL, "messages": [{"role": "user", "content": text}],
+            "temperature": 0, "ignore_eos": True, "return_token_ids": True, "logprobs": True,
+            **body})
+        self.assertEqual(status, 200, r)
+        return r["choices"][0]
+
+    def test_logprobs_name_tokens_by_id(self):
+        rng = fx.seeded_rng(self)
+        prompt = "".join(rng.choice("abcdefgh ") for _ in range(rng.randint(3, 12)))
+        max_tokens, num_top = rng.randint(2, 8), rng.randint(1, 4)
+        server = fx.Server(["--return-tokens-as-token-ids"], engine_args=SMALL).__enter__()
+        self.addCleanup(fx.stop, server)
+        ids = self.complete(server, prompt, max_tokens=max_tokens, logprobs=num_top)
+        text = self.complete(server, prompt, max_tokens=max_tokens, logprobs=num_top,
+                             return_tokens_as_token_ids=False)
+        self.assertEqual(ids["text"], text["text"])
+        lp, text_lp = ids["logprobs"], text["logprobs"]
+        self.assertEqual(lp["tokens"], [f"token_id:{t}" for t in ids["token_ids"]])
+        self.assertNotEqual(text_lp["tokens"], lp["tokens"])
+        # (The second request reuses the first's cached prefix: logprobs an ulp apart.)
+        for a, b in zip(lp["token_logprobs"], text_lp["token_logprobs"]):
+            self.assertAlmostEqual(a, b, places=4)
+        # Offsets advance by the placeholders' lengths (vLLM's), from the same start.
+        self.assertEqual(lp["text_offset"][0], text_lp["text_offset"][0])
+        for k in range(1, max_tokens):
+            self.assertEqual(lp["text_offset"][k] - lp["text_offset"][k - 1],
+                             len(lp["tokens"][k - 1]))
+        for top, text_top, token in zip(lp["top_logprobs"], text_lp["top_logprobs"],
+                                         lp["tokens"]):
+            self.assertIn(token, top)
+            self.assertTrue(all(re.fullmatch(r"token_id:\d+", k) for k in top), top)
+            # Names by text merge tokens that decode alike (bytes that are not UTF-8 alone
+            # read as U+FFFD): by id each has its own entry.
+            self.assertIn(len(top), (num_top, num_top + 1))
+            for v in text_top.values():
+                self.assertTrue(any(abs(v - w) < 1e-4 for w in top.values()), (text_top, top))
+        # A stream names them the same way.
+        streamed = []
+        for c in fx.openai_client(server).completions.create(
+                model=fx.MODEL, prompt=prompt, max_tokens=max_tokens, temperature=0,
+                logprobs=num_top, stream=True, extra_body={"ignore_eos": True}):
+            if c.choices and c.choices[0].logprobs:
+                streamed += c.choices[0].logprobs.tokens
+        self.assertEqual(streamed, lp["tokens"])
+
+        # Chat: token and top tokens by id, the top ones' bytes the placeholder's, the sampled
+        # token's bytes its text's (vLLM's decoded_token).
+        chat = self.chat(server, prompt, max_tokens=max_tokens, top_logprobs=num_top)
+        chat_text = self.chat(server, prompt, max_tokens=max_tokens, top_logprobs=num_top,
+                              return_tokens_as_token_ids=False)
+        content, text_content = chat["logprobs"]["content"], chat_text["logprobs"]["content"]
+        self.assertEqual([e["token"] for e in content],
+                         [f"token_id:{t}" for t in chat["token_ids"]])
+        for e, t in zip(content, text_content):
+            self.assertAlmostEqual(e["logprob"], t["logprob"], places=4)
+            self.assertEqual(e["bytes"], t["bytes"])
+            self.assertEqual(e["bytes"], list(t["token"].encode()))
+            self.assertEqual(len(e["top_logprobs"]), num_top)
+            self.assertEqual(e["top_logprobs"][0]["token"], e["token"])  # greedy: the top one
+            for top in e["top_logprobs"]:
+                self.assertRegex(top["token"], r"^token_id:\d+$")
+                self.assertEqual(top["bytes"], list(top["token"].encode()))
+
+        # Without the flag the request's field alone asks for it.
+        plain = fx.Server(engine_args=SMALL).__enter__()
+        self.addCleanup(fx.stop, plain)
+        self.assertEqual(self.complete(plain, prompt, max_tokens=max_tokens,
+                                       logprobs=num_top)["logprobs"]["tokens"], text_lp["tokens"])
+        self.assertEqual(self.complete(plain, prompt, max_tokens=max_tokens, logprobs=num_top,
+                                       return_tokens_as_token_ids=True)["logprobs"]["tokens"],
+                         lp["tokens"])
+        status, r, _ = plain.request("POST", "/v1/completions", {
+            "model": fx.MODEL, "prompt": prompt, "return_tokens_as_token_ids": "yes"})
+        self.assertEqual(status, 400, r)
+        self.assertIn("return_tokens_as_token_ids", json.dumps(r))
+
+
+class ResponseRole(unittest.TestCase):
+    """--response-role and vLLM's get_chat_request_role: the reply's role after a generation
+    prompt, else the last message's."""
+
+    def role(self, server, stream=False, **body):
+        body = {"model": fx.MODEL, "messages": [{"role": "user", "content": "hi"}],
+                "max_tokens": 2, "stream": stream, **body}
+        status, r, _ = server.request("POST", "/v1/chat/completions", body)
+        self.assertEqual(status, 200, r)
+        if not stream:
+            return r["choices"][0]["message"]["role"]
+        chunks = [json.loads(line[len("data: "):]) for line in r.splitlines()
+                  if line.startswith("data: {")]
+        roles = [c["choices"][0]["delta"]["role"] for c in chunks
+                 if c["choices"] and "role" in c["choices"][0]["delta"]]
+        self.assertEqual(len(roles), 1, chunks)  # the first chunk alone carries it
+        return roles[0]
+
+    def test_the_role_is_the_flags_after_a_generation_prompt(self):
+        role = "".join(fx.seeded_rng(self).choice("abcxyz") for _ in range(6))
+        server = fx.Server(["--response-role", role], engine_args=SMALL).__enter__()
+        self.addCleanup(fx.stop, server)
+        self.assertEqual(self.role(server), role)
+        self.assertEqual(self.role(server, stream=True), role)
+        self.assertEqual(self.role(server, add_generation_prompt=False), "user")
+        self.assertEqual(self.role(server, stream=True, add_generation_prompt=False), "user")
+        # echo repeats the last message when its role is the reply's.
+        status, r, _ = server.request("POST", "/v1/chat/completions", {
+            "model": fx.MODEL, "echo": True, "max_tokens": 1,
+            "messages": [{"role": "user", "content": "q"}, {"role": role, "content": "said"}]})
+        self.assertEqual(status, 200, r)
+        self.assertTrue(r["choices"][0]["message"]["content"].startswith("said"), r)
+        plain = fx.Server(engine_args=SMALL).__enter__()
+        self.addCleanup(fx.stop, plain)
+        self.assertEqual(self.role(plain), "assistant")
+        self.assertEqual(self.role(plain, stream=True, add_generation_prompt=False), "user")
+
+
+class SseKeepAliveInterval(unittest.TestCase):
+    def test_an_idle_stream_gets_keep_alive_comments(self):
+        # One sequence at a time: a stream queued behind a long one stays idle until it ends.
+        server = fx.Server(["--sse-keep-alive-interval", "1", "--max-num-seqs", "1"],
+                           engine_args=LONG).__enter__()
+        self.addCleanup(fx.stop, server)
+        client = fx.openai_client(server)
+        long_one = client.completions.create(model=fx.MODEL, prompt="long", max_tokens=4000,
+                                             stream=True, extra_body={"ignore_eos": True})
+        next(iter(long_one))
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+        self.addCleanup(conn.close)
+        conn.request("POST", "/v1/completions", json.dumps(
+            {"model": fx.MODEL, "prompt": "queued", "max_tokens": 2, "stream": True}),
+            {"Content-Type": "application/json"})
+        r = conn.getresponse()
+        self.assertEqual(r.status, 200)
+        start = time.monotonic()
+        first = r.readline().decode()
+        waited = time.monotonic() - start
+        if first != ": keep-alive\n":
+            long_one.close()
+            self.fail(f"{first!r} after {waited:.2f} s: the queued stream got data, not a "
+                      "keep-alive (the long stream ended too soon?)")
+        self.assertGreater(waited, 0.5)
+        self.assertLess(waited, 10)
+        long_one.close()  # the queued request runs now, and its stream ends normally
+        rest = r.read().decode()
+        self.assertIn("data: [DONE]", rest)
+
+    def test_a_negative_interval_stops_the_server(self):
+        rc, err = fx.failed_start(["--sse-keep-alive-interval", "-1"])
+        self.assertNotEqual(rc, 0)
+        self.assertIn("--sse-keep-alive-interval -1 must be a non-negative integer", err)

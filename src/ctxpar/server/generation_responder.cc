@@ -79,10 +79,11 @@ json GenerationResponder::choice_logprobs(const ChoiceState& s, const std::vecto
                                           int64_t text_offset, bool echo_prompt) const {
   if (plan_.num_top_logprobs < 0) return nullptr;
   if (chat_like()) {
-    return chat_logprobs(tokenizer_, tokens, logprobs, plan_.num_top_logprobs);
+    return chat_logprobs(logprob_names(), tokens, logprobs, plan_.num_top_logprobs);
   }
   if (!echo_prompt) {
-    return completion_logprobs(tokenizer_, tokens, logprobs, plan_.num_top_logprobs, text_offset);
+    return completion_logprobs(logprob_names(), tokens, logprobs, plan_.num_top_logprobs,
+                               text_offset);
   }
   const size_t choice = static_cast<size_t>(&s - states_.data());
   std::vector<int32_t> all = plan_.prompts[plan_.choices[choice].prompt_index];
@@ -91,7 +92,7 @@ json GenerationResponder::choice_logprobs(const ChoiceState& s, const std::vecto
     all.insert(all.end(), tokens.begin(), tokens.end());
     scores.insert(scores.end(), logprobs.begin(), logprobs.end());
   }
-  return completion_logprobs(tokenizer_, all, scores, plan_.num_top_logprobs, text_offset,
+  return completion_logprobs(logprob_names(), all, scores, plan_.num_top_logprobs, text_offset,
                              /*num_unscored=*/1);
 }
 
@@ -156,7 +157,7 @@ std::string GenerationResponder::first_events() {
   for (size_t i = 0; i < states_.size(); ++i) {
     json chunk = chunk_base();
     chunk["choices"] = json::array({{{"index", i},
-                                     {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                     {"delta", {{"role", plan_.response_role}, {"content", ""}}},
                                      {"logprobs", nullptr},
                                      {"finish_reason", nullptr}}});
     if (request_.return_token_ids) {
@@ -232,7 +233,7 @@ json GenerationResponder::stream_choice(size_t i, const ChoiceDelta& d, const js
   if (echo_prompt) text = plan_.echo[c.prompt_index] + text;
   json logprobs = choice_logprobs(s, d.token_ids, d.logprobs, s.logprob_offset, echo_prompt);
   if (plan_.echo_only && !echo_prompt && logprobs.is_object()) {
-    logprobs = completion_logprobs(tokenizer_, {}, {}, 0, s.logprob_offset);
+    logprobs = completion_logprobs(logprob_names(), {}, {}, 0, s.logprob_offset);
   }
   if (logprobs.is_object() && !logprobs["tokens"].empty()) {
     s.logprob_offset = logprobs["text_offset"].back().get<int64_t>() +
@@ -374,7 +375,7 @@ std::string GenerationResponder::add_responses(ChoiceState& s, const ChoiceDelta
   json logprobs = nullptr;
   if (plan_.num_top_logprobs >= 0 && !d.token_ids.empty()) {
     logprobs = responses_stream_logprobs(
-        chat_logprobs(tokenizer_, d.token_ids, d.logprobs, plan_.num_top_logprobs)["content"]);
+        chat_logprobs(logprob_names(), d.token_ids, d.logprobs, plan_.num_top_logprobs)["content"]);
   }
   std::string out;
   for (json& event : s.events.add(*delta, logprobs)) out += responses_event(std::move(event));
@@ -467,8 +468,8 @@ json GenerationResponder::whole_response() const {
     if (!r.include_reasoning) m.reasoning.reset();
     if (!r.parallel_tool_calls && m.calls.size() > 1) m.calls.resize(1);
     if (plan_.num_top_logprobs >= 0 && (r.include_reasoning || !m.parsed)) {
-      m.logprobs =
-          chat_logprobs(tokenizer_, s.token_ids, s.logprobs, plan_.num_top_logprobs)["content"];
+      m.logprobs = chat_logprobs(logprob_names(), s.token_ids, s.logprobs,
+                                 plan_.num_top_logprobs)["content"];
     }
     const std::string status = responses_status(s.finish_reason);
     return responses_response(status, responses_output_items(m, r.tool_names), true);
@@ -481,7 +482,7 @@ json GenerationResponder::whole_response() const {
     const json logprobs = choice_logprobs(s, s.token_ids, s.logprobs, 0, echo_prompt);
     const json token_ids = request_.return_token_ids ? json(s.token_ids) : json(nullptr);
     if (plan_.endpoint == Endpoint::kChat) {
-      json message = {{"role", "assistant"}};
+      json message = {{"role", plan_.response_role}};
       WholeMessage whole = whole_message(s);
       if (whole.has_reasoning) message["reasoning"] = or_null(whole.reasoning);
       if (!whole.calls.empty()) {

@@ -17,6 +17,7 @@
 #include "ctxpar/server/anthropic_output.h"
 #include "ctxpar/server/generation.h"
 #include "ctxpar/server/openai_protocol.h"
+#include "ctxpar/server/openai_responses.h"
 #include "ctxpar/server/reasoning_parser.h"
 #include "ctxpar/server/responses_output.h"
 #include "ctxpar/server/responses_request.h"
@@ -51,6 +52,8 @@ struct GenerationPlan {
   int64_t cache_block_tokens = 0;
   std::vector<ChoiceRequest> choices;  // prompt-major: choice k of prompt p is p·n + k
   int32_t num_top_logprobs = -1;       // -1: no logprobs
+  bool logprobs_as_token_ids = false;  // logprobs name tokens "token_id:<id>" (LogprobTokenNames)
+  std::string response_role = "assistant";  // chat: the role of the reply's message
   int64_t prompt_tokens = 0;
   // Chat: --reasoning-parser, and chat_template_kwargs' thinking switch (reasoning_parser.h).
   ReasoningParser reasoning_parser = ReasoningParser::kNone;
@@ -121,6 +124,7 @@ class GenerationResponder {
   };
   WholeMessage whole_message(const ChoiceState& s) const;
   bool chat_like() const { return plan_.endpoint != Endpoint::kCompletion; }
+  LogprobTokenNames logprob_names() const { return {tokenizer_, plan_.logprobs_as_token_ids}; }
   // Responses: folds one delta in (reasoning tokens counted); streaming, returns its events.
   std::string add_responses(ChoiceState& s, const ChoiceDelta& d, bool streaming);
   // The finish reason a chat response reports (vLLM 0.34's resolve_finish_reason): "tool_calls"

@@ -142,7 +142,7 @@ void run_generation(engine::OnlineEngine& engine, ServerMetrics& metrics,
           out += stream->responder->final_events();
           stream->finished = true;
         } else if (out.empty()) {
-          out = ": ping\n\n";  // nothing for a while: see whether the client is still there
+          out = ": keep-alive\n\n";  // nothing for a while: is the client still there?
         }
         if (!sink.write(out.data(), out.size())) {
           stream->generation->abort();  // the client left: free its requests
@@ -376,6 +376,8 @@ void OpenAiServer::Handlers::run_completion(const httplib::Request& req, const j
   plan->prompt_tokens_details = options_.enable_prompt_tokens_details;
   plan->cache_block_tokens = cache_block_tokens();
   plan->num_top_logprobs = r.params.logprobs.value_or(-1);
+  plan->logprobs_as_token_ids =
+      r.return_tokens_as_token_ids.value_or(options_.return_tokens_as_token_ids);
   plan->echo_only = echo_only;
   const int64_t max_model_len = engine_.config().scheduler.max_model_len;
   for (const Prompt& p : r.prompts) {
@@ -489,6 +491,8 @@ void OpenAiServer::Handlers::run_chat(const json& body, const std::string& raw, 
   plan->prompt_tokens_details = options_.enable_prompt_tokens_details;
   plan->cache_block_tokens = cache_block_tokens();
   plan->num_top_logprobs = r.params.logprobs.value_or(-1);
+  plan->logprobs_as_token_ids =
+      r.return_tokens_as_token_ids.value_or(options_.return_tokens_as_token_ids);
   plan->reasoning_parser = options_.reasoning_parser;
   plan->thinking = thinking_requested(options_.reasoning_parser, r.chat_template_kwargs);
   // Responses without a tool call parser leave calls in the text (vLLM's): no 400 there.
@@ -502,11 +506,13 @@ void OpenAiServer::Handlers::run_chat(const json& body, const std::string& raw, 
     plan->tools = r.tools;
   }
   plan->parallel_tool_calls = r.parallel_tool_calls;
-  if (r.echo) {
-    const nlohmann::json& last = r.messages.back();
-    const std::string role = r.add_generation_prompt ? "assistant" : last.value("role", "");
-    if (last.value("role", "") == role)
-      plan->echo.push_back(message_text(last, r.messages.size() - 1));
+  // vLLM's get_chat_request_role: --response-role after a generation prompt, else the role of
+  // the message the output continues.
+  const nlohmann::json& last = r.messages.back();
+  plan->response_role =
+      r.add_generation_prompt ? options_.response_role : last.value("role", std::string());
+  if (r.echo && last.value("role", "") == plan->response_role) {
+    plan->echo.push_back(message_text(last, r.messages.size() - 1));
   }
   plan->prompts.push_back(chat_prompt_tokens(r, nlohmann::ordered_json::parse(raw)));
   truncate_prompt(plan->prompts.back(), r.truncate_prompt_tokens,

@@ -252,6 +252,7 @@ void parse_sampling(const Fields& f, const GenerationDefaults& defaults, Samplin
   r.skip_special_tokens = f.boolean("skip_special_tokens").value_or(true);
   r.add_special_tokens = f.boolean("add_special_tokens");
   r.return_token_ids = f.boolean("return_token_ids").value_or(false);
+  r.return_tokens_as_token_ids = f.boolean("return_tokens_as_token_ids");
   r.echo = f.boolean("echo").value_or(false);
 
   r.stream = f.boolean("stream").value_or(false);

@@ -44,6 +44,8 @@ struct SamplingRequest {
   bool include_usage = false;           // stream_options.include_usage
   bool continuous_usage_stats = false;  // stream_options.continuous_usage_stats
   bool return_token_ids = false;
+  // Logprobs name tokens "token_id:<id>"; unset: --return-tokens-as-token-ids decides.
+  std::optional<bool> return_tokens_as_token_ids;
   bool echo = false;
   // vLLM's truncate_prompt_tokens (>= -1) and truncation_side ("left" | "right"; unset: the
   // tokenizer's, tokenizer_config.json truncation_side, "right" by default).

@@ -40,7 +40,11 @@ std::string token_text(const tokenizer::Tokenizer& tokenizer, int32_t token) {
   return tokenizer.decode(one, /*skip_special_tokens=*/false);
 }
 
-json completion_logprobs(const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& tokens,
+std::string LogprobTokenNames::operator()(int32_t token) const {
+  return as_token_ids ? fmt::format("token_id:{}", token) : token_text(tokenizer, token);
+}
+
+json completion_logprobs(const LogprobTokenNames& names, const std::vector<int32_t>& tokens,
                          const std::vector<engine::SampledLogprobs>& logprobs, int32_t num_top,
                          int64_t text_offset, size_t num_unscored) {
   json out = {{"text_offset", json::array()},
@@ -49,7 +53,7 @@ json completion_logprobs(const tokenizer::Tokenizer& tokenizer, const std::vecto
               {"top_logprobs", json::array()}};
   int64_t offset = text_offset;
   for (size_t i = 0; i < tokens.size() && i < num_unscored + logprobs.size(); ++i) {
-    const std::string text = token_text(tokenizer, tokens[i]);
+    const std::string text = names(tokens[i]);
     out["text_offset"].push_back(offset);
     // Python counts characters.
     offset += text_length(text);
@@ -64,7 +68,7 @@ json completion_logprobs(const tokenizer::Tokenizer& tokenizer, const std::vecto
     json top = json::object();
     const auto entries = ranked_entries(scored);
     for (size_t k = 0; k < entries.size() && k <= static_cast<size_t>(num_top); ++k) {
-      const std::string key = token_text(tokenizer, entries[k].token);
+      const std::string key = names(entries[k].token);
       if (!top.contains(key)) top[key] = clamped(entries[k].logprob);
     }
     out["top_logprobs"].push_back(top);
@@ -92,21 +96,20 @@ json prompt_logprobs_json(const tokenizer::Tokenizer& tokenizer, const std::vect
   return out;
 }
 
-json chat_logprobs(const tokenizer::Tokenizer& tokenizer, const std::vector<int32_t>& tokens,
+json chat_logprobs(const LogprobTokenNames& names, const std::vector<int32_t>& tokens,
                    const std::vector<engine::SampledLogprobs>& logprobs, int32_t num_top) {
   json content = json::array();
   for (size_t i = 0; i < tokens.size() && i < logprobs.size(); ++i) {
-    const std::string text = token_text(tokenizer, tokens[i]);
     json top = json::array();
     const auto entries = ranked_entries(logprobs[i]);
     for (size_t k = 0; k < entries.size() && k < static_cast<size_t>(num_top); ++k) {
-      const std::string t = token_text(tokenizer, entries[k].token);
+      const std::string t = names(entries[k].token);
       top.push_back(
           {{"token", t}, {"logprob", clamped(entries[k].logprob)}, {"bytes", utf8_bytes(t)}});
     }
-    content.push_back({{"token", text},
+    content.push_back({{"token", names(tokens[i])},
                        {"logprob", clamped(logprobs[i].sampled.logprob)},
-                       {"bytes", utf8_bytes(text)},
+                       {"bytes", utf8_bytes(token_text(names.tokenizer, tokens[i]))},
                        {"top_logprobs", top}});
   }
   return {{"content", content}};

@@ -19,13 +19,22 @@ namespace ctxpar::server {
 // (`tokenizer` decodes to valid UTF-8).
 std::string token_text(const tokenizer::Tokenizer& tokenizer, int32_t token);
 
+// How logprobs name a token: its token_text, or with as_token_ids (--return-tokens-as-token-ids,
+// or a request's return_tokens_as_token_ids) vLLM's placeholder "token_id:<id>", which names
+// tokens whose bytes are not UTF-8 on their own. Holds the tokenizer by reference.
+struct LogprobTokenNames {
+  const tokenizer::Tokenizer& tokenizer;
+  bool as_token_ids = false;
+  std::string operator()(int32_t token) const;
+};
+
 // Completions: {text_offset, token_logprobs, tokens, top_logprobs} for `tokens`, whose first
 // token's text starts at `text_offset`; each next offset adds the token texts before it
-// (vLLM's). top_logprobs holds the sampled token and the `num_top` most likely ones (a dict,
-// so the sampled one is not repeated), logprobs clamped at -9999 as vLLM does. The first
-// `num_unscored` tokens (an echoed prompt's first token) have null logprob and top_logprobs;
-// logprobs[i] scores tokens[num_unscored + i].
-nlohmann::json completion_logprobs(const tokenizer::Tokenizer& tokenizer,
+// (vLLM's: the names', so placeholders count their own length). top_logprobs holds the sampled
+// token and the `num_top` most likely ones (a dict, so the sampled one is not repeated),
+// logprobs clamped at -9999 as vLLM does. The first `num_unscored` tokens (an echoed prompt's
+// first token) have null logprob and top_logprobs; logprobs[i] scores tokens[num_unscored + i].
+nlohmann::json completion_logprobs(const LogprobTokenNames& names,
                                    const std::vector<int32_t>& tokens,
                                    const std::vector<engine::SampledLogprobs>& logprobs,
                                    int32_t num_top, int64_t text_offset, size_t num_unscored = 0);
@@ -38,9 +47,9 @@ nlohmann::json prompt_logprobs_json(const tokenizer::Tokenizer& tokenizer,
                                     const std::vector<engine::SampledLogprobs>& scores);
 
 // Chat: {content: [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]} with the
-// first `num_top` of the sampled token and the most likely ones.
-nlohmann::json chat_logprobs(const tokenizer::Tokenizer& tokenizer,
-                             const std::vector<int32_t>& tokens,
+// first `num_top` of the sampled token and the most likely ones. bytes are each name's, but
+// the sampled token's are its text's even under token ids (vLLM's decoded_token).
+nlohmann::json chat_logprobs(const LogprobTokenNames& names, const std::vector<int32_t>& tokens,
                              const std::vector<engine::SampledLogprobs>& logprobs, int32_t num_top);
 
 nlohmann::json usage_json(int64_t prompt_tokens, int64_t completion_tokens);

@@ -61,9 +61,15 @@ struct ServerOptions {
   // --enable-auto-tool-choice with --tool-call-parser: tool calls parsed out of chat outputs
   // (tool_choice "auto"); kNone: outputs stay text.
   ToolCallParser tool_call_parser = ToolCallParser::kNone;
-  // While nothing arrives for this long, a stream sends an SSE comment (": ping"), which
-  // clients skip; a write that fails then aborts a request of a client that left.
+  // While nothing arrives for this long, a stream sends vLLM's SSE comment (": keep-alive"),
+  // which clients skip and proxies count as traffic; a write that fails then aborts a request
+  // of a client that left. --sse-keep-alive-interval sets it in seconds.
   std::chrono::milliseconds keepalive{2000};
+  // --response-role: the role of a chat reply's message after a generation prompt.
+  std::string response_role = "assistant";
+  // --return-tokens-as-token-ids: logprobs name tokens "token_id:<id>" unless a request's
+  // return_tokens_as_token_ids says otherwise.
+  bool return_tokens_as_token_ids = false;
   // --enable-prompt-tokens-details: usage says how many prompt tokens the prefix cache served.
   bool enable_prompt_tokens_details = false;
   // --exclude-tools-when-tool-choice-none: a request with tool_choice "none" renders its chat
