@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -27,6 +28,7 @@
 #include "ctxpar/model/model_config.h"
 #include "ctxpar/server/anthropic_request.h"
 #include "ctxpar/server/openai_server.h"
+#include "ctxpar/server/system_fingerprint.h"
 #include "engine_flags.h"
 
 namespace ctxpar::app {
@@ -55,6 +57,8 @@ struct ServeOptions {
   // --sse-keep-alive-interval in seconds; 0: ServerOptions::keepalive's 2 s (ctxpar writes to
   // idle streams to notice clients that left, so it has no "off").
   int64_t sse_keep_alive_interval = 0;
+  std::string fingerprint_mode = "full";  // system_fingerprint.h
+  std::optional<std::string> fingerprint_value;
   std::string allowed_methods = R"(["*"])";
   std::string allowed_headers = R"(["*"])";
 };
@@ -215,6 +219,8 @@ void run(ServeOptions& o) {
     if (o.sse_keep_alive_interval > 0) {
       o.server.keepalive = std::chrono::seconds(o.sse_keep_alive_interval);
     }
+    o.server.system_fingerprint =
+        server::system_fingerprint(o.fingerprint_mode, o.fingerprint_value, config);
     o.server.cors.origins = server::parse_cors_list("--allowed-origins", o.allowed_origins);
     o.server.cors.methods = server::parse_cors_list("--allowed-methods", o.allowed_methods);
     o.server.cors.headers = server::parse_cors_list("--allowed-headers", o.allowed_headers);
@@ -338,6 +344,14 @@ void add_serve_command(CLI::App& app) {
   cmd->add_flag("--return-tokens-as-token-ids", o->server.return_tokens_as_token_ids,
                 "logprobs name tokens token_id:<id> (a request's return_tokens_as_token_ids "
                 "overrides)");
+  cmd->add_option("--fingerprint-mode", o->fingerprint_mode,
+                  "responses' system_fingerprint: full (version, parallel sizes and a hash of "
+                  "the model's configuration), hash (without the sizes), custom "
+                  "(--fingerprint-value) or none")
+      ->capture_default_str();
+  cmd->add_option_function<std::string>(
+      "--fingerprint-value", [o](const std::string& v) { o->fingerprint_value = v; },
+      "the system_fingerprint of --fingerprint-mode custom");
   cmd->add_option("--sse-keep-alive-interval", o->sse_keep_alive_interval,
                   "seconds an idle stream waits before an SSE comment (: keep-alive) that "
                   "proxies count as traffic; 0: every 2 s")

@@ -6,8 +6,8 @@ caps every request, as vLLM's, from a directory, over none with `vllm`, or overr
 --enable-prompt-tokens-details counting the prompt tokens the prefix cache served, and
 --default-chat-template-kwargs under every chat request's own, and
 --enable-force-include-usage, --enable-request-id-headers, --enable-server-load-tracking,
---exclude-tools-when-tool-choice-none, --return-tokens-as-token-ids, --response-role and
---sse-keep-alive-interval."""
+--exclude-tools-when-tool-choice-none, --return-tokens-as-token-ids, --response-role,
+--sse-keep-alive-interval and --fingerprint-mode."""
 
 import http.client
 import json
@@ -503,3 +503,84 @@ class SseKeepAliveInterval(unittest.TestCase):
         rc, err = fx.failed_start(["--sse-keep-alive-interval", "-1"])
         self.assertNotEqual(rc, 0)
         self.assertIn("--sse-keep-alive-interval -1 must be a non-negative integer", err)
+
+
+class SystemFingerprint(unittest.TestCase):
+    """--fingerprint-mode / --fingerprint-value: vLLM 0.34's system_fingerprint, on whole chat
+    and completion responses and on a stream's last chunk."""
+
+    def serve(self, *flags, engine_args=SMALL):
+        server = fx.Server(list(flags), engine_args=engine_args).__enter__()
+        self.addCleanup(fx.stop, server)
+        return server
+
+    def fingerprints(self, server):
+        """The fingerprint of a completion and of a chat response, both whole."""
+        out = []
+        for path, body in (("/v1/completions", {"prompt": "fp"}),
+                           ("/v1/chat/completions", {"messages": [{"role": "user",
+                                                                   "content": "fp"}]})):
+            status, r, _ = server.request("POST", path, {"model": fx.MODEL, "max_tokens": 2,
+                                                         **body})
+            self.assertEqual(status, 200, r)
+            self.assertIn("system_fingerprint", r)
+            out.append(r["system_fingerprint"])
+        self.assertEqual(out[0], out[1])
+        return out[0]
+
+    def stream_fingerprints(self, server, path, body):
+        """Per chunk of a stream: its system_fingerprint, or None where it has none."""
+        status, text, _ = server.request("POST", path, {"model": fx.MODEL, "stream": True,
+                                                        "ignore_eos": True, **body})
+        self.assertEqual(status, 200, text)
+        chunks = [json.loads(line[len("data: "):]) for line in text.splitlines()
+                  if line.startswith("data: {")]
+        return chunks, [c.get("system_fingerprint") for c in chunks]
+
+    def test_modes(self):
+        rng = fx.seeded_rng(self)
+        full = self.serve("--fingerprint-mode", "full", engine_args=fx.ENGINE_ARGS)
+        _, version, _ = full.request("GET", "/version")
+        prefix = re.escape(f"ctxpar-{version['version']}")
+        got = self.fingerprints(full)
+        self.assertRegex(got, rf"^{prefix}-tp4-dcp2-[0-9a-f]{{8}}$")  # ENGINE_ARGS: -tp 4 -dcp 2
+        # A stream: the finishing chunk of each choice, or the usage chunk alone when asked.
+        n = rng.randint(1, 3)
+        for path, body in (("/v1/completions", {"prompt": "fp"}),
+                           ("/v1/chat/completions", {"messages": [{"role": "user",
+                                                                   "content": "fp"}]})):
+            chunks, prints = self.stream_fingerprints(full, path, {**body, "n": n,
+                                                                   "max_tokens": 3})
+            finishing = [bool(c["choices"]) and c["choices"][0]["finish_reason"] is not None
+                         for c in chunks]
+            self.assertEqual(sum(finishing), n)
+            self.assertEqual(prints, [got if f else None for f in finishing])
+            chunks, prints = self.stream_fingerprints(full, path, {
+                **body, "n": n, "max_tokens": 3, "stream_options": {"include_usage": True}})
+            self.assertEqual(chunks[-1]["choices"], [])
+            self.assertEqual(prints, [None] * (len(chunks) - 1) + [got])
+
+        # hash: the same configuration's hash without the sizes; another dtype, another hash.
+        same = self.serve("--fingerprint-mode", "hash", engine_args=fx.ENGINE_ARGS)
+        self.assertEqual(self.fingerprints(same), f"ctxpar-{version['version']}-{got[-8:]}")
+        bf16 = [a if a != "float32" else "bfloat16" for a in fx.ENGINE_ARGS]
+        other = self.serve("--fingerprint-mode", "hash", engine_args=bf16)
+        self.assertRegex(self.fingerprints(other), rf"^{prefix}-[0-9a-f]{{8}}$")
+        self.assertNotEqual(self.fingerprints(other)[-8:], got[-8:])
+        # One rank, vLLM's default mode: no sizes.
+        self.assertRegex(self.fingerprints(self.serve()), rf"^{prefix}-[0-9a-f]{{8}}$")
+
+        value = "fp-" + "".join(rng.choice("abcdef0123") for _ in range(8))
+        self.assertEqual(self.fingerprints(self.serve("--fingerprint-mode", "custom",
+                                                      "--fingerprint-value", value)), value)
+        self.assertIsNone(self.fingerprints(self.serve("--fingerprint-mode", "custom")))
+        none = self.serve("--fingerprint-mode", "none")
+        self.assertIsNone(self.fingerprints(none))
+        _, prints = self.stream_fingerprints(none, "/v1/completions",
+                                             {"prompt": "fp", "max_tokens": 2})
+        self.assertEqual(prints, [None] * len(prints))
+
+    def test_a_bad_mode_stops_the_server(self):
+        rc, err = fx.failed_start(["--fingerprint-mode", "partial"])
+        self.assertNotEqual(rc, 0)
+        self.assertIn("--fingerprint-mode 'partial' is not one of full, hash, custom, none", err)

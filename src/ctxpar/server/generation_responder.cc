@@ -309,6 +309,9 @@ std::string GenerationResponder::add(const std::vector<ChoiceDelta>& deltas, boo
     }
     json chunk = chunk_base();
     chunk["choices"] = json::array({stream_choice(i, d, delta)});
+    if (d.finish_reason && !request_.include_usage && plan_.system_fingerprint) {
+      chunk["system_fingerprint"] = *plan_.system_fingerprint;
+    }
     if (request_.continuous_usage_stats) {
       chunk["usage"] =
           usage_json(static_cast<int64_t>(plan_.prompts[plan_.choices[i].prompt_index].size()),
@@ -354,6 +357,7 @@ std::string GenerationResponder::final_events() {
     if (chunk["usage"]["prompt_tokens_details"].is_null()) {
       chunk["usage"].erase("prompt_tokens_details");
     }
+    if (plan_.system_fingerprint) chunk["system_fingerprint"] = *plan_.system_fingerprint;
     out += sse_event(chunk);
   }
   return out + kSseDone;
@@ -523,7 +527,7 @@ json GenerationResponder::whole_response() const {
       {"model", plan_.model},
       {"choices", choices},
       {"usage", usage()},
-      {"system_fingerprint", nullptr},
+      {"system_fingerprint", fingerprint_or_null()},
       {"kv_transfer_params", nullptr}};
   // Chat has one prompt: vLLM gives its scores once, beside the choices.
   if (plan_.endpoint == Endpoint::kChat) {

@@ -54,6 +54,9 @@ struct GenerationPlan {
   int32_t num_top_logprobs = -1;       // -1: no logprobs
   bool logprobs_as_token_ids = false;  // logprobs name tokens "token_id:<id>" (LogprobTokenNames)
   std::string response_role = "assistant";  // chat: the role of the reply's message
+  // Chat and completions: on the whole response, and on a stream's last chunk (vLLM's: each
+  // choice's finishing chunk, or the usage chunk when there is one). nullopt: null.
+  std::optional<std::string> system_fingerprint;
   int64_t prompt_tokens = 0;
   // Chat: --reasoning-parser, and chat_template_kwargs' thinking switch (reasoning_parser.h).
   ReasoningParser reasoning_parser = ReasoningParser::kNone;
@@ -125,6 +128,9 @@ class GenerationResponder {
   WholeMessage whole_message(const ChoiceState& s) const;
   bool chat_like() const { return plan_.endpoint != Endpoint::kCompletion; }
   LogprobTokenNames logprob_names() const { return {tokenizer_, plan_.logprobs_as_token_ids}; }
+  nlohmann::json fingerprint_or_null() const {
+    return plan_.system_fingerprint ? nlohmann::json(*plan_.system_fingerprint) : nullptr;
+  }
   // Responses: folds one delta in (reasoning tokens counted); streaming, returns its events.
   std::string add_responses(ChoiceState& s, const ChoiceDelta& d, bool streaming);
   // The finish reason a chat response reports (vLLM 0.34's resolve_finish_reason): "tool_calls"

@@ -378,6 +378,7 @@ void OpenAiServer::Handlers::run_completion(const httplib::Request& req, const j
   plan->num_top_logprobs = r.params.logprobs.value_or(-1);
   plan->logprobs_as_token_ids =
       r.return_tokens_as_token_ids.value_or(options_.return_tokens_as_token_ids);
+  plan->system_fingerprint = options_.system_fingerprint;
   plan->echo_only = echo_only;
   const int64_t max_model_len = engine_.config().scheduler.max_model_len;
   for (const Prompt& p : r.prompts) {
@@ -493,6 +494,7 @@ void OpenAiServer::Handlers::run_chat(const json& body, const std::string& raw, 
   plan->num_top_logprobs = r.params.logprobs.value_or(-1);
   plan->logprobs_as_token_ids =
       r.return_tokens_as_token_ids.value_or(options_.return_tokens_as_token_ids);
+  plan->system_fingerprint = options_.system_fingerprint;
   plan->reasoning_parser = options_.reasoning_parser;
   plan->thinking = thinking_requested(options_.reasoning_parser, r.chat_template_kwargs);
   // Responses without a tool call parser leave calls in the text (vLLM's): no 400 there.

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,8 @@ struct ServerOptions {
   // which clients skip and proxies count as traffic; a write that fails then aborts a request
   // of a client that left. --sse-keep-alive-interval sets it in seconds.
   std::chrono::milliseconds keepalive{2000};
+  // responses' system_fingerprint (system_fingerprint.h); nullopt: null.
+  std::optional<std::string> system_fingerprint;
   // --response-role: the role of a chat reply's message after a generation prompt.
   std::string response_role = "assistant";
   // --return-tokens-as-token-ids: logprobs name tokens "token_id:<id>" unless a request's
