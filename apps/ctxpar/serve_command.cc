@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -58,6 +59,7 @@ struct ServeOptions {
   // idle streams to notice clients that left, so it has no "off").
   int64_t sse_keep_alive_interval = 0;
   std::string fingerprint_mode = "full";  // system_fingerprint.h
+  std::string reasoning_effort_map;       // a JSON object of strings, or empty
   std::optional<std::string> fingerprint_value;
   std::string allowed_methods = R"(["*"])";
   std::string allowed_headers = R"(["*"])";
@@ -77,6 +79,30 @@ nlohmann::json chat_template_kwargs_flag(const std::string& text) {
                      "'{{\"enable_thinking\": false}}')",
                      text);
   return j;
+}
+
+// --reasoning-effort-map as vLLM reads it (json.loads into dict[str, str]). Throws InputError
+// for text that is not a JSON object of strings.
+std::map<std::string, std::string> reasoning_effort_map_flag(const std::string& text) {
+  std::map<std::string, std::string> out;
+  if (text.empty()) return out;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    CTXPAR_INPUT_FAIL("--reasoning-effort-map '{}' is not JSON: {}", text, e.what());
+  }
+  CTXPAR_CHECK_INPUT(j.is_object(),
+                     "--reasoning-effort-map '{}' is not a JSON object (e.g. "
+                     "'{{\"medium\": \"low\", \"xhigh\": \"max\"}}')",
+                     text);
+  for (const auto& [effort, as] : j.items()) {
+    CTXPAR_CHECK_INPUT(as.is_string(),
+                       "--reasoning-effort-map: the value of \"{}\" is {}, not a string", effort,
+                       as.dump());
+    out[effort] = as.get<std::string>();
+  }
+  return out;
 }
 
 // The sampling defaults --generation-config and --override-generation-config give, over the
@@ -239,6 +265,7 @@ void run(ServeOptions& o) {
     chat = std::make_unique<engine::ChatPrompt>(tok, resolved.model, o.chat_template, mode);
   });
   o.server.defaults = defaults_of(sampling_defaults(o, tok.generation));
+  o.server.defaults.reasoning_effort_map = reasoning_effort_map_flag(o.reasoning_effort_map);
   o.server.defaults.chat_template_kwargs =
       chat_template_kwargs_flag(o.default_chat_template_kwargs);
   o.server.eos_token_ids = tok.eos_token_ids;
@@ -338,6 +365,11 @@ void add_serve_command(CLI::App& app) {
                 "a chat request with tool_choice none renders its prompt without its tools");
   cmd->add_flag("--enable-force-include-usage", o->server.force_include_usage,
                 "every stream reports usage, in each chunk and at its end");
+  cmd->add_flag("--trust-request-chat-template", o->server.trust_request_chat_template,
+                "requests may bring their own chat_template (Jinja text), which else is refused");
+  cmd->add_option("--reasoning-effort-map", o->reasoning_effort_map,
+                  "JSON object rewriting requests' reasoning efforts for the template, e.g. "
+                  "'{\"medium\": \"low\"}'");
   cmd->add_option("--response-role", o->server.response_role,
                   "the role of a chat reply's message after a generation prompt")
       ->capture_default_str();

@@ -227,8 +227,32 @@ TEST(OpenAiProtocol, ChatRequests) {
              "messages", true);
   expect_400({{"messages", user}, {"continue_final_message", true}},
              "Cannot set both `continue_final_message` and `add_generation_prompt`", "", true);
-  expect_400({{"messages", user}, {"chat_template", "{{ x }}"}}, "not supported", "chat_template",
-             true);
+  // chat_template (or chat_template_kwargs.chat_template) is kept and flagged for the handler,
+  // which refuses it unless --trust-request-chat-template; a non-string is a 400 here.
+  const ChatRequest own =
+      parse_chat_request({{"messages", user}, {"chat_template", "{{ x }}"}}, {});
+  EXPECT_EQ(own.chat_template, "{{ x }}");
+  EXPECT_TRUE(own.passes_chat_template);
+  EXPECT_TRUE(parse_chat_request(
+                  {{"messages", user}, {"chat_template_kwargs", {{"chat_template", "t"}}}}, {})
+                  .passes_chat_template);
+  EXPECT_FALSE(parse_chat_request(
+                   {{"messages", user}, {"chat_template_kwargs", {{"chat_template", nullptr}}}}, {})
+                   .passes_chat_template);
+  EXPECT_FALSE(parse_chat_request({{"messages", user}}, {}).passes_chat_template);
+  expect_400({{"messages", user}, {"chat_template", 5}}, "chat_template", "chat_template", true);
+  // --reasoning-effort-map rewrites the effort the template sees (and enable_thinking follows
+  // the rewritten one); efforts it does not list pass unchanged.
+  GenerationDefaults mapped;
+  mapped.reasoning_effort_map = {{"medium", "low"}, {"low", "none"}};
+  const auto effort_kwargs = [&](const std::string& effort) {
+    return parse_chat_request({{"messages", user}, {"reasoning_effort", effort}}, mapped)
+        .chat_template_kwargs;
+  };
+  EXPECT_EQ(effort_kwargs("medium"),
+            json({{"reasoning_effort", "low"}, {"enable_thinking", true}}));
+  EXPECT_EQ(effort_kwargs("low"), json({{"reasoning_effort", "none"}, {"enable_thinking", false}}));
+  EXPECT_EQ(effort_kwargs("high"), json({{"reasoning_effort", "high"}, {"enable_thinking", true}}));
   const json parts = {{"role", "user"},
                       {"content", json::array({{{"type", "text"}, {"text", "a"}},
                                                {{"type", "text"}, {"text", "b"}}})}};

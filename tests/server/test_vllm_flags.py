@@ -7,7 +7,8 @@ caps every request, as vLLM's, from a directory, over none with `vllm`, or overr
 --default-chat-template-kwargs under every chat request's own, and
 --enable-force-include-usage, --enable-request-id-headers, --enable-server-load-tracking,
 --exclude-tools-when-tool-choice-none, --return-tokens-as-token-ids, --response-role,
---sse-keep-alive-interval and --fingerprint-mode."""
+--sse-keep-alive-interval, --fingerprint-mode, --trust-request-chat-template and
+--reasoning-effort-map."""
 
 import http.client
 import json
@@ -584,3 +585,89 @@ class SystemFingerprint(unittest.TestCase):
         rc, err = fx.failed_start(["--fingerprint-mode", "partial"])
         self.assertNotEqual(rc, 0)
         self.assertIn("--fingerprint-mode 'partial' is not one of full, hash, custom, none", err)
+
+
+class RequestChatTemplate(unittest.TestCase):
+    """--trust-request-chat-template (a request's own chat_template replaces the model's; else
+    such a request is refused, as vLLM's) and --reasoning-effort-map."""
+
+    QWEN = FIXTURES / "chat_templates" / "templates" / "Qwen-Qwen3-0.6B.jinja"
+
+    def tokenize(self, server, **body):
+        status, r, _ = server.request("POST", "/tokenize", {"model": fx.MODEL, **body})
+        return status, r
+
+    def prompt_text(self, server, **body):
+        """The chat prompt /tokenize renders for body, as text."""
+        status, r = self.tokenize(server, **body)
+        self.assertEqual(status, 200, r)
+        status, text, _ = server.request("POST", "/detokenize", {"tokens": r["tokens"]})
+        self.assertEqual(status, 200, text)
+        return text["prompt"]
+
+    def test_a_request_template_renders_when_trusted(self):
+        rng = fx.seeded_rng(self)
+        mark = "".join(rng.choice("ABCDEFGH") for _ in range(6))
+        messages = [{"role": rng.choice(["user", "assistant"]),
+                     "content": "".join(rng.choice("abc xyz") for _ in range(rng.randint(1, 9)))}
+                    for _ in range(rng.randint(1, 4))]
+        own = ("{% for m in messages %}[" + mark + " {{ m.role }}]{{ m.content }}{% endfor %}"
+               "{% if add_generation_prompt %}[go]{% endif %}")
+        # Its rendering, by its plain meaning.
+        want = "".join(f"[{mark} {m['role']}]{m['content']}" for m in messages) + "[go]"
+        server = self.serve("--trust-request-chat-template", "--chat-template", str(self.QWEN),
+                            "--reasoning-effort-map", '{"medium": "low", "low": "none"}')
+        self.assertEqual(self.prompt_text(server, messages=messages, chat_template=own), want)
+        # The same through /v1/chat/completions: its prompt is as long; without the request's
+        # template, the model's (Qwen3's) renders another prompt.
+        status, r = self.tokenize(server, messages=messages, chat_template=own)
+        count = r["count"]
+        status, chat, _ = server.request("POST", "/v1/chat/completions", {
+            "model": fx.MODEL, "messages": messages, "max_tokens": 1, "chat_template": own})
+        self.assertEqual(status, 200, chat)
+        self.assertEqual(chat["usage"]["prompt_tokens"], count)
+        self.assertNotIn(mark, self.prompt_text(server, messages=messages))
+        # A template that loops over content gets content as parts (vLLM's auto format).
+        parts = "{% for m in messages %}{% for p in m.content %}<{{ p.text }}>{% endfor %}{% endfor %}"
+        self.assertEqual(self.prompt_text(server, messages=messages, chat_template=parts),
+                         "".join(f"<{m['content']}>" for m in messages))
+        # A template ctxpar cannot parse: 400 naming chat_template, line and column.
+        status, r = self.tokenize(server, messages=messages, chat_template="{% for %}")
+        self.assertEqual(status, 400, r)
+        self.assertEqual(r["error"]["param"], "chat_template")
+        self.assertIn("chat_template:1:", r["error"]["message"])
+        # --reasoning-effort-map: the template sees the mapped effort, and enable_thinking
+        # follows it; an unlisted effort passes unchanged.
+        shows = "{{ reasoning_effort }}/{{ enable_thinking }}"
+        for effort, want in (("medium", "low/True"), ("low", "none/False"),
+                             ("high", "high/True")):
+            self.assertEqual(self.prompt_text(server, messages=messages, chat_template=shows,
+                                              reasoning_effort=effort), want)
+
+    def test_an_untrusted_request_template_is_refused(self):
+        server = self.serve()
+        messages = [{"role": "user", "content": "hi"}]
+        for body in ({"chat_template": "{{ 1 }}"},
+                     {"chat_template_kwargs": {"chat_template": "{{ 1 }}"}}):
+            for path in ("/v1/chat/completions", "/tokenize"):
+                status, r, _ = server.request("POST", path, {"model": fx.MODEL, "max_tokens": 1,
+                                                             "messages": messages, **body})
+                self.assertEqual(status, 400, (path, body, r))
+                self.assertIn("--trust-request-chat-template is not set", r["error"]["message"])
+        status, r, _ = server.request("POST", "/v1/chat/completions", {
+            "model": fx.MODEL, "max_tokens": 1, "messages": messages,
+            "chat_template_kwargs": {"chat_template": None}})
+        self.assertEqual(status, 200, r)
+
+    def test_a_bad_effort_map_stops_the_server(self):
+        for value, says in (("[1]", "is not a JSON object"), ('{"low": 1}', "not a string"),
+                            ("{", "is not JSON")):
+            rc, err = fx.failed_start(["--reasoning-effort-map", value])
+            self.assertNotEqual(rc, 0)
+            self.assertIn("--reasoning-effort-map", err)
+            self.assertIn(says, err)
+
+    def serve(self, *flags):
+        server = fx.Server(list(flags), engine_args=LONG).__enter__()
+        self.addCleanup(fx.stop, server)
+        return server

@@ -81,13 +81,16 @@ ChatPrompt::ChatPrompt(const tokenizer::LoadedTokenizer& tokenizer, const model:
   }
 }
 
-std::string ChatPrompt::render(chat_template::ChatRequest request) const {
+std::string ChatPrompt::render(chat_template::ChatRequest request,
+                               const chat_template::ChatTemplate* request_template) const {
   for (const auto& [key, value] : special_tokens_.items()) {
     if (!request.special_tokens.contains(key)) request.special_tokens[key] = value;
   }
   if (deepseek_v32_encoder_) return chat_template::encode_deepseek_v32(request);
   const chat_template::ChatTemplate* t =
-      template_for(request.tools.is_array() && !request.tools.empty());
+      request_template != nullptr
+          ? request_template
+          : template_for(request.tools.is_array() && !request.tools.empty());
   CTXPAR_CHECK_INPUT(t != nullptr, "{}", missing_reason_);
   return chat_template::apply_chat_template(*t, request);
 }
@@ -100,8 +103,11 @@ const chat_template::ChatTemplate* ChatPrompt::template_for(bool has_tools) cons
   return nullptr;
 }
 
-bool ChatPrompt::loops_over_message_content(bool has_tools) const {
-  const chat_template::ChatTemplate* t = template_for(has_tools);
+bool ChatPrompt::loops_over_message_content(
+    bool has_tools, const chat_template::ChatTemplate* request_template) const {
+  const chat_template::ChatTemplate* t = request_template != nullptr && !deepseek_v32_encoder_
+                                             ? request_template
+                                             : template_for(has_tools);
   return t != nullptr && t->loops_over_message_content();
 }
 

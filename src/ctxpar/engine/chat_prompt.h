@@ -41,12 +41,17 @@ class ChatPrompt {
   // The prompt text for `request`; its special_tokens default to the tokenizer's (bos_token,
   // eos_token, pad_token, unk_token). Throws InputError when the model has no chat template
   // (naming --chat-template) or the template refuses the conversation (its message).
-  std::string render(chat_template::ChatRequest request) const;
+  // request_template: a request's own chat_template (vLLM's, under
+  // --trust-request-chat-template), which replaces the model's; DeepSeek-V3.2's encoder ignores
+  // it, as vLLM's tokenizer of that mode ignores every template.
+  std::string render(chat_template::ChatRequest request,
+                     const chat_template::ChatTemplate* request_template = nullptr) const;
 
   // Whether the template a request with (or without) tools gets loops over a message's content:
   // vLLM's test for giving messages list-of-parts content under --chat-template-content-format
   // auto. False without a Jinja template (DeepSeek-V3.2's encoder, or none).
-  bool loops_over_message_content(bool has_tools) const;
+  bool loops_over_message_content(
+      bool has_tools, const chat_template::ChatTemplate* request_template = nullptr) const;
 
   // Whether system messages after the first render where they stand: vLLM's probe for
   // /v1/messages, a [system, user, system, user] conversation that the template (with and

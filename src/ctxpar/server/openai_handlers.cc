@@ -232,6 +232,20 @@ std::vector<int32_t> OpenAiServer::Handlers::prompt_tokens(const Prompt& prompt,
 
 std::vector<int32_t> OpenAiServer::Handlers::chat_prompt_tokens(
     const ChatRequest& r, const nlohmann::ordered_json& ordered) const {
+  if (r.passes_chat_template && !options_.trust_request_chat_template) {
+    throw bad_request(
+        "Chat template is passed with request, but --trust-request-chat-template is not set. "
+        "Refused request with untrusted chat template.");
+  }
+  std::optional<chat_template::ChatTemplate> own_template;
+  if (r.chat_template) {
+    try {
+      own_template = chat_template::ChatTemplate::parse(*r.chat_template, "chat_template");
+    } catch (const InputError& e) {
+      throw bad_request(e.what(), "chat_template");
+    }
+  }
+  const chat_template::ChatTemplate* request_template = own_template ? &*own_template : nullptr;
   // --exclude-tools-when-tool-choice-none: the template sees no tools when the request says none.
   const bool shows_tools = !r.tools.is_null() && !(options_.exclude_tools_when_tool_choice_none &&
                                                    r.tool_choice == "none");
@@ -239,8 +253,9 @@ std::vector<int32_t> OpenAiServer::Handlers::chat_prompt_tokens(
   const bool has_tools = shows_tools && r.tools.is_array() && !r.tools.empty();
   ChatContentFormat format = options_.chat_content_format;
   if (format == ChatContentFormat::kAuto) {
-    format = chat_.loops_over_message_content(has_tools) ? ChatContentFormat::kOpenAi
-                                                         : ChatContentFormat::kString;
+    format = chat_.loops_over_message_content(has_tools, request_template)
+                 ? ChatContentFormat::kOpenAi
+                 : ChatContentFormat::kString;
   }
   chat_template::ChatRequest request;
   for (size_t i = 0; i < r.messages.size(); ++i) {
@@ -255,7 +270,7 @@ std::vector<int32_t> OpenAiServer::Handlers::chat_prompt_tokens(
   request.continue_final_message = r.continue_final_message;
   std::string prompt;
   try {
-    prompt = chat_.render(std::move(request));
+    prompt = chat_.render(std::move(request), request_template);
   } catch (const InputError& e) {
     throw bad_request(e.what());  // vLLM answers template errors with 400
   }

@@ -411,10 +411,14 @@ ChatRequest parse_chat_request(const json& body, const GenerationDefaults& defau
   }
   r.tools = f.raw("tools");
   if (!r.tools.is_null() && !r.tools.is_array()) f.wrong_type("tools", "a valid list");
+  r.chat_template = f.string("chat_template");
   r.chat_template_kwargs = f.raw("chat_template_kwargs");
   if (!r.chat_template_kwargs.is_null() && !r.chat_template_kwargs.is_object()) {
     f.wrong_type("chat_template_kwargs", "a valid object");
   }
+  r.passes_chat_template = r.chat_template.has_value() ||
+                           (r.chat_template_kwargs.is_object() &&
+                            !r.chat_template_kwargs.value("chat_template", json()).is_null());
   // vLLM's reasoning_effort: the template's reasoning_effort, and enable_thinking (effort not
   // "none") unless the request's kwargs set it; it wins over a reasoning_effort kwarg.
   if (const std::optional<std::string> effort = f.string("reasoning_effort")) {
@@ -426,10 +430,13 @@ ChatRequest parse_chat_request(const json& body, const GenerationDefaults& defau
                                     *effort),
                         "reasoning_effort");
     }
+    const auto mapped = defaults.reasoning_effort_map.find(*effort);
+    const std::string& given =
+        mapped != defaults.reasoning_effort_map.end() ? mapped->second : *effort;
     if (r.chat_template_kwargs.is_null()) r.chat_template_kwargs = json::object();
-    r.chat_template_kwargs["reasoning_effort"] = *effort;
+    r.chat_template_kwargs["reasoning_effort"] = given;
     if (!r.chat_template_kwargs.contains("enable_thinking"))
-      r.chat_template_kwargs["enable_thinking"] = *effort != "none";
+      r.chat_template_kwargs["enable_thinking"] = given != "none";
   }
   // vLLM's with_defaults, after the request's own additions (reasoning_effort's above).
   if (!defaults.chat_template_kwargs.empty()) {
@@ -442,7 +449,6 @@ ChatRequest parse_chat_request(const json& body, const GenerationDefaults& defau
     r.chat_template_kwargs = std::move(merged);
   }
   r.parallel_tool_calls = f.boolean("parallel_tool_calls").value_or(true);
-  f.unsupported("chat_template");
   const json& choice = f.raw("tool_choice");
   if (choice.is_null()) {
     r.tool_choice = r.tools.is_array() && !r.tools.empty() ? "auto" : "none";

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -27,6 +28,9 @@ struct GenerationDefaults {
   // --default-chat-template-kwargs: under every chat request's chat_template_kwargs (vLLM's
   // merge: the request's keys win, except those it sets to null or "auto").
   nlohmann::json chat_template_kwargs = nlohmann::json::object();
+  // --reasoning-effort-map: a request's reasoning_effort (chat, Responses, Messages) as the
+  // template gets it; efforts not listed pass unchanged (vLLM's map_reasoning_effort).
+  std::map<std::string, std::string> reasoning_effort_map;
 };
 
 // What both endpoints take.
@@ -80,6 +84,11 @@ struct ChatRequest : SamplingRequest {
   // false: only the first tool call is kept (vLLM's maybe_filter_parallel_tool_calls).
   bool parallel_tool_calls = true;
   nlohmann::json chat_template_kwargs;  // null or an object
+  // vLLM's chat_template: Jinja text that replaces the model's template for this request.
+  std::optional<std::string> chat_template;
+  // The request gave chat_template or chat_template_kwargs.chat_template: refused unless
+  // --trust-request-chat-template (vLLM's validate_chat_template).
+  bool passes_chat_template = false;
 };
 
 // Throw ApiError (400) for anything vLLM would refuse.

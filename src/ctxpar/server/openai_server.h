@@ -68,6 +68,8 @@ struct ServerOptions {
   std::chrono::milliseconds keepalive{2000};
   // responses' system_fingerprint (system_fingerprint.h); nullopt: null.
   std::optional<std::string> system_fingerprint;
+  // --trust-request-chat-template: requests may bring their own chat_template.
+  bool trust_request_chat_template = false;
   // --response-role: the role of a chat reply's message after a generation prompt.
   std::string response_role = "assistant";
   // --return-tokens-as-token-ids: logprobs name tokens "token_id:<id>" unless a request's
