@@ -365,6 +365,9 @@ void add_serve_command(CLI::App& app) {
                 "a chat request with tool_choice none renders its prompt without its tools");
   cmd->add_flag("--enable-force-include-usage", o->server.force_include_usage,
                 "every stream reports usage, in each chunk and at its end");
+  cmd->add_flag("--enable-per-request-metrics", o->server.enable_per_request_metrics,
+                "responses of one choice report their queue time, time to first token, "
+                "inter-token latency and tokens/s (metrics)");
   cmd->add_flag("--trust-request-chat-template", o->server.trust_request_chat_template,
                 "requests may bring their own chat_template (Jinja text), which else is refused");
   cmd->add_option("--reasoning-effort-map", o->reasoning_effort_map,

@@ -65,6 +65,10 @@ struct Collected {
   std::optional<FinishReason> reason;
   int64_t outputs = 0;
   bool out_of_order = false;
+  // RequestOutput::first_scheduled: set once tokens come, between the add and the output, and
+  // the same on every output.
+  std::optional<Clock::time_point> scheduled;
+  bool bad_schedule_time = false;
 };
 
 TEST(OnlineEngine, AddAndAbortFromManyThreadsGiveTheBatchTokens) {
@@ -97,11 +101,17 @@ TEST(OnlineEngine, AddAndAbortFromManyThreadsGiveTheBatchTokens) {
           const GenerationRequest& g = requests[i];
           const std::string id = g.id;
           const int64_t limit = abort_after[i];
+          const Clock::time_point added = Clock::now();
           engine.add_request(
               EngineRequest{.id = id, .prompt_token_ids = g.prompt_token_ids, .params = g.params},
-              [&, id, limit](RequestOutput o) {
+              [&, id, limit, added](RequestOutput o) {
                 std::lock_guard lock(mu);
                 Collected& col = got[id];
+                const std::optional<Clock::time_point> at = o.first_scheduled;
+                col.bad_schedule_time = col.bad_schedule_time || (!o.token_ids.empty() && !at) ||
+                                        (at && (*at < added || *at > Clock::now() ||
+                                                (col.scheduled && col.scheduled != at)));
+                if (at) col.scheduled = at;
                 col.out_of_order = col.out_of_order || col.reason.has_value() ||
                                    o.num_output_tokens !=
                                        static_cast<int64_t>(col.tokens.size() + o.token_ids.size());
@@ -143,6 +153,8 @@ TEST(OnlineEngine, AddAndAbortFromManyThreadsGiveTheBatchTokens) {
     const std::vector<int32_t>& want = batch.outputs[i].output_token_ids;
     ASSERT_TRUE(c.reason.has_value());
     EXPECT_FALSE(c.out_of_order);
+    EXPECT_FALSE(c.bad_schedule_time);
+    EXPECT_TRUE(c.scheduled.has_value() || c.tokens.empty());
     if (*c.reason == FinishReason::kAbort) {
       ASSERT_LE(c.tokens.size(), want.size());
       EXPECT_TRUE(std::equal(c.tokens.begin(), c.tokens.end(), want.begin())) << "not a prefix";

@@ -7,8 +7,8 @@ caps every request, as vLLM's, from a directory, over none with `vllm`, or overr
 --default-chat-template-kwargs under every chat request's own, and
 --enable-force-include-usage, --enable-request-id-headers, --enable-server-load-tracking,
 --exclude-tools-when-tool-choice-none, --return-tokens-as-token-ids, --response-role,
---sse-keep-alive-interval, --fingerprint-mode, --trust-request-chat-template and
---reasoning-effort-map."""
+--sse-keep-alive-interval, --fingerprint-mode, --trust-request-chat-template,
+--reasoning-effort-map and --enable-per-request-metrics."""
 
 import http.client
 import json
@@ -671,3 +671,105 @@ class RequestChatTemplate(unittest.TestCase):
         server = fx.Server(list(flags), engine_args=LONG).__enter__()
         self.addCleanup(fx.stop, server)
         return server
+
+
+class PerRequestMetricsAndPromptText(unittest.TestCase):
+    """--enable-per-request-metrics (vLLM 0.34's metrics on responses of one choice) and the
+    chat request's return_prompt_text."""
+
+    FIELDS = ("time_to_first_token_ms", "generation_time_ms", "queue_time_ms", "mean_itl_ms",
+              "tokens_per_second")
+
+    def post(self, server, path, **body):
+        status, r, _ = server.request("POST", path, {"model": fx.MODEL, "ignore_eos": True,
+                                                     "temperature": 0, **body})
+        self.assertEqual(status, 200, r)
+        return r
+
+    def check_metrics(self, m, tokens, elapsed_ms):
+        for field in self.FIELDS[:3] + ("tokens_per_second",):
+            self.assertGreaterEqual(m[field], 0, (field, m))
+        # queue + first token + the rest fit in what the client waited.
+        self.assertLessEqual(m["queue_time_ms"] + m["time_to_first_token_ms"]
+                             + m["generation_time_ms"], elapsed_ms + 1)
+        # tokens/s: every token over the time from scheduling to the last one.
+        inference_ms = m["time_to_first_token_ms"] + m["generation_time_ms"]
+        if inference_ms > 0:
+            self.assertAlmostEqual(m["tokens_per_second"], tokens / inference_ms * 1000,
+                                   delta=1e-6 * m["tokens_per_second"])
+        if tokens > 1:
+            self.assertAlmostEqual(m["mean_itl_ms"], m["generation_time_ms"] / (tokens - 1),
+                                   delta=1e-6 * max(1, m["generation_time_ms"]))
+        else:
+            self.assertIsNone(m.get("mean_itl_ms"))
+
+    def test_metrics_ride_on_responses_of_one_choice(self):
+        rng = fx.seeded_rng(self)
+        server = fx.Server(["--enable-per-request-metrics"], engine_args=SMALL).__enter__()
+        self.addCleanup(fx.stop, server)
+        for tokens in (1, rng.randint(2, 12)):
+            start = time.monotonic()
+            r = self.post(server, "/v1/completions", prompt="metrics", max_tokens=tokens)
+            elapsed_ms = (time.monotonic() - start) * 1000
+            self.assertEqual(set(r["metrics"]), set(self.FIELDS) | {"speculative_decoding"})
+            self.assertIsNone(r["metrics"]["speculative_decoding"])
+            self.check_metrics(r["metrics"], tokens, elapsed_ms)
+        start = time.monotonic()
+        chat = self.post(server, "/v1/chat/completions", max_tokens=tokens,
+                         messages=[{"role": "user", "content": "metrics"}])
+        self.check_metrics(chat["metrics"], tokens, (time.monotonic() - start) * 1000)
+        # Not one choice: null, as vLLM (the times would not belong to the response).
+        self.assertIsNone(self.post(server, "/v1/completions", prompt="m", max_tokens=2,
+                                    n=2, temperature=1)["metrics"])
+        self.assertIsNone(self.post(server, "/v1/completions", prompt=["m", "n"],
+                                    max_tokens=2)["metrics"])
+        # Streams: on the usage chunk (without nulls), so only with usage asked for.
+        for path, body in (("/v1/completions", {"prompt": "metrics"}),
+                           ("/v1/chat/completions", {"messages": [{"role": "user",
+                                                                   "content": "metrics"}]})):
+            start = time.monotonic()
+            status, text, _ = server.request("POST", path, {
+                "model": fx.MODEL, "stream": True, "max_tokens": tokens, "ignore_eos": True,
+                "stream_options": {"include_usage": True}, **body})
+            chunks = [json.loads(line[6:]) for line in text.splitlines()
+                      if line.startswith("data: {")]
+            self.assertEqual([("metrics" in c) for c in chunks],
+                             [False] * (len(chunks) - 1) + [True], path)
+            self.assertEqual(set(chunks[-1]["metrics"]), set(self.FIELDS))
+            self.check_metrics(chunks[-1]["metrics"], tokens, (time.monotonic() - start) * 1000)
+            status, text, _ = server.request("POST", path, {
+                "model": fx.MODEL, "stream": True, "max_tokens": tokens, **body})
+            self.assertNotIn('"metrics"', text)
+        # Without the flag: null.
+        plain = fx.Server(engine_args=SMALL).__enter__()
+        self.addCleanup(fx.stop, plain)
+        r = self.post(plain, "/v1/chat/completions", max_tokens=2,
+                      messages=[{"role": "user", "content": "metrics"}])
+        self.assertIsNone(r["metrics"])
+        # vLLM 0.34's other fields of a whole chat response and its choices, null here.
+        for key in ("service_tier", "prompt_token_ids", "prompt_text", "kv_transfer_params",
+                    "ec_transfer_params"):
+            self.assertIsNone(r[key], key)
+        for key in ("routed_experts", "weight_versions"):
+            self.assertIsNone(r["choices"][0][key], key)
+
+    def test_return_prompt_text(self):
+        server = fx.Server(engine_args=SMALL).__enter__()
+        self.addCleanup(fx.stop, server)
+        content = "".join(fx.seeded_rng(self).choice("pqrs ") for _ in range(12))
+        messages = [{"role": "user", "content": content}]
+        r = self.post(server, "/v1/chat/completions", max_tokens=2, messages=messages,
+                      return_prompt_text=True, return_token_ids=True)
+        text = r["prompt_text"]
+        self.assertIn(content, text)
+        status, tokenized, _ = server.request("POST", "/tokenize", {"prompt": text})
+        self.assertEqual(tokenized["tokens"], r["prompt_token_ids"])
+        status, stream, _ = server.request("POST", "/v1/chat/completions", {
+            "model": fx.MODEL, "messages": messages, "max_tokens": 2, "stream": True,
+            "return_prompt_text": True})
+        chunks = [json.loads(line[6:]) for line in stream.splitlines()
+                  if line.startswith("data: {")]
+        self.assertEqual([c.get("prompt_text") for c in chunks],
+                         [text] + [None] * (len(chunks) - 1))
+        self.assertIsNone(self.post(server, "/v1/chat/completions", max_tokens=1,
+                                    messages=messages)["prompt_text"])

@@ -311,6 +311,10 @@ void OnlineEngine::step(Communicator& world, ModelRunner& runner) {
   std::vector<uint8_t> bytes = plan.encode();
   world.broadcast_bytes(bytes, 0);
   const auto start = Clock::now();
+  for (const ScheduledEntry& e : out.entries) {
+    std::optional<Clock::time_point>& first = live_.at(e.request_id).pending.first_scheduled;
+    if (!first) first = start;
+  }
   const double collectives_before = runner.collective_seconds();
   const Tensor logits = runner.execute(plan);
   const double collective_seconds = runner.collective_seconds() - collectives_before;
@@ -492,6 +496,7 @@ void OnlineEngine::deliver() {
     it->second.pending.num_prompt_tokens = output.num_prompt_tokens;
     it->second.pending.num_output_tokens = output.num_output_tokens;
     it->second.pending.num_cached_tokens = output.num_cached_tokens;
+    it->second.pending.first_scheduled = output.first_scheduled;
     if (output.finished()) {
       // Free the id before the consumer learns the request ended, so it can reuse it at once.
       OutputConsumer consumer = std::move(it->second.consumer);

@@ -71,8 +71,10 @@ struct RequestOutput {
   std::vector<SampledLogprobs> prompt_logprobs;
   std::vector<std::vector<float>> logits;  // one row [vocab] per new token with return_logits
   int64_t num_prompt_tokens = 0;
-  int64_t num_cached_tokens = 0;              // Request::num_cached_tokens (prefix-cache hits)
-  int64_t num_output_tokens = 0;              // all output tokens so far, these included
+  int64_t num_cached_tokens = 0;  // Request::num_cached_tokens (prefix-cache hits)
+  int64_t num_output_tokens = 0;  // all output tokens so far, these included
+  // When the request's first step began (it left the queue); unset before that.
+  std::optional<Clock::time_point> first_scheduled;
   std::optional<FinishReason> finish_reason;  // set on the request's last output only
   // The stop_token_ids entry that ended a kStop request (vLLM's stop_reason; unset for EOS).
   std::optional<int32_t> stop_token_id;

@@ -61,7 +61,7 @@ engine::OutputConsumer Generation::consumer(size_t i) {
     const bool last = output.finished();
     {
       std::lock_guard lock(mu_);
-      queue_.push_back({i, std::move(output)});
+      queue_.push_back({i, std::move(output), now});
       if (last) ++num_released_;
     }
     cv_.notify_all();
@@ -92,15 +92,18 @@ std::vector<ChoiceDelta> Generation::next(std::chrono::milliseconds timeout) {
   std::vector<ChoiceDelta> deltas;
   for (Queued& q : taken) {
     if (choices_[q.choice]->done) continue;  // ended by a stop string: the rest is dropped
-    deltas.push_back(apply(q.choice, std::move(q.output)));
+    deltas.push_back(apply(q.choice, std::move(q.output), q.received));
   }
   return deltas;
 }
 
-ChoiceDelta Generation::apply(size_t i, engine::RequestOutput output) {
+ChoiceDelta Generation::apply(size_t i, engine::RequestOutput output,
+                              engine::Clock::time_point received) {
   Choice& c = *choices_[i];
   ChoiceDelta d;
   d.choice = i;
+  c.timing.queued = arrival_;
+  if (output.first_scheduled) c.timing.scheduled = output.first_scheduled;
   const OutputText::Delta text =
       c.text.add(output.token_ids, output.finished(),
                  output.finished() && *output.finish_reason == engine::FinishReason::kStop);
@@ -112,6 +115,10 @@ ChoiceDelta Generation::apply(size_t i, engine::RequestOutput output) {
   if (!output.logprobs.empty()) {
     d.logprobs.assign(output.logprobs.begin(),
                       output.logprobs.begin() + static_cast<std::ptrdiff_t>(kept));
+  }
+  if (kept > 0) {
+    if (!c.timing.first_token) c.timing.first_token = received;
+    c.timing.last_token = received;
   }
   d.prompt_logprobs = std::move(output.prompt_logprobs);
   d.num_cached_tokens = output.num_cached_tokens;
@@ -142,6 +149,7 @@ ChoiceDelta Generation::apply(size_t i, engine::RequestOutput output) {
   if (d.finish_reason) {
     c.done = true;
     ++num_done_;
+    d.timing = c.timing;
   }
   return d;
 }

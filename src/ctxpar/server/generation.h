@@ -31,6 +31,13 @@ struct ChoiceRequest {
 };
 
 // What one choice produced since the previous next().
+// When a choice was queued, first scheduled and produced its first and last counted output
+// tokens (vLLM's RequestStateStats, for --enable-per-request-metrics).
+struct ChoiceTiming {
+  engine::Clock::time_point queued;
+  std::optional<engine::Clock::time_point> scheduled, first_token, last_token;
+};
+
 struct ChoiceDelta {
   size_t choice = 0;
   std::string text;
@@ -42,6 +49,7 @@ struct ChoiceDelta {
   std::optional<std::string> finish_reason;  // "stop", "length" or "abort" once it ended
   nlohmann::json stop_reason;                // the stop string or stop token id, else null
   std::optional<std::string> error;          // the engine failed: why
+  std::optional<ChoiceTiming> timing;        // on the delta that ends the choice
 };
 
 class Generation {
@@ -82,6 +90,7 @@ class Generation {
     OutputText text;
     int64_t counted = 0;
     bool done = false;
+    ChoiceTiming timing;  // reader side, from the queued outputs
     // Set before the server aborts it for a stop string: the metrics count it as "stop".
     std::atomic<bool> stopped_by_string{false};
     // engine side
@@ -91,10 +100,11 @@ class Generation {
   struct Queued {
     size_t choice;
     engine::RequestOutput output;
+    engine::Clock::time_point received;  // when the engine delivered it
   };
 
   engine::OutputConsumer consumer(size_t i);
-  ChoiceDelta apply(size_t i, engine::RequestOutput output);
+  ChoiceDelta apply(size_t i, engine::RequestOutput output, engine::Clock::time_point received);
 
   engine::OnlineEngine& engine_;
   ServerMetrics& metrics_;

@@ -163,6 +163,7 @@ std::string GenerationResponder::first_events() {
     if (request_.return_token_ids) {
       chunk["prompt_token_ids"] = plan_.prompts[plan_.choices[i].prompt_index];
     }
+    if (plan_.prompt_text) chunk["prompt_text"] = *plan_.prompt_text;
     add_usage(chunk, i);
     out += sse_event(chunk);
   }
@@ -283,6 +284,7 @@ std::string GenerationResponder::add(const std::vector<ChoiceDelta>& deltas, boo
     s.prompt_logprobs.insert(s.prompt_logprobs.end(), d.prompt_logprobs.begin(),
                              d.prompt_logprobs.end());
     s.num_cached_tokens = std::max(s.num_cached_tokens, d.num_cached_tokens);
+    if (d.timing) s.timing = d.timing;
     if (d.finish_reason) {
       s.finish_reason = *d.finish_reason;
       s.stop_reason = d.stop_reason;
@@ -358,6 +360,7 @@ std::string GenerationResponder::final_events() {
       chunk["usage"].erase("prompt_tokens_details");
     }
     if (plan_.system_fingerprint) chunk["system_fingerprint"] = *plan_.system_fingerprint;
+    if (const json metrics = request_metrics(true); !metrics.is_null()) chunk["metrics"] = metrics;
     out += sse_event(chunk);
   }
   return out + kSseDone;
@@ -503,7 +506,9 @@ json GenerationResponder::whole_response() const {
                          {"logprobs", logprobs},
                          {"finish_reason", finish_reason},
                          {"stop_reason", s.stop_reason},
-                         {"token_ids", token_ids}});
+                         {"token_ids", token_ids},
+                         {"routed_experts", nullptr},
+                         {"weight_versions", nullptr}});
     } else {
       const std::string output_text = plan_.echo_only ? std::string() : s.text;
       const std::string text =
@@ -517,7 +522,9 @@ json GenerationResponder::whole_response() const {
            {"prompt_logprobs", prompt_logprobs_field(i)},
            {"prompt_token_ids",
             request_.return_token_ids ? json(plan_.prompts[c.prompt_index]) : json(nullptr)},
-           {"token_ids", token_ids}});
+           {"token_ids", token_ids},
+           {"routed_experts", nullptr},
+           {"weight_versions", nullptr}});
     }
   }
   json response = {
@@ -526,14 +533,49 @@ json GenerationResponder::whole_response() const {
       {"created", plan_.created},
       {"model", plan_.model},
       {"choices", choices},
-      {"usage", usage()},
+      {"service_tier", nullptr},
       {"system_fingerprint", fingerprint_or_null()},
-      {"kv_transfer_params", nullptr}};
-  // Chat has one prompt: vLLM gives its scores once, beside the choices.
+      {"usage", usage()}};
+  // Chat has one prompt: vLLM gives its scores, ids and text once, beside the choices.
   if (plan_.endpoint == Endpoint::kChat) {
     response["prompt_logprobs"] = states_.empty() ? json(nullptr) : prompt_logprobs_field(0);
+    response["prompt_token_ids"] = request_.return_token_ids && !plan_.prompts.empty()
+                                       ? json(plan_.prompts[0])
+                                       : json(nullptr);
+    response["prompt_text"] = plan_.prompt_text ? json(*plan_.prompt_text) : json(nullptr);
   }
+  response["kv_transfer_params"] = nullptr;
+  response["ec_transfer_params"] = nullptr;
+  response["metrics"] = request_metrics(false);
   return response;
+}
+
+json GenerationResponder::request_metrics(bool drop_nulls) const {
+  if (!plan_.per_request_metrics || states_.size() != 1 || !states_[0].timing) return nullptr;
+  // vLLM's build_per_request_timing_metrics, in milliseconds.
+  const ChoiceTiming& t = *states_[0].timing;
+  const auto ms = [](engine::Clock::time_point a, engine::Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  const auto n = static_cast<double>(states_[0].token_ids.size());
+  json out = {{"time_to_first_token_ms", nullptr}, {"generation_time_ms", nullptr},
+              {"queue_time_ms", nullptr},          {"mean_itl_ms", nullptr},
+              {"tokens_per_second", nullptr},      {"speculative_decoding", nullptr}};
+  if (t.scheduled && t.first_token)
+    out["time_to_first_token_ms"] = ms(*t.scheduled, *t.first_token);
+  if (t.first_token && t.last_token) {
+    out["generation_time_ms"] = ms(*t.first_token, *t.last_token);
+    if (n > 1) out["mean_itl_ms"] = ms(*t.first_token, *t.last_token) / (n - 1);
+  }
+  if (t.scheduled) out["queue_time_ms"] = ms(t.queued, *t.scheduled);
+  if (t.scheduled && t.last_token && ms(*t.scheduled, *t.last_token) > 0) {
+    out["tokens_per_second"] = n / ms(*t.scheduled, *t.last_token) * 1000;
+  }
+  if (drop_nulls) {
+    for (auto it = out.begin(); it != out.end();)
+      it = it->is_null() ? out.erase(it) : std::next(it);
+  }
+  return out;
 }
 
 }  // namespace ctxpar::server

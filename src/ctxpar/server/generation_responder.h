@@ -54,6 +54,10 @@ struct GenerationPlan {
   int32_t num_top_logprobs = -1;       // -1: no logprobs
   bool logprobs_as_token_ids = false;  // logprobs name tokens "token_id:<id>" (LogprobTokenNames)
   std::string response_role = "assistant";  // chat: the role of the reply's message
+  // --enable-per-request-metrics: a response of one choice reports its timing (metrics).
+  bool per_request_metrics = false;
+  // Chat, return_prompt_text: the rendered prompt, on the whole response and the role chunks.
+  std::optional<std::string> prompt_text;
   // Chat and completions: on the whole response, and on a stream's last chunk (vLLM's: each
   // choice's finishing chunk, or the usage chunk when there is one). nullopt: null.
   std::optional<std::string> system_fingerprint;
@@ -115,8 +119,9 @@ class GenerationResponder {
     ResponsesEventStream events;
     ReasoningSplit reasoning_count{ReasoningParser::kNone, false, ""};
     int64_t reasoning_tokens = 0;
-    bool reasoning_ended = false;    // the split gave content
-    AnthropicEventStream anthropic;  // messages: the stream's blocks
+    bool reasoning_ended = false;        // the split gave content
+    AnthropicEventStream anthropic;      // messages: the stream's blocks
+    std::optional<ChoiceTiming> timing;  // once it ended
   };
   // A choice's whole chat message: split, tool calls parsed, and the finish reason they imply.
   struct WholeMessage {
@@ -128,6 +133,9 @@ class GenerationResponder {
   WholeMessage whole_message(const ChoiceState& s) const;
   bool chat_like() const { return plan_.endpoint != Endpoint::kCompletion; }
   LogprobTokenNames logprob_names() const { return {tokenizer_, plan_.logprobs_as_token_ids}; }
+  // vLLM's PerRequestMetrics of a response of one choice (null otherwise, or without the
+  // flag); `drop_nulls` for the stream's usage chunk (exclude_none).
+  nlohmann::json request_metrics(bool drop_nulls) const;
   nlohmann::json fingerprint_or_null() const {
     return plan_.system_fingerprint ? nlohmann::json(*plan_.system_fingerprint) : nullptr;
   }

@@ -231,7 +231,7 @@ std::vector<int32_t> OpenAiServer::Handlers::prompt_tokens(const Prompt& prompt,
 }
 
 std::vector<int32_t> OpenAiServer::Handlers::chat_prompt_tokens(
-    const ChatRequest& r, const nlohmann::ordered_json& ordered) const {
+    const ChatRequest& r, const nlohmann::ordered_json& ordered, std::string* rendered) const {
   if (r.passes_chat_template && !options_.trust_request_chat_template) {
     throw bad_request(
         "Chat template is passed with request, but --trust-request-chat-template is not set. "
@@ -274,6 +274,7 @@ std::vector<int32_t> OpenAiServer::Handlers::chat_prompt_tokens(
   } catch (const InputError& e) {
     throw bad_request(e.what());  // vLLM answers template errors with 400
   }
+  if (rendered != nullptr) *rendered = prompt;
   return tokenizer_.encode(prompt,
                            r.add_special_tokens.value_or(chat_.tokenize_with_special_tokens()));
 }
@@ -394,6 +395,7 @@ void OpenAiServer::Handlers::run_completion(const httplib::Request& req, const j
   plan->logprobs_as_token_ids =
       r.return_tokens_as_token_ids.value_or(options_.return_tokens_as_token_ids);
   plan->system_fingerprint = options_.system_fingerprint;
+  plan->per_request_metrics = options_.enable_per_request_metrics;
   plan->echo_only = echo_only;
   const int64_t max_model_len = engine_.config().scheduler.max_model_len;
   for (const Prompt& p : r.prompts) {
@@ -510,6 +512,7 @@ void OpenAiServer::Handlers::run_chat(const json& body, const std::string& raw, 
   plan->logprobs_as_token_ids =
       r.return_tokens_as_token_ids.value_or(options_.return_tokens_as_token_ids);
   plan->system_fingerprint = options_.system_fingerprint;
+  plan->per_request_metrics = options_.enable_per_request_metrics;
   plan->reasoning_parser = options_.reasoning_parser;
   plan->thinking = thinking_requested(options_.reasoning_parser, r.chat_template_kwargs);
   // Responses without a tool call parser leave calls in the text (vLLM's): no 400 there.
@@ -531,7 +534,9 @@ void OpenAiServer::Handlers::run_chat(const json& body, const std::string& raw, 
   if (r.echo && last.value("role", "") == plan->response_role) {
     plan->echo.push_back(message_text(last, r.messages.size() - 1));
   }
-  plan->prompts.push_back(chat_prompt_tokens(r, nlohmann::ordered_json::parse(raw)));
+  std::string prompt_text;
+  plan->prompts.push_back(chat_prompt_tokens(r, nlohmann::ordered_json::parse(raw), &prompt_text));
+  if (r.return_prompt_text) plan->prompt_text = std::move(prompt_text);
   truncate_prompt(plan->prompts.back(), r.truncate_prompt_tokens,
                   r.truncation_side.value_or(options_.truncation_side),
                   engine_.config().scheduler.max_model_len);

@@ -72,9 +72,10 @@ class OpenAiServer::Handlers {
   // The chat template's prompt for `r`, tokenized as vLLM does (no special tokens unless the
   // request asks or the template writes no BOS); 400 for a template that refuses it. `ordered`:
   // the same request body in the client's key order, whose messages and tools the template sees
-  // (chat_template_inputs.h).
+  // (chat_template_inputs.h). `rendered`, when given, receives the prompt text.
   std::vector<int32_t> chat_prompt_tokens(const ChatRequest& r,
-                                          const nlohmann::ordered_json& ordered) const;
+                                          const nlohmann::ordered_json& ordered,
+                                          std::string* rendered = nullptr) const;
   // Runs the completion request `body` (parsed from req's).
   void run_completion(const httplib::Request& req, const nlohmann::json& body,
                       engine::Clock::time_point arrival, httplib::Response& res);

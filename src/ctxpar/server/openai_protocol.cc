@@ -412,6 +412,7 @@ ChatRequest parse_chat_request(const json& body, const GenerationDefaults& defau
   r.tools = f.raw("tools");
   if (!r.tools.is_null() && !r.tools.is_array()) f.wrong_type("tools", "a valid list");
   r.chat_template = f.string("chat_template");
+  r.return_prompt_text = f.boolean("return_prompt_text").value_or(false);
   r.chat_template_kwargs = f.raw("chat_template_kwargs");
   if (!r.chat_template_kwargs.is_null() && !r.chat_template_kwargs.is_object()) {
     f.wrong_type("chat_template_kwargs", "a valid object");

@@ -89,6 +89,7 @@ struct ChatRequest : SamplingRequest {
   // The request gave chat_template or chat_template_kwargs.chat_template: refused unless
   // --trust-request-chat-template (vLLM's validate_chat_template).
   bool passes_chat_template = false;
+  bool return_prompt_text = false;  // the response repeats the rendered prompt (prompt_text)
 };
 
 // Throw ApiError (400) for anything vLLM would refuse.

@@ -68,6 +68,8 @@ struct ServerOptions {
   std::chrono::milliseconds keepalive{2000};
   // responses' system_fingerprint (system_fingerprint.h); nullopt: null.
   std::optional<std::string> system_fingerprint;
+  // --enable-per-request-metrics: responses of one choice carry vLLM's timing metrics.
+  bool enable_per_request_metrics = false;
   // --trust-request-chat-template: requests may bring their own chat_template.
   bool trust_request_chat_template = false;
   // --response-role: the role of a chat reply's message after a generation prompt.
