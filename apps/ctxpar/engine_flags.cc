@@ -52,6 +52,7 @@ constexpr const char* kUvicorn = "uvicorn";
 constexpr const char* kSpeculative = "speculative decoding";
 constexpr const char* kMultimodal = "multimodal";
 constexpr const char* kHub = "Hugging Face Hub";
+constexpr const char* kCohere = "Cohere API";
 constexpr VllmNoOpFlag kVllmNoOpFlags[] = {
     {"--gpu-memory-utilization", true, kGpu},
     {"--swap-space", true, kGpu},
@@ -107,10 +108,62 @@ constexpr VllmNoOpFlag kVllmNoOpFlags[] = {
     {"--log-error-stack", false, kLogging},
     {"--enable-log-deltas", false, kLogging},
     {"--no-enable-log-deltas", false, kLogging},
+    {"--data-parallel-supervisor-port", true, kGpu},
+    {"--dp-supervisor-probe-interval-s", true, kGpu},
+    {"--dp-supervisor-probe-timeout-s", true, kGpu},
+    {"--dp-supervisor-probe-failure-threshold", true, kGpu},
+    {"--enable-flash-late-interaction", false, kGpu},  // pooling models only
+    {"--enable-offline-docs", false, kLogging},
+    {"--trust-request-mm-kwargs", false, kMultimodal},
+    {"--cohere-is-reasoning-model", false, kCohere},
+    {"--no-cohere-is-reasoning-model", false, kCohere},
+    {"--cohere-format", true, kCohere},
     {"--h11-max-incomplete-event-size", true, kUvicorn},
     {"--h11-max-header-count", true, kUvicorn},
     // Only the URLs FastAPI generates change; uvicorn serves the routes at the same paths.
     {"--root-path", true, kUvicorn},
+};
+
+// vLLM flags for what ctxpar does not do, refused with the reason and what to do instead (so a
+// pasted line stops with that, not with "not expected"). values: how many values it takes
+// (0, 1, or -1 for one or more).
+struct VllmRefusedFlag {
+  const char* name;
+  int values;
+  const char* reason;
+};
+constexpr const char* kNoLora =
+    "ctxpar serves a checkpoint's own weights, without LoRA adapters: merge the adapter into "
+    "the checkpoint (PEFT's merge_and_unload) and serve that";
+constexpr const char* kNoScaleOut =
+    "ctxpar serves the whole API from one process; vLLM's render and token-in / token-out "
+    "routes are not served";
+constexpr VllmRefusedFlag kVllmRefusedFlags[] = {
+    {"--enable-lora", 0, kNoLora},
+    {"--lora-modules", -1, kNoLora},
+    {"--max-loras", 1, kNoLora},
+    {"--max-lora-rank", 1, kNoLora},
+    {"--lora-dtype", 1, kNoLora},
+    {"--max-cpu-loras", 1, kNoLora},
+    {"--fully-sharded-loras", 0, kNoLora},
+    {"--lora-target-modules", -1, kNoLora},
+    {"--kv-transfer-config", 1,
+     "ctxpar moves no KV cache between instances (disaggregated prefill): one instance "
+     "prefills and decodes"},
+    {"--uds", 1, "ctxpar listens on TCP only (--host, --port); put a proxy in front for a socket"},
+    {"--middleware", 1, "ctxpar cannot load Python middleware; put it in a proxy in front"},
+    {"--tokens-only", 0, kNoScaleOut},
+    {"--enable-scale-out", 0, kNoScaleOut},
+    {"--grpc-port", 1, "ctxpar serves HTTP only"},
+    {"--tool-server", 1,
+     "ctxpar runs no built-in or MCP tools for the Responses API; clients run their tools"},
+    {"--tool-parser-plugin", 1,
+     "ctxpar cannot load Python tool parsers; --tool-call-parser names the ones it has"},
+    {"--tool-strict-level", 1,
+     "ctxpar does not constrain tool calls under tool_choice auto (the parser reads the free "
+     "output); tool_choice required and named tools are constrained"},
+    {"--enable-tokenizer-info-endpoint", 0,
+     "GET /tokenizer_info is not served (/tokenize and /detokenize are)"},
 };
 
 // What a group's line adds after the flags.
@@ -121,6 +174,7 @@ std::string ignored_note(const std::string& group) {
   }
   if (group == kMultimodal) return " (ctxpar serves text-only models)";
   if (group == kHub) return " (ctxpar reads models from the local Hugging Face cache)";
+  if (group == kCohere) return " (ctxpar does not serve vLLM's /cohere routes)";
   if (group == kUvicorn) {
     return " (ctxpar's HTTP server has its own; the request body limit is "
            "--max-request-body-bytes)";
@@ -240,6 +294,19 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
       noop->add_flag_callback(name, [&f, name, group] { f.ignored[group].push_back(name); });
     }
   }
+  auto* refused = cmd->add_option_group("vLLM flags ctxpar refuses", "each stops it, saying why");
+  for (const VllmRefusedFlag& flag : kVllmRefusedFlags) {
+    const std::string entry = std::string(flag.name) + ": " + flag.reason;
+    if (flag.values == 0) {
+      refused->add_flag_callback(flag.name, [&f, entry] { f.refused.push_back(entry); });
+    } else {
+      refused
+          ->add_option_function<std::vector<std::string>>(
+              flag.name,
+              [&f, entry](const std::vector<std::string>&) { f.refused.push_back(entry); })
+          ->expected(1, flag.values < 0 ? CLI::detail::expected_max_vector_size : 1);
+    }
+  }
   last_value_wins(cmd);
 }
 
@@ -248,6 +315,7 @@ engine::EngineConfig finish_engine_config(const EngineFlags& f) {
   c.kv_cache_memory = engine::parse_memory_size(f.kv_cache_memory);
   c.model = model::locate_model(c.model, f.revision, f.download_dir);
   c.tokenizer = model::locate_tokenizer(c.tokenizer, f.tokenizer_revision, f.download_dir);
+  CTXPAR_CHECK_INPUT(f.refused.empty(), "{}", f.refused.empty() ? "" : f.refused.front());
   CTXPAR_CHECK_INPUT(f.pipeline_parallel_size == 1,
                      "--pipeline-parallel-size {}: ctxpar has no pipeline parallelism; split the "
                      "model over ranks with --tensor-parallel-size (-tp) and the context with "

@@ -33,6 +33,9 @@ struct EngineFlags {
   // ("GPU-only", "logging"): accepted so that a pasted `vllm serve` line runs, and named once
   // on stderr as ignored.
   std::map<std::string, std::vector<std::string>> ignored;
+  // vLLM flags given that ctxpar cannot honour, each "--flag: why"; finish_engine_config
+  // refuses the first.
+  std::vector<std::string> refused;
 };
 
 void add_engine_flags(CLI::App* cmd, EngineFlags& flags);

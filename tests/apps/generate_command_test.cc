@@ -161,7 +161,10 @@ TEST(GenerateCommand, VllmGpuOnlyFlagsAreNamedAsIgnored) {
                         "--scheduling-policy",
                         "fcfs",
                         "--logprobs-mode",
-                        "raw_logprobs"}) {
+                        "raw_logprobs",
+                        "--cohere-format",
+                        "cmd3",
+                        "--enable-offline-docs"}) {
     args.push_back(a);
   }
   const CommandResult r = run_command(CTXPAR_BINARY, args);
@@ -181,7 +184,10 @@ TEST(GenerateCommand, VllmGpuOnlyFlagsAreNamedAsIgnored) {
         "text-only models)",
         "--disable-cascade-attn",
         "ignoring vLLM's Hugging Face Hub flags: --hf-token (value not shown) (ctxpar reads "
-        "models from the local Hugging Face cache)"})
+        "models from the local Hugging Face cache)",
+        "ignoring vLLM's Cohere API flags: --cohere-format cmd3 (ctxpar does not serve vLLM's "
+        "/cohere routes)",
+        "--enable-offline-docs"})
     EXPECT_NE(r.err.find(line), std::string::npos) << line << " in: " << r.err;
   EXPECT_EQ(r.err.find("hf_secret123"), std::string::npos) << "the token is printed: " << r.err;
   const CommandResult plain = run_command(CTXPAR_BINARY, base);
@@ -202,6 +208,25 @@ TEST(GenerateCommand, VllmGpuOnlyFlagsAreNamedAsIgnored) {
     EXPECT_EQ(other.exit_status, 2) << flag;
     EXPECT_NE(other.err.find(std::string(flag) + ": " + value + " not in"), std::string::npos)
         << other.err;
+  }
+
+  // Flags for what ctxpar does not do stop it with why (values and all), not "not expected".
+  for (const auto& [given, why] :
+       {std::pair<std::vector<std::string>, std::string>{{"--enable-lora"}, "LoRA adapters"},
+        {{"--lora-modules", "a=/x", "b=/y"}, "merge the adapter into the checkpoint"},
+        {{"--max-lora-rank", "64"}, "without LoRA adapters"},
+        {{"--uds", "/tmp/s"}, "TCP only"},
+        {{"--kv-transfer-config", "{}"}, "disaggregated prefill"},
+        {{"--middleware", "m.f"}, "Python middleware"},
+        {{"--tool-server", "demo"}, "clients run their tools"},
+        {{"--tokens-only"}, "token-in / token-out"}}) {
+    args = base;
+    args.insert(args.end(), given.begin(), given.end());
+    const CommandResult refused = run_command(CTXPAR_BINARY, args);
+    EXPECT_NE(refused.exit_status, 0) << given[0];
+    EXPECT_NE(refused.err.find(given[0] + ": ctxpar"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find(why), std::string::npos) << refused.err;
+    EXPECT_EQ(refused.err.find("not expected"), std::string::npos) << refused.err;
   }
 
   args = base;
