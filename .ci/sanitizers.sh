@@ -7,8 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
+# -O1 and line tables only (-g1), as the sanitizers' documentation suggests: reports keep their
+# file:line stacks, and the instrumented build, most of this script's time on two cores, takes
+# about half as long as at RelWithDebInfo's -O2 -g (online_engine.cc: 10 s against 21 s).
 configure() {  # configure DIR SANITIZERS TEST_FOLDERS
-  cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCTXPAR_WERROR=ON \
+  cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCTXPAR_WERROR=ON \
     -DCTXPAR_SANITIZE="$2" -DCTXPAR_TEST_ONLY="$3" -DCTXPAR_BUILD_BENCH=OFF >/dev/null
 }
 
