@@ -55,48 +55,37 @@ struct ServeOptions {
   bool enable_ssl_refresh = false;           // refused: the certificate files are read once
   // CORS lists as JSON text (vLLM's json.loads); cors.h's defaults.
   std::string allowed_origins = "[]";
+  std::string allowed_methods = R"(["*"])";
+  std::string allowed_headers = R"(["*"])";
   // --sse-keep-alive-interval in seconds; 0: ServerOptions::keepalive's 2 s (ctxpar writes to
   // idle streams to notice clients that left, so it has no "off").
   int64_t sse_keep_alive_interval = 0;
   std::string fingerprint_mode = "full";  // system_fingerprint.h
   std::string reasoning_effort_map;       // a JSON object of strings, or empty
   std::optional<std::string> fingerprint_value;
-  std::string allowed_methods = R"(["*"])";
-  std::string allowed_headers = R"(["*"])";
 };
 
-// --default-chat-template-kwargs as a JSON object. Throws InputError for text that is not one.
-nlohmann::json chat_template_kwargs_flag(const std::string& text) {
+// A flag whose value is a JSON object, as vLLM's json.loads reads it ("" gives {}). Throws
+// InputError naming the flag for text that is not one; `example` shows one.
+nlohmann::json json_object_flag(const char* flag, const std::string& text, const char* example) {
   if (text.empty()) return nlohmann::json::object();
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    CTXPAR_INPUT_FAIL("--default-chat-template-kwargs '{}' is not JSON: {}", text, e.what());
+    CTXPAR_INPUT_FAIL("{} '{}' is not JSON: {}", flag, text, e.what());
   }
-  CTXPAR_CHECK_INPUT(j.is_object(),
-                     "--default-chat-template-kwargs '{}' is not a JSON object (e.g. "
-                     "'{{\"enable_thinking\": false}}')",
-                     text);
+  CTXPAR_CHECK_INPUT(j.is_object(), "{} '{}' is not a JSON object (e.g. '{}')", flag, text,
+                     example);
   return j;
 }
 
-// --reasoning-effort-map as vLLM reads it (json.loads into dict[str, str]). Throws InputError
-// for text that is not a JSON object of strings.
+// --reasoning-effort-map: vLLM's dict[str, str].
 std::map<std::string, std::string> reasoning_effort_map_flag(const std::string& text) {
+  const nlohmann::json map =
+      json_object_flag("--reasoning-effort-map", text, R"({"medium": "low", "xhigh": "max"})");
   std::map<std::string, std::string> out;
-  if (text.empty()) return out;
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    CTXPAR_INPUT_FAIL("--reasoning-effort-map '{}' is not JSON: {}", text, e.what());
-  }
-  CTXPAR_CHECK_INPUT(j.is_object(),
-                     "--reasoning-effort-map '{}' is not a JSON object (e.g. "
-                     "'{{\"medium\": \"low\", \"xhigh\": \"max\"}}')",
-                     text);
-  for (const auto& [effort, as] : j.items()) {
+  for (const auto& [effort, as] : map.items()) {
     CTXPAR_CHECK_INPUT(as.is_string(),
                        "--reasoning-effort-map: the value of \"{}\" is {}, not a string", effort,
                        as.dump());
@@ -267,7 +256,8 @@ void run(ServeOptions& o) {
   o.server.defaults = defaults_of(sampling_defaults(o, tok.generation));
   o.server.defaults.reasoning_effort_map = reasoning_effort_map_flag(o.reasoning_effort_map);
   o.server.defaults.chat_template_kwargs =
-      chat_template_kwargs_flag(o.default_chat_template_kwargs);
+      json_object_flag("--default-chat-template-kwargs", o.default_chat_template_kwargs,
+                       R"({"enable_thinking": false})");
   o.server.eos_token_ids = tok.eos_token_ids;
   // vLLM: the flag's keys, else VLLM_API_KEY; empty keys guard nothing.
   if (o.server.api_keys.empty()) {
