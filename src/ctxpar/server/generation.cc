@@ -26,6 +26,7 @@ Generation::Generation(engine::OnlineEngine& engine, ServerMetrics& metrics,
     OutputText text(tokenizer, choices[i].prompt_token_ids, own, skip_special_tokens);
     choices_.push_back(std::make_unique<Choice>(
         std::move(choices[i]), fmt::format("{}-{}", request_id_, i), std::move(text)));
+    choices_.back()->timing.queued = arrival_;
   }
 }
 
@@ -102,7 +103,6 @@ ChoiceDelta Generation::apply(size_t i, engine::RequestOutput output,
   Choice& c = *choices_[i];
   ChoiceDelta d;
   d.choice = i;
-  c.timing.queued = arrival_;
   if (output.first_scheduled) c.timing.scheduled = output.first_scheduled;
   const OutputText::Delta text =
       c.text.add(output.token_ids, output.finished(),

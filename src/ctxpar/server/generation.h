@@ -30,7 +30,6 @@ struct ChoiceRequest {
   engine::SamplingParams params;
 };
 
-// What one choice produced since the previous next().
 // When a choice was queued, first scheduled and produced its first and last counted output
 // tokens (vLLM's RequestStateStats, for --enable-per-request-metrics).
 struct ChoiceTiming {
@@ -38,6 +37,7 @@ struct ChoiceTiming {
   std::optional<engine::Clock::time_point> scheduled, first_token, last_token;
 };
 
+// What one choice produced since the previous next().
 struct ChoiceDelta {
   size_t choice = 0;
   std::string text;

@@ -194,6 +194,23 @@ int64_t OpenAiServer::Handlers::cache_block_tokens() const {
   return s.enable_prefix_caching ? s.layout.tokens_per_virtual_block() : 0;
 }
 
+std::unique_ptr<GenerationPlan> OpenAiServer::Handlers::new_plan(Endpoint endpoint, std::string id,
+                                                                 const SamplingRequest& r) const {
+  auto plan = std::make_unique<GenerationPlan>();
+  plan->endpoint = endpoint;
+  plan->id = std::move(id);
+  plan->created = unix_now();
+  plan->model = options_.served_model_names.at(0);
+  plan->prompt_tokens_details = options_.enable_prompt_tokens_details;
+  plan->cache_block_tokens = cache_block_tokens();
+  plan->num_top_logprobs = r.params.logprobs.value_or(-1);
+  plan->logprobs_as_token_ids =
+      r.return_tokens_as_token_ids.value_or(options_.return_tokens_as_token_ids);
+  plan->system_fingerprint = options_.system_fingerprint;
+  plan->per_request_metrics = options_.enable_per_request_metrics;
+  return plan;
+}
+
 void OpenAiServer::Handlers::check_serving() const {
   if (state_.stopping) throw unavailable("The server is shutting down");
   switch (engine_.state()) {
@@ -384,18 +401,7 @@ void OpenAiServer::Handlers::run_completion(const httplib::Request& req, const j
   resolve_logprobs_counts(r.params, engine_.config(), "logprobs");
   r.params.bad_words_token_ids = bad_words_token_ids(r.bad_words, tokenizer_);
   r.params.thinking_budget = thinking_budget(r);
-  auto plan = std::make_unique<GenerationPlan>();
-  plan->endpoint = Endpoint::kCompletion;
-  plan->id = "cmpl-" + base_request_id(req, body);
-  plan->created = unix_now();
-  plan->model = options_.served_model_names.at(0);
-  plan->prompt_tokens_details = options_.enable_prompt_tokens_details;
-  plan->cache_block_tokens = cache_block_tokens();
-  plan->num_top_logprobs = r.params.logprobs.value_or(-1);
-  plan->logprobs_as_token_ids =
-      r.return_tokens_as_token_ids.value_or(options_.return_tokens_as_token_ids);
-  plan->system_fingerprint = options_.system_fingerprint;
-  plan->per_request_metrics = options_.enable_per_request_metrics;
+  auto plan = new_plan(Endpoint::kCompletion, "cmpl-" + base_request_id(req, body), r);
   plan->echo_only = echo_only;
   const int64_t max_model_len = engine_.config().scheduler.max_model_len;
   for (const Prompt& p : r.prompts) {
@@ -501,18 +507,7 @@ void OpenAiServer::Handlers::run_chat(const json& body, const std::string& raw, 
   resolve_logprobs_counts(r.params, engine_.config(), "top_logprobs");
   r.params.bad_words_token_ids = bad_words_token_ids(r.bad_words, tokenizer_);
   r.params.thinking_budget = thinking_budget(r);
-  auto plan = std::make_unique<GenerationPlan>();
-  plan->endpoint = endpoint;
-  plan->id = std::move(id);
-  plan->created = unix_now();
-  plan->model = options_.served_model_names.at(0);
-  plan->prompt_tokens_details = options_.enable_prompt_tokens_details;
-  plan->cache_block_tokens = cache_block_tokens();
-  plan->num_top_logprobs = r.params.logprobs.value_or(-1);
-  plan->logprobs_as_token_ids =
-      r.return_tokens_as_token_ids.value_or(options_.return_tokens_as_token_ids);
-  plan->system_fingerprint = options_.system_fingerprint;
-  plan->per_request_metrics = options_.enable_per_request_metrics;
+  auto plan = new_plan(endpoint, std::move(id), r);
   plan->reasoning_parser = options_.reasoning_parser;
   plan->thinking = thinking_requested(options_.reasoning_parser, r.chat_template_kwargs);
   // Responses without a tool call parser leave calls in the text (vLLM's): no 400 there.

@@ -64,6 +64,10 @@ class OpenAiServer::Handlers {
       const SamplingRequest& r) const;
   // Prompt tokens one prefix-cache block holds (B·N); 0 with prefix caching off.
   int64_t cache_block_tokens() const;
+  // A plan with what every endpoint sets the same way: id, time, model, the server's usage,
+  // logprob-name and fingerprint options, and r's logprobs.
+  std::unique_ptr<GenerationPlan> new_plan(Endpoint endpoint, std::string id,
+                                           const SamplingRequest& r) const;
   // 404 for a model name that is not the served one (none given: the served one).
   void check_model(const std::optional<std::string>& model) const;
   // Token ids of a prompt; 400 for ids outside the vocabulary.
