@@ -771,5 +771,14 @@ class PerRequestMetricsAndPromptText(unittest.TestCase):
                   if line.startswith("data: {")]
         self.assertEqual([c.get("prompt_text") for c in chunks],
                          [text] + [None] * (len(chunks) - 1))
+        # The role chunk holds both keys, null when not asked for (vLLM sets them); no other
+        # chunk has them.
+        status, stream, _ = server.request("POST", "/v1/chat/completions", {
+            "model": fx.MODEL, "messages": messages, "max_tokens": 2, "stream": True})
+        chunks = [json.loads(line[6:]) for line in stream.splitlines()
+                  if line.startswith("data: {")]
+        self.assertEqual(chunks[0]["choices"][0]["delta"].get("role"), "assistant")
+        self.assertEqual((chunks[0]["prompt_token_ids"], chunks[0]["prompt_text"]), (None, None))
+        self.assertTrue(all("prompt_text" not in c for c in chunks[1:]))
         self.assertIsNone(self.post(server, "/v1/chat/completions", max_tokens=1,
                                     messages=messages)["prompt_text"])

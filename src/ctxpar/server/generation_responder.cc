@@ -160,10 +160,11 @@ std::string GenerationResponder::first_events() {
                                      {"delta", {{"role", plan_.response_role}, {"content", ""}}},
                                      {"logprobs", nullptr},
                                      {"finish_reason", nullptr}}});
-    if (request_.return_token_ids) {
-      chunk["prompt_token_ids"] = plan_.prompts[plan_.choices[i].prompt_index];
-    }
-    if (plan_.prompt_text) chunk["prompt_text"] = *plan_.prompt_text;
+    // vLLM sets both on its role chunks (so they are dumped, null when not asked for).
+    chunk["prompt_token_ids"] = request_.return_token_ids
+                                    ? json(plan_.prompts[plan_.choices[i].prompt_index])
+                                    : json(nullptr);
+    chunk["prompt_text"] = plan_.prompt_text ? json(*plan_.prompt_text) : json(nullptr);
     add_usage(chunk, i);
     out += sse_event(chunk);
   }
