@@ -227,9 +227,11 @@ void run(ServeOptions& o) {
                        "--enable-ssl-refresh is not supported: ctxpar reads the certificate "
                        "files once, at start (restart it to load new ones)");
     server::check_tls(o.server.tls);
-    CTXPAR_CHECK_INPUT(o.sse_keep_alive_interval >= 0,
-                       "--sse-keep-alive-interval {} must be a non-negative integer (seconds; 0: "
-                       "ctxpar's default, every 2 s)",
+    // The bound keeps the interval's deadline (now + interval, in steady_clock ticks) from
+    // overflowing; a day is past any proxy's read timeout.
+    CTXPAR_CHECK_INPUT(o.sse_keep_alive_interval >= 0 && o.sse_keep_alive_interval <= 86400,
+                       "--sse-keep-alive-interval {} must be a non-negative integer of at most "
+                       "86400 (seconds; 0: ctxpar's default, every 2 s)",
                        o.sse_keep_alive_interval);
     if (o.sse_keep_alive_interval > 0) {
       o.server.keepalive = std::chrono::seconds(o.sse_keep_alive_interval);

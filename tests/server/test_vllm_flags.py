@@ -500,10 +500,12 @@ class SseKeepAliveInterval(unittest.TestCase):
         rest = r.read().decode()
         self.assertIn("data: [DONE]", rest)
 
-    def test_a_negative_interval_stops_the_server(self):
-        rc, err = fx.failed_start(["--sse-keep-alive-interval", "-1"])
-        self.assertNotEqual(rc, 0)
-        self.assertIn("--sse-keep-alive-interval -1 must be a non-negative integer", err)
+    def test_a_negative_or_huge_interval_stops_the_server(self):
+        for value in ("-1", "86401", str(2**62)):
+            rc, err = fx.failed_start(["--sse-keep-alive-interval", value])
+            self.assertNotEqual(rc, 0, value)
+            self.assertIn(f"--sse-keep-alive-interval {value} must be a non-negative integer",
+                          err)
 
 
 class SystemFingerprint(unittest.TestCase):

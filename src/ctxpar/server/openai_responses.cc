@@ -107,9 +107,10 @@ json chat_logprobs(const LogprobTokenNames& names, const std::vector<int32_t>& t
       top.push_back(
           {{"token", t}, {"logprob", clamped(entries[k].logprob)}, {"bytes", utf8_bytes(t)}});
     }
-    content.push_back({{"token", names(tokens[i])},
+    const std::string text = token_text(names.tokenizer, tokens[i]);
+    content.push_back({{"token", names.as_token_ids ? names(tokens[i]) : text},
                        {"logprob", clamped(logprobs[i].sampled.logprob)},
-                       {"bytes", utf8_bytes(token_text(names.tokenizer, tokens[i]))},
+                       {"bytes", utf8_bytes(text)},
                        {"top_logprobs", top}});
   }
   return {{"content", content}};

@@ -1,13 +1,12 @@
 #include "ctxpar/server/system_fingerprint.h"
 
-#include <openssl/evp.h>
-
 #include <array>
 #include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
 
 #include "ctxpar/core/error.h"
+#include "ctxpar/kv/block_hash.h"
 
 namespace ctxpar::server {
 namespace {
@@ -27,13 +26,11 @@ std::string config_hash8(const engine::EngineConfig& c) {
       {"max_model_len", c.max_model_len},
       {"additional_config", c.additional_config},
       {"hf_overrides", c.hf_overrides}};
-  const std::string text = identity.dump();
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int size = 0;
-  CTXPAR_CHECK(
-      EVP_Digest(text.data(), text.size(), digest.data(), &size, EVP_sha256(), nullptr) == 1,
-      "OpenSSL's SHA-256 failed");
-  return fmt::format("{:02x}{:02x}{:02x}{:02x}", digest[0], digest[1], digest[2], digest[3]);
+  // The project's SHA-256 (the prefix cache's, OpenSSL's) over the identity as its one key.
+  const std::array<std::string, 1> key = {identity.dump()};
+  const kv::BlockHash digest = kv::sha256_block_hash(nullptr, {}, key);
+  return fmt::format("{:02x}{:02x}{:02x}{:02x}", digest.bytes[0], digest.bytes[1], digest.bytes[2],
+                     digest.bytes[3]);
 }
 
 }  // namespace
