@@ -472,14 +472,17 @@ class ResponseRole(unittest.TestCase):
 
 class SseKeepAliveInterval(unittest.TestCase):
     def test_an_idle_stream_gets_keep_alive_comments(self):
-        # One sequence at a time: a stream queued behind a long one stays idle until it ends.
+        # One sequence at a time: a stream queued behind long ones stays idle until they end.
+        # Several ahead of it: one 4000-token output of the tiny model can take under a second
+        # on a fast core, less than the interval.
         server = fx.Server(["--sse-keep-alive-interval", "1", "--max-num-seqs", "1"],
                            engine_args=LONG).__enter__()
         self.addCleanup(fx.stop, server)
         client = fx.openai_client(server)
-        long_one = client.completions.create(model=fx.MODEL, prompt="long", max_tokens=4000,
-                                             stream=True, extra_body={"ignore_eos": True})
-        next(iter(long_one))
+        long_ones = [client.completions.create(model=fx.MODEL, prompt="long", max_tokens=4000,
+                                               stream=True, extra_body={"ignore_eos": True})
+                     for _ in range(6)]
+        next(iter(long_ones[0]))
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
         self.addCleanup(conn.close)
         conn.request("POST", "/v1/completions", json.dumps(
@@ -491,12 +494,14 @@ class SseKeepAliveInterval(unittest.TestCase):
         first = r.readline().decode()
         waited = time.monotonic() - start
         if first != ": keep-alive\n":
-            long_one.close()
+            for stream in long_ones:
+                stream.close()
             self.fail(f"{first!r} after {waited:.2f} s: the queued stream got data, not a "
-                      "keep-alive (the long stream ended too soon?)")
+                      "keep-alive (the long streams ended too soon?)")
         self.assertGreater(waited, 0.5)
         self.assertLess(waited, 10)
-        long_one.close()  # the queued request runs now, and its stream ends normally
+        for stream in long_ones:  # the queued request runs now, and its stream ends normally
+            stream.close()
         rest = r.read().decode()
         self.assertIn("data: [DONE]", rest)
 
