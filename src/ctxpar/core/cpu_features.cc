@@ -43,6 +43,7 @@ const CpuFeatures& cpu_features() {
                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
     c.avx512_bf16 = c.avx512 && __builtin_cpu_supports("avx512bf16");
     c.amx_bf16 = c.avx512_bf16 && amx_bf16_usable();
+    c.amd = __builtin_cpu_is("amd");
 #endif
     return c;
   }();

@@ -17,6 +17,9 @@ struct CpuFeatures {
   // AMX-TILE + AMX-BF16 with AVX-512 BF16, and the kernel granted this process the tile data
   // state (Linux arch_prctl ARCH_REQ_XCOMP_PERM, requested once here).
   bool amx_bf16 = false;
+  // An AMD core (vendor AuthenticAMD): for kernels whose best software prefetch differs by
+  // vendor.
+  bool amd = false;
 };
 
 const CpuFeatures& cpu_features();

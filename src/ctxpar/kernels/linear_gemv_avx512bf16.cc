@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "ctxpar/core/cpu_features.h"
 #include "ctxpar/kernels/linear_gemv.h"
 
 namespace ctxpar::kernels::detail {
@@ -20,10 +21,13 @@ namespace {
 
 constexpr int64_t kStep = 32;  // bf16 values per zmm
 constexpr int kMaxT = 4;       // tokens per register block
-// One token: rows one at a time, each requested kRowAhead values (6 KiB) ahead, which runs on
-// into the next rows, so contiguous rows are one sequential stream. On an AMD EPYC (Zen 5)
-// VM, 1 thread, Llama-1B-shaped layers (kernels_linear_bench DecodeLinears): 33-38 GB/s
-// against 27-30 for 4-row blocks (four streams) at 1 KiB, 30-31 at 4 KiB ahead.
+// One token: rows one at a time, so contiguous rows are one sequential stream. On Intel cores
+// each row is requested kRowAhead values (6 KiB) ahead, running on into the next rows: on an
+// AMD EPYC (Zen 5) VM, 1 thread, Llama-1B-shaped layers (kernels_linear_bench DecodeLinears),
+// 33-38 GB/s against 27-30 for 4-row blocks (four streams) at 1 KiB, 30-31 at 4 KiB ahead.
+// AMD cores are left to their own prefetchers (cpu_features().amd): on an AMD EPYC (Zen 4) VM,
+// 1 thread, the same layers read 28.8 GB/s with no requests ahead against 23.4-24.1 with them
+// 1, 2 or 6 KiB ahead, and a plain read loop 29.1 (best of six interleaved rounds).
 constexpr int64_t kRowAhead = 3072;
 // Several tokens: 4-row blocks, so each x vector is loaded once per 4 rows: one row at a time
 // needs a load per dot product and ran 22 GB/s at 4 tokens and 12 at 8 against 27 and 19.
@@ -79,6 +83,43 @@ void dot_block(const uint16_t* x, int64_t k, const uint16_t* w, int64_t ldw, con
   }
 }
 
+// One row, one token: *y = x·w (+ *bias). Two accumulators: with no prefetch requests in the
+// loop a single chain of vdpbf16ps waits on the instruction's latency (25.7 GB/s on the Zen 4
+// VM above against 28.8).
+template <bool kPrefetch>
+void dot_row(const uint16_t* x, int64_t k, const uint16_t* w, int64_t ldw, const float* bias,
+             float* y) {
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  const auto step = [&](int c, int64_t i) {
+    if constexpr (kPrefetch) {
+      __builtin_prefetch(i + kRowAhead < k ? w + i + kRowAhead : w + ldw + (i + kRowAhead - k),
+                         0, 3);
+    }
+    acc[c] = _mm512_dpbf16_ps(acc[c], load_bf16x32(w + i), load_bf16x32(x + i));
+  };
+  int64_t i = 0;
+  for (; i + 2 * kStep <= k; i += 2 * kStep) {
+    step(0, i);
+    step(1, i + kStep);
+  }
+  if (i + kStep <= k) {
+    step(0, i);
+    i += kStep;
+  }
+  if (i < k) {
+    acc[1] = _mm512_dpbf16_ps(acc[1], load_bf16_head(w + i, k - i), load_bf16_head(x + i, k - i));
+  }
+  const float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
+  *y = bias != nullptr ? sum + *bias : sum;
+}
+
+template <bool kPrefetch>
+void rows_one_token(const GemvArgs& a, const uint16_t* x, const uint16_t* w) {
+  for (int64_t o = 0; o < a.n; ++o) {
+    dot_row<kPrefetch>(x, a.k, w + o * a.ldw, a.ldw, a.bias ? a.bias + o : nullptr, a.y + o);
+  }
+}
+
 // Rows [o, o + R) for every token of a (two or more), up to kMaxT tokens per register block.
 template <int R>
 void block_rows(const GemvArgs& a, const uint16_t* x, const uint16_t* w, int64_t o) {
@@ -110,9 +151,10 @@ void gemv_bf16_avx512bf16(const GemvArgs& a) {
   const auto* x = static_cast<const uint16_t*>(a.xp);
   const auto* w = static_cast<const uint16_t*>(a.w);
   if (a.tokens == 1) {
-    for (int64_t o = 0; o < a.n; ++o) {
-      dot_block<1, 1, kRowAhead>(x, a.k, w + o * a.ldw, a.ldw, a.bias ? a.bias + o : nullptr,
-                                 a.y + o, a.ldy);
+    if (cpu_features().amd) {
+      rows_one_token<false>(a, x, w);
+    } else {
+      rows_one_token<true>(a, x, w);
     }
     return;
   }
