@@ -141,7 +141,8 @@ void gemv(GemvKernel kernel, DType w_type, const void* xp, int64_t tokens, int64
                    r1 - r0,
                    bias != nullptr ? bias + r0 : nullptr,
                    y + r0,
-                   ldy};
+                   ldy,
+                   !cpu_features().amd};
   const Isa isa = kernel_isa(kernel);
   if (!bf16_w) {
     for_isa(isa, &gemv_f32_scalar, &gemv_f32_avx2, &gemv_f32_avx512)(a);

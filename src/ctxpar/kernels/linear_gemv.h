@@ -79,6 +79,9 @@ struct GemvArgs {
   const float* bias;
   float* y;
   int64_t ldy;
+  // kAvx512Bf16 at one token: request each row's bytes ahead in software (gemv sets it on
+  // Intel cores, not on AMD's; the results are the same bits either way).
+  bool prefetch_ahead = true;
 };
 void gemv_bf16_scalar(const GemvArgs& a);
 void gemv_f32_scalar(const GemvArgs& a);

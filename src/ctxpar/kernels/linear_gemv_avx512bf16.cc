@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "ctxpar/core/cpu_features.h"
 #include "ctxpar/kernels/linear_gemv.h"
 
 namespace ctxpar::kernels::detail {
@@ -25,8 +24,8 @@ constexpr int kMaxT = 4;       // tokens per register block
 // each row is requested kRowAhead values (6 KiB) ahead, running on into the next rows: on an
 // AMD EPYC (Zen 5) VM, 1 thread, Llama-1B-shaped layers (kernels_linear_bench DecodeLinears),
 // 33-38 GB/s against 27-30 for 4-row blocks (four streams) at 1 KiB, 30-31 at 4 KiB ahead.
-// AMD cores are left to their own prefetchers (cpu_features().amd): on an AMD EPYC (Zen 4) VM,
-// 1 thread, the same layers read 28.8 GB/s with no requests ahead against 23.4-24.1 with them
+// AMD cores are left to their own prefetchers (GemvArgs::prefetch_ahead): on an AMD EPYC (Zen 4)
+// VM, 1 thread, the same layers read 28.8 GB/s with no requests ahead against 23.4-24.1 with them
 // 1, 2 or 6 KiB ahead, and a plain read loop 29.1 (best of six interleaved rounds).
 constexpr int64_t kRowAhead = 3072;
 // Several tokens: 4-row blocks, so each x vector is loaded once per 4 rows: one row at a time
@@ -92,8 +91,8 @@ void dot_row(const uint16_t* x, int64_t k, const uint16_t* w, int64_t ldw, const
   __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
   const auto step = [&](int c, int64_t i) {
     if constexpr (kPrefetch) {
-      __builtin_prefetch(i + kRowAhead < k ? w + i + kRowAhead : w + ldw + (i + kRowAhead - k),
-                         0, 3);
+      __builtin_prefetch(i + kRowAhead < k ? w + i + kRowAhead : w + ldw + (i + kRowAhead - k), 0,
+                         3);
     }
     acc[c] = _mm512_dpbf16_ps(acc[c], load_bf16x32(w + i), load_bf16x32(x + i));
   };
@@ -151,10 +150,10 @@ void gemv_bf16_avx512bf16(const GemvArgs& a) {
   const auto* x = static_cast<const uint16_t*>(a.xp);
   const auto* w = static_cast<const uint16_t*>(a.w);
   if (a.tokens == 1) {
-    if (cpu_features().amd) {
-      rows_one_token<false>(a, x, w);
-    } else {
+    if (a.prefetch_ahead) {
       rows_one_token<true>(a, x, w);
+    } else {
+      rows_one_token<false>(a, x, w);
     }
     return;
   }

@@ -306,6 +306,26 @@ TEST_F(LinearTest, GemvVariantsMatchReferenceOnEveryIsa) {
           y.fill_bytes(0xff);
           detail::gemv(kernel, dtype, xp.data(), tokens, in, w.raw(), w.stride(0), r0, r1,
                        bias ? bias->data<float>() : nullptr, y.data<float>(), out);
+          if (kernel == detail::GemvKernel::kAvx512Bf16 && dtype == DType::kBF16) {
+            // With and without the software prefetch (Intel's and AMD's path): the same bits.
+            for (bool prefetch_ahead : {false, true}) {
+              Tensor again = Tensor::empty({tokens, out}, DType::kF32);
+              again.fill_bytes(0xff);
+              detail::GemvArgs a{xp.data(),
+                                 tokens,
+                                 in,
+                                 static_cast<const uint16_t*>(w.raw()) + r0 * w.stride(0),
+                                 w.stride(0),
+                                 r1 - r0,
+                                 bias ? bias->data<float>() + r0 : nullptr,
+                                 again.data<float>() + r0,
+                                 out,
+                                 prefetch_ahead};
+              detail::gemv_bf16_avx512bf16(a);
+              EXPECT_EQ(std::memcmp(again.raw(), y.raw(), y.nbytes()), 0)
+                  << "prefetch_ahead " << prefetch_ahead;
+            }
+          }
           const Tensor xr = dtype == DType::kBF16 ? bf16_rounded(x) : x;
           if (r1 > r0) {
             // A row range of one output and one token is a single dot product, which can
