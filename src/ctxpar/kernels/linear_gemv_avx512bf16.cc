@@ -21,12 +21,13 @@ namespace {
 constexpr int64_t kStep = 32;  // bf16 values per zmm
 constexpr int kMaxT = 4;       // tokens per register block
 // One token: rows one at a time, so contiguous rows are one sequential stream. On Intel cores
-// each row is requested kRowAhead values (6 KiB) ahead, running on into the next rows: on an
-// AMD EPYC (Zen 5) VM, 1 thread, Llama-1B-shaped layers (kernels_linear_bench DecodeLinears),
-// 33-38 GB/s against 27-30 for 4-row blocks (four streams) at 1 KiB, 30-31 at 4 KiB ahead.
-// AMD cores are left to their own prefetchers (GemvArgs::prefetch_ahead): on an AMD EPYC (Zen 4)
-// VM, 1 thread, the same layers read 28.8 GB/s with no requests ahead against 23.4-24.1 with them
-// 1, 2 or 6 KiB ahead, and a plain read loop 29.1 (best of six interleaved rounds).
+// each row is requested kRowAhead values (6 KiB) ahead, running on into the next rows. Against
+// other requests ahead (measured on an AMD EPYC Zen 5 VM, 1 thread, Llama-1B-shaped layers,
+// kernels_linear_bench DecodeLinears): 33-38 GB/s, 27-30 for 4-row blocks (four streams) at
+// 1 KiB, 30-31 at 4 KiB ahead. AMD cores now take no requests ahead (GemvArgs::prefetch_ahead;
+// Zen 5 was not measured so): on an AMD EPYC Zen 4 VM, 1 thread, the same layers read 28.8 GB/s
+// without them against 23.4-24.1 with them 1, 2 or 6 KiB ahead, and a plain read loop 29.1 (best
+// of six interleaved rounds).
 constexpr int64_t kRowAhead = 3072;
 // Several tokens: 4-row blocks, so each x vector is loaded once per 4 rows: one row at a time
 // needs a load per dot product and ran 22 GB/s at 4 tokens and 12 at 8 against 27 and 19.
