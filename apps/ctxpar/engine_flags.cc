@@ -310,6 +310,16 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& f) {
   last_value_wins(cmd);
 }
 
+bool ignored_flag_given(const EngineFlags& flags, std::string_view name) {
+  for (const auto& group : flags.ignored) {
+    for (const std::string& g : group.second) {
+      // An entry is the flag, or the flag, a space and its value.
+      if (g.starts_with(name) && (g.size() == name.size() || g[name.size()] == ' ')) return true;
+    }
+  }
+  return false;
+}
+
 engine::EngineConfig finish_engine_config(const EngineFlags& f) {
   engine::EngineConfig c = f.config;
   c.kv_cache_memory = engine::parse_memory_size(f.kv_cache_memory);

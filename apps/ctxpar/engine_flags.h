@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ctxpar/engine/llm_engine.h"
@@ -39,6 +40,8 @@ struct EngineFlags {
 };
 
 void add_engine_flags(CLI::App* cmd, EngineFlags& flags);
+// Whether the ignored vLLM flag `name` ("--disable-log-stats") was given.
+bool ignored_flag_given(const EngineFlags& flags, std::string_view name);
 // Applies the string-typed flags (memory sizes) to flags.config, turns a Hugging Face repo id
 // into its cached snapshot directory (config.model; flags.config.model keeps the name as given)
 // and, on the output rank, names the ignored vLLM flags on stderr; throws ctxpar::InputError.

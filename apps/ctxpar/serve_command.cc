@@ -236,6 +236,12 @@ void run(ServeOptions& o) {
     if (o.sse_keep_alive_interval > 0) {
       o.server.keepalive = std::chrono::seconds(o.sse_keep_alive_interval);
     }
+    // vLLM refuses the pair (its metrics come from the stats logger); ctxpar's would be served,
+    // but a line that vLLM stops should not start here as if it ran.
+    CTXPAR_CHECK_INPUT(!o.server.enable_per_request_metrics ||
+                           !ignored_flag_given(o.engine, "--disable-log-stats"),
+                       "--enable-per-request-metrics needs the engine's statistics, which "
+                       "--disable-log-stats turns off (as vLLM); give one of them");
     o.server.system_fingerprint =
         server::system_fingerprint(o.fingerprint_mode, o.fingerprint_value, config);
     o.server.cors.origins = server::parse_cors_list("--allowed-origins", o.allowed_origins);

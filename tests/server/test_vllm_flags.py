@@ -710,6 +710,16 @@ class PerRequestMetricsAndPromptText(unittest.TestCase):
         else:
             self.assertIsNone(m.get("mean_itl_ms"))
 
+    def test_disable_log_stats_refuses_the_metrics_as_vllm_does(self):
+        rc, err = fx.failed_start(["--enable-per-request-metrics", "--disable-log-stats"])
+        self.assertNotEqual(rc, 0)
+        self.assertIn("--enable-per-request-metrics needs the engine's statistics, which "
+                      "--disable-log-stats turns off", err)
+        # Either alone starts (the flag alone is the test below).
+        server = fx.Server(["--disable-log-stats"], engine_args=SMALL).__enter__()
+        self.addCleanup(fx.stop, server)
+        self.post(server, "/v1/completions", prompt="x", max_tokens=1)
+
     def test_metrics_ride_on_responses_of_one_choice(self):
         rng = fx.seeded_rng(self)
         server = fx.Server(["--enable-per-request-metrics"], engine_args=SMALL).__enter__()
