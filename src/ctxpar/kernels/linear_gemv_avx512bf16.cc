@@ -25,9 +25,10 @@ constexpr int kMaxT = 4;       // tokens per register block
 // other requests ahead (measured on an AMD EPYC Zen 5 VM, 1 thread, Llama-1B-shaped layers,
 // kernels_linear_bench DecodeLinears): 33-38 GB/s, 27-30 for 4-row blocks (four streams) at
 // 1 KiB, 30-31 at 4 KiB ahead. AMD cores now take no requests ahead (GemvArgs::prefetch_ahead;
-// Zen 5 was not measured so): on an AMD EPYC Zen 4 VM, 1 thread, the same layers read 28.8 GB/s
-// without them against 23.4-24.1 with them 1, 2 or 6 KiB ahead, and a plain read loop 29.1 (best
-// of six interleaved rounds).
+// Zen 5 was not measured so): on an AMD EPYC Zen 4 VM, 1 thread, the same layers read 0.77-0.85
+// of the read ceiling without them against 0.65-0.73 with them (three alternated pairs; a probe
+// of one row at a time: 23.4-24.1 GB/s with requests 1, 2 or 6 KiB ahead, 28.8 without, a plain
+// read loop 29.1). Two accumulator chains instead of one read 0.74-0.77 against 0.81-0.83.
 constexpr int64_t kRowAhead = 3072;
 // Several tokens: 4-row blocks, so each x vector is loaded once per 4 rows: one row at a time
 // needs a load per dot product and ran 22 GB/s at 4 tokens and 12 at 8 against 27 and 19.
@@ -43,7 +44,8 @@ inline __m512bh load_bf16_head(const uint16_t* p, int64_t n) {
 }
 
 // y[t·ldy + r] = Σ_i x[t·k + i]·w[r·ldw + i] (+ bias[r]) for R rows and T tokens. Each row's
-// bytes are requested `ahead` values ahead; near a row's end, in the row R rows on.
+// bytes are requested kAhead values ahead (0: not at all); near a row's end, in the row R rows
+// on.
 template <int R, int T, int64_t kAhead>
 void dot_block(const uint16_t* x, int64_t k, const uint16_t* w, int64_t ldw, const float* bias,
                float* y, int64_t ldy) {
@@ -57,7 +59,9 @@ void dot_block(const uint16_t* x, int64_t k, const uint16_t* w, int64_t ldw, con
     for (int t = 0; t < T; ++t) xv[t] = load_bf16x32(x + t * k + i);
     for (int r = 0; r < R; ++r) {
       const uint16_t* row = w + r * ldw + i;
-      __builtin_prefetch(i + kAhead < k ? row + kAhead : row + R * ldw + (kAhead - k), 0, 3);
+      if constexpr (kAhead > 0) {
+        __builtin_prefetch(i + kAhead < k ? row + kAhead : row + R * ldw + (kAhead - k), 0, 3);
+      }
       const __m512bh wv = load_bf16x32(row);
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], wv, xv[t]);
     }
@@ -80,43 +84,6 @@ void dot_block(const uint16_t* x, int64_t k, const uint16_t* w, int64_t ldw, con
       for (int r = 0; r < R; ++r) sums[r] = _mm512_reduce_add_ps(acc[r][t]);
     }
     for (int r = 0; r < R; ++r) y[t * ldy + r] = bias != nullptr ? sums[r] + bias[r] : sums[r];
-  }
-}
-
-// One row, one token: *y = x·w (+ *bias). Two accumulators: with no prefetch requests in the
-// loop a single chain of vdpbf16ps waits on the instruction's latency (25.7 GB/s on the Zen 4
-// VM above against 28.8).
-template <bool kPrefetch>
-void dot_row(const uint16_t* x, int64_t k, const uint16_t* w, int64_t ldw, const float* bias,
-             float* y) {
-  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-  const auto step = [&](int c, int64_t i) {
-    if constexpr (kPrefetch) {
-      __builtin_prefetch(i + kRowAhead < k ? w + i + kRowAhead : w + ldw + (i + kRowAhead - k), 0,
-                         3);
-    }
-    acc[c] = _mm512_dpbf16_ps(acc[c], load_bf16x32(w + i), load_bf16x32(x + i));
-  };
-  int64_t i = 0;
-  for (; i + 2 * kStep <= k; i += 2 * kStep) {
-    step(0, i);
-    step(1, i + kStep);
-  }
-  if (i + kStep <= k) {
-    step(0, i);
-    i += kStep;
-  }
-  if (i < k) {
-    acc[1] = _mm512_dpbf16_ps(acc[1], load_bf16_head(w + i, k - i), load_bf16_head(x + i, k - i));
-  }
-  const float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
-  *y = bias != nullptr ? sum + *bias : sum;
-}
-
-template <bool kPrefetch>
-void rows_one_token(const GemvArgs& a, const uint16_t* x, const uint16_t* w) {
-  for (int64_t o = 0; o < a.n; ++o) {
-    dot_row<kPrefetch>(x, a.k, w + o * a.ldw, a.ldw, a.bias ? a.bias + o : nullptr, a.y + o);
   }
 }
 
@@ -151,10 +118,13 @@ void gemv_bf16_avx512bf16(const GemvArgs& a) {
   const auto* x = static_cast<const uint16_t*>(a.xp);
   const auto* w = static_cast<const uint16_t*>(a.w);
   if (a.tokens == 1) {
-    if (a.prefetch_ahead) {
-      rows_one_token<true>(a, x, w);
-    } else {
-      rows_one_token<false>(a, x, w);
+    for (int64_t o = 0; o < a.n; ++o) {
+      const float* bias = a.bias ? a.bias + o : nullptr;
+      if (a.prefetch_ahead) {
+        dot_block<1, 1, kRowAhead>(x, a.k, w + o * a.ldw, a.ldw, bias, a.y + o, a.ldy);
+      } else {
+        dot_block<1, 1, 0>(x, a.k, w + o * a.ldw, a.ldw, bias, a.y + o, a.ldy);
+      }
     }
     return;
   }
