@@ -792,6 +792,7 @@ class PerRequestMetricsAndPromptText(unittest.TestCase):
         # chunk has them.
         status, stream, _ = server.request("POST", "/v1/chat/completions", {
             "model": fx.MODEL, "messages": messages, "max_tokens": 2, "stream": True})
+        self.assertEqual(status, 200, stream)
         chunks = [json.loads(line[6:]) for line in stream.splitlines()
                   if line.startswith("data: {")]
         self.assertEqual(chunks[0]["choices"][0]["delta"].get("role"), "assistant")
