@@ -55,6 +55,9 @@ struct AttnJob {
   float scale = 1.0f;                    // applied to q·k
   float* const* out = nullptr;           // [rows] → dv f32, written
   float* const* lse = nullptr;           // [rows] → one f32, written
+  // The next tile's rows are requested into L2 (AMD cores) rather than into L1 (Intel's): a
+  // choice of speed only, the results are the same bits either way.
+  bool prefetch_to_l2 = false;
 };
 
 // Per-thread scratch of a job, in floats (the same layout for every ISA).

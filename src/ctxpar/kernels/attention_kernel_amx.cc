@@ -365,7 +365,7 @@ void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& 
     const int64_t next_bytes = n_next * (dk + (job.v_in_k_row ? 0 : dv)) * elem;
     const int64_t bytes_per_tdp = (next_bytes + tdps - 1) / tdps;
     TilePrefetch<uint16_t> prefetch(k_rows[cur ^ 1], v_rows[cur ^ 1], n_next, 1, 0, 0, dk * elem,
-                                    job.v_in_k_row ? 0 : dv * elem);
+                                    job.v_in_k_row ? 0 : dv * elem, job.prefetch_to_l2);
     const uint16_t* ka[4];
     int64_t a_stride[4] = {};
     for (int kg = 0; kg < key_groups; ++kg) {

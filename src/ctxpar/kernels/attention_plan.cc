@@ -186,6 +186,7 @@ void run_attention_plan(const AttnPlan& plan, ThreadPool& pool, Isa isa) {
     job.q = plan.q.data() + g.first_row;
     job.row_key_end = plan.row_key_end.empty() ? nullptr : plan.row_key_end.data() + g.first_row;
     job.scale = plan.scale;
+    job.prefetch_to_l2 = cpu_features().amd;
     if (j.part_base < 0) {
       job.out = plan.out.data() + g.first_row;
       job.lse = plan.lse.data() + g.first_row;
