@@ -24,7 +24,7 @@ constexpr int kMaxT = 4;       // tokens per register block
 // each row is requested kRowAhead values (6 KiB) ahead, running on into the next rows. Against
 // other requests ahead (measured on an AMD EPYC Zen 5 VM, 1 thread, Llama-1B-shaped layers,
 // kernels_linear_bench DecodeLinears): 33-38 GB/s, 27-30 for 4-row blocks (four streams) at
-// 1 KiB, 30-31 at 4 KiB ahead. AMD cores now take no requests ahead (GemvArgs::prefetch_ahead;
+// 1 KiB, 30-31 at 4 KiB ahead. AMD cores now take no requests ahead (GemvArgs::l1_prefetch;
 // Zen 5 was not measured so): on an AMD EPYC Zen 4 VM, 1 thread, the same layers read 0.77-0.85
 // of the read ceiling without them against 0.65-0.73 with them (three alternated pairs; a probe
 // of one row at a time: 23.4-24.1 GB/s with requests 1, 2 or 6 KiB ahead, 28.8 without, a plain
@@ -34,6 +34,12 @@ constexpr int64_t kRowAhead = 3072;
 // needs a load per dot product and ran 22 GB/s at 4 tokens and 12 at 8 against 27 and 19.
 constexpr int kBlockRows = 4;
 constexpr int64_t kBlockAhead = 512;
+// On AMD cores the blocks' rows are requested 4 KiB ahead into L2 instead (GemvArgs::
+// l1_prefetch false): Zen 4 VM, 1 thread, DecodeLinears bf16 at 4 tokens 0.49 -> 0.69 of the
+// read ceiling, at 8 tokens 0.41-0.44 -> 0.58-0.63; 1 KiB ahead into L2 0.64, 4 KiB into L1 0.50,
+// none 0.53-0.58. One token on AMD gained nothing from requests into L2 (0.73-0.83 at 2, 6 or
+// 16 KiB ahead against 0.76-0.77 without, noise-level) and keeps none.
+constexpr int64_t kBlockAheadAmd = 2048;
 
 inline __m512bh load_bf16x32(const uint16_t* p) {
   return (__m512bh)_mm512_loadu_si512(p);
@@ -44,9 +50,9 @@ inline __m512bh load_bf16_head(const uint16_t* p, int64_t n) {
 }
 
 // y[t·ldy + r] = Σ_i x[t·k + i]·w[r·ldw + i] (+ bias[r]) for R rows and T tokens. Each row's
-// bytes are requested kAhead values ahead (0: not at all); near a row's end, in the row R rows
-// on.
-template <int R, int T, int64_t kAhead>
+// bytes are requested kAhead values ahead (0: not at all), into L1 or into L2 (kToL2); near a
+// row's end, in the row R rows on.
+template <int R, int T, int64_t kAhead, bool kToL2 = false>
 void dot_block(const uint16_t* x, int64_t k, const uint16_t* w, int64_t ldw, const float* bias,
                float* y, int64_t ldy) {
   __m512 acc[R][T];
@@ -60,7 +66,8 @@ void dot_block(const uint16_t* x, int64_t k, const uint16_t* w, int64_t ldw, con
     for (int r = 0; r < R; ++r) {
       const uint16_t* row = w + r * ldw + i;
       if constexpr (kAhead > 0) {
-        __builtin_prefetch(i + kAhead < k ? row + kAhead : row + R * ldw + (kAhead - k), 0, 3);
+        const uint16_t* ahead = i + kAhead < k ? row + kAhead : row + R * ldw + (kAhead - k);
+        __builtin_prefetch(ahead, 0, kToL2 ? 2 : 3);
       }
       const __m512bh wv = load_bf16x32(row);
       for (int t = 0; t < T; ++t) acc[r][t] = _mm512_dpbf16_ps(acc[r][t], wv, xv[t]);
@@ -87,8 +94,9 @@ void dot_block(const uint16_t* x, int64_t k, const uint16_t* w, int64_t ldw, con
   }
 }
 
-// Rows [o, o + R) for every token of a (two or more), up to kMaxT tokens per register block.
-template <int R>
+// Rows [o, o + R) for every token of a (two or more), up to kMaxT tokens per register block,
+// the rows requested kAhead values ahead (into L2 with kToL2).
+template <int R, int64_t kAhead, bool kToL2>
 void block_rows(const GemvArgs& a, const uint16_t* x, const uint16_t* w, int64_t o) {
   for (int64_t t0 = 0; t0 < a.tokens; t0 += kMaxT) {
     const uint16_t* xt = x + t0 * a.k;
@@ -97,16 +105,16 @@ void block_rows(const GemvArgs& a, const uint16_t* x, const uint16_t* w, int64_t
     float* yt = a.y + t0 * a.ldy + o;
     switch (std::min<int64_t>(kMaxT, a.tokens - t0)) {
       case 4:
-        dot_block<R, 4, kBlockAhead>(xt, a.k, wo, a.ldw, bias, yt, a.ldy);
+        dot_block<R, 4, kAhead, kToL2>(xt, a.k, wo, a.ldw, bias, yt, a.ldy);
         break;
       case 3:
-        dot_block<R, 3, kBlockAhead>(xt, a.k, wo, a.ldw, bias, yt, a.ldy);
+        dot_block<R, 3, kAhead, kToL2>(xt, a.k, wo, a.ldw, bias, yt, a.ldy);
         break;
       case 2:
-        dot_block<R, 2, kBlockAhead>(xt, a.k, wo, a.ldw, bias, yt, a.ldy);
+        dot_block<R, 2, kAhead, kToL2>(xt, a.k, wo, a.ldw, bias, yt, a.ldy);
         break;
       default:
-        dot_block<R, 1, kBlockAhead>(xt, a.k, wo, a.ldw, bias, yt, a.ldy);
+        dot_block<R, 1, kAhead, kToL2>(xt, a.k, wo, a.ldw, bias, yt, a.ldy);
         break;
     }
   }
@@ -120,7 +128,7 @@ void gemv_bf16_avx512bf16(const GemvArgs& a) {
   if (a.tokens == 1) {
     for (int64_t o = 0; o < a.n; ++o) {
       const float* bias = a.bias ? a.bias + o : nullptr;
-      if (a.prefetch_ahead) {
+      if (a.l1_prefetch) {
         dot_block<1, 1, kRowAhead>(x, a.k, w + o * a.ldw, a.ldw, bias, a.y + o, a.ldy);
       } else {
         dot_block<1, 1, 0>(x, a.k, w + o * a.ldw, a.ldw, bias, a.y + o, a.ldy);
@@ -129,8 +137,17 @@ void gemv_bf16_avx512bf16(const GemvArgs& a) {
     return;
   }
   int64_t o = 0;
-  for (; o + kBlockRows <= a.n; o += kBlockRows) block_rows<kBlockRows>(a, x, w, o);
-  for (; o < a.n; ++o) block_rows<1>(a, x, w, o);
+  if (a.l1_prefetch) {
+    for (; o + kBlockRows <= a.n; o += kBlockRows) {
+      block_rows<kBlockRows, kBlockAhead, false>(a, x, w, o);
+    }
+    for (; o < a.n; ++o) block_rows<1, kBlockAhead, false>(a, x, w, o);
+  } else {
+    for (; o + kBlockRows <= a.n; o += kBlockRows) {
+      block_rows<kBlockRows, kBlockAheadAmd, true>(a, x, w, o);
+    }
+    for (; o < a.n; ++o) block_rows<1, kBlockAheadAmd, true>(a, x, w, o);
+  }
 }
 
 }  // namespace ctxpar::kernels::detail

@@ -308,7 +308,7 @@ TEST_F(LinearTest, GemvVariantsMatchReferenceOnEveryIsa) {
                        bias ? bias->data<float>() : nullptr, y.data<float>(), out);
           if (kernel == detail::GemvKernel::kAvx512Bf16 && dtype == DType::kBF16) {
             // With and without the software prefetch (Intel's and AMD's path): the same bits.
-            for (bool prefetch_ahead : {false, true}) {
+            for (bool l1_prefetch : {false, true}) {
               Tensor again = Tensor::empty({tokens, out}, DType::kF32);
               again.fill_bytes(0xff);
               detail::GemvArgs a{xp.data(),
@@ -320,10 +320,10 @@ TEST_F(LinearTest, GemvVariantsMatchReferenceOnEveryIsa) {
                                  bias ? bias->data<float>() + r0 : nullptr,
                                  again.data<float>() + r0,
                                  out,
-                                 prefetch_ahead};
+                                 l1_prefetch};
               detail::gemv_bf16_avx512bf16(a);
               EXPECT_EQ(std::memcmp(again.raw(), y.raw(), y.nbytes()), 0)
-                  << "prefetch_ahead " << prefetch_ahead;
+                  << "l1_prefetch " << l1_prefetch;
             }
           }
           const Tensor xr = dtype == DType::kBF16 ? bf16_rounded(x) : x;
