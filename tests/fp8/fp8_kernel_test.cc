@@ -4,8 +4,10 @@
 // the constructor's checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -173,6 +175,83 @@ TEST_F(Fp8Test, GemvOfEveryIsaMatchesTheReference) {
           EXPECT_NEAR(got, ref, 1e-5 * (1 + std::fabs(ref)) * std::sqrt(in)) << t << "," << o;
         }
       }
+    }
+  }
+}
+
+// The AVX-512 BF16 GEMV (bf16 activations) against the double reference on bf16-rounded x:
+// row ranges inside a 128-row block, k on and off its 64-value chunks and 128-value blocks,
+// 1 to 16 tokens (passes of four).
+TEST_F(Fp8Test, Bf16GemvMatchesTheReference) {
+  if (!detail::fp8_gemv_bf16_usable()) {
+    GTEST_SKIP() << "this CPU lacks AVX-512 BF16 with VBMI (or CTXPAR_ISA is below avx512)";
+  }
+  const int64_t outs[] = {1, 3, 127, 128, 131, 300};
+  const int64_t ins[] = {1, 7, 63, 64, 65, 100, 128, 129, 200, 257, 320, 700};
+  for (int rep = 0; rep < 40; ++rep) {
+    const int64_t out = outs[uniform_int(0, 5)], in = ins[uniform_int(0, 11)];
+    const int tokens = static_cast<int>(uniform_int(1, 16));
+    SCOPED_TRACE(testing::Message() << "out " << out << " in " << in << " tokens " << tokens);
+    const Fp8Weight w = random_weight(out, in);
+    const Tensor x = random({tokens, in});
+    Tensor want = Tensor::empty({tokens, out}, DType::kF32);
+    fp8_linear_reference(x, w, nullptr, DType::kBF16, want);
+    const int64_t block = uniform_int(0, (out - 1) / 128);
+    const int64_t lo = block * 128, hi = std::min(out, lo + 128);
+    const int64_t r0 = uniform_int(lo, hi - 1), nr = uniform_int(1, hi - r0);
+    std::vector<uint16_t> xp(static_cast<size_t>(tokens * detail::fp8_bf16_x_stride(in)), 0xFFFF);
+    detail::fp8_prepare_x_bf16(x.data<float>(), in, tokens, in, xp.data());
+    Tensor y = poisoned({tokens, out});
+    detail::fp8_gemv_bf16({xp.data(), tokens, in, static_cast<const uint8_t*>(w.weight.raw()), in,
+                           w.scale_inv.data<float>() + block * w.scale_inv.size(1), r0, nr,
+                           y.data<float>(), out});
+    for (int t = 0; t < tokens; ++t) {
+      for (int64_t o = 0; o < out; ++o) {
+        const float got = y.data<float>()[t * out + o];
+        if (o < r0 || o >= r0 + nr) {
+          EXPECT_TRUE(std::isnan(got)) << "row " << o << " outside the range was written";
+          continue;
+        }
+        const float ref = want.data<float>()[t * out + o];
+        EXPECT_NEAR(got, ref, 1e-5 * (1 + std::fabs(ref)) * std::sqrt(in)) << t << "," << o;
+      }
+    }
+  }
+}
+
+// Every e4m3 code through the bf16 GEMV's byte tables: x one-hot, so each output is one code's
+// value times its block scale, exactly.
+TEST_F(Fp8Test, Bf16GemvWidensEveryCodeExactly) {
+  if (!detail::fp8_gemv_bf16_usable()) {
+    GTEST_SKIP() << "this CPU lacks AVX-512 BF16 with VBMI (or CTXPAR_ISA is below avx512)";
+  }
+  // 160 columns: a 32-value tail after two chunks. Token t reads column hot[t] (distinct, at
+  // random), whose 128 rows hold the codes 0-127 (even t) or 128-255 (odd t), NaNs as 0.
+  const int64_t out = 128, in = 160;
+  Fp8Weight w = random_weight(out, in);
+  auto* q = static_cast<uint8_t*>(w.weight.raw());
+  const int tokens = 16;
+  std::vector<int64_t> hot(static_cast<size_t>(in));
+  std::iota(hot.begin(), hot.end(), 0);
+  std::shuffle(hot.begin(), hot.end(), rng_);
+  Tensor x = Tensor::empty({tokens, in}, DType::kF32);
+  for (int t = 0; t < tokens; ++t) {
+    for (int64_t o = 0; o < out; ++o) {
+      const int code = (t % 2) * 128 + static_cast<int>(o);
+      q[o * in + hot[t]] = (code & 0x7F) == 0x7F ? 0 : static_cast<uint8_t>(code);
+    }
+    for (int64_t i = 0; i < in; ++i) x.data<float>()[t * in + i] = i == hot[t] ? 1.0f : 0.0f;
+  }
+  std::vector<uint16_t> xp(static_cast<size_t>(tokens * detail::fp8_bf16_x_stride(in)));
+  detail::fp8_prepare_x_bf16(x.data<float>(), in, tokens, in, xp.data());
+  Tensor y = poisoned({tokens, out});
+  const float* s = w.scale_inv.data<float>();
+  detail::fp8_gemv_bf16({xp.data(), tokens, in, q, in, s, 0, out, y.data<float>(), out});
+  for (int t = 0; t < tokens; ++t) {
+    for (int64_t o = 0; o < out; ++o) {
+      const uint8_t code = q[o * in + hot[t]];
+      ASSERT_EQ(y.data<float>()[t * out + o], fp8_e4m3::to_f32(code) * s[hot[t] / 128])
+          << "code " << int{code} << " at row " << o << ", column " << hot[t];
     }
   }
 }

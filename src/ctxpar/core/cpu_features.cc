@@ -42,6 +42,7 @@ const CpuFeatures& cpu_features() {
     c.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
     c.avx512_bf16 = c.avx512 && __builtin_cpu_supports("avx512bf16");
+    c.avx512_vbmi = c.avx512 && __builtin_cpu_supports("avx512vbmi");
     c.amx_bf16 = c.avx512_bf16 && amx_bf16_usable();
     c.amd = __builtin_cpu_is("amd");
 #endif

@@ -14,6 +14,7 @@ struct CpuFeatures {
   bool avx2_fma = false;     // AVX2 + FMA + F16C
   bool avx512 = false;       // AVX-512 F, BW, DQ, VL
   bool avx512_bf16 = false;  // vdpbf16ps
+  bool avx512_vbmi = false;  // vpermi2b, vpermb
   // AMX-TILE + AMX-BF16 with AVX-512 BF16, and the kernel granted this process the tile data
   // state (Linux arch_prctl ARCH_REQ_XCOMP_PERM, requested once here).
   bool amx_bf16 = false;

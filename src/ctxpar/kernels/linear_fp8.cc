@@ -28,6 +28,10 @@ const float* e4m3_table() {
   return table.data();
 }
 
+bool fp8_gemv_bf16_usable() {
+  return cpu_features().avx512_bf16 && cpu_features().avx512_vbmi && active_isa() >= Isa::kAvx512;
+}
+
 const Fp8Kernels& fp8_kernels(Isa isa) {
   return *for_isa(isa, &kFp8KernelsScalar, &kFp8KernelsAvx2, &kFp8KernelsAvx512);
 }
@@ -143,6 +147,10 @@ struct Fp8Linear::Impl {
   void forward(const Tensor& x, Tensor& y, ThreadPool* pool) const;
   void gemv(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
             ThreadPool* pool) const;
+  // bf16 activations on a CPU with AVX-512 BF16 and VBMI: detail::fp8_gemv_bf16 over x prepared
+  // once by the calling thread, rows split over the pool in 128-row blocks.
+  void gemv_bf16(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
+                 ThreadPool* pool) const;
   bool uses_amx(int64_t tokens) const {
     return activation_dtype == DType::kBF16 && active_isa() == Isa::kAmx &&
            tokens >= kAmxMinTokens && tokens <= kAmxMaxTokens;
@@ -270,6 +278,9 @@ void Fp8Linear::Impl::forward(const Tensor& x, Tensor& y, ThreadPool* pool) cons
   const int64_t ldy = row_stride(y);
   if (uses_amx(tokens)) {
     gemm_amx(x.data<float>(), row_stride(x), tokens, yp, ldy, pool);
+  } else if (tokens <= kGemvMaxCallTokens && activation_dtype == DType::kBF16 &&
+             detail::fp8_gemv_bf16_usable()) {
+    gemv_bf16(x.data<float>(), row_stride(x), tokens, yp, ldy, pool);
   } else if (tokens <= kGemvMaxCallTokens) {
     const float* xp = x.data<float>();
     int64_t ldx = row_stride(x);
@@ -308,6 +319,32 @@ void Fp8Linear::Impl::gemv(const float* x, int64_t ldx, int64_t tokens, float* y
         k.scale_x(x, ldx, static_cast<int>(tokens), in, scale + b * lds, xs.data());
       const int64_t r0 = b * kFp8Block, nr = std::min(kFp8Block, out - r0);
       k.gemv(xs.data(), in, static_cast<int>(tokens), wq, ldw, in, r0, nr, y, ldy);
+      scale_rows(y, ldy, 0, tokens, r0, nr);
+    }
+  };
+  const int64_t row_blocks = blocks(out);
+  if (pool != nullptr && pool->num_threads() > 1 && row_blocks > 1) {
+    pool->parallel_for(row_blocks, 1, [&](int64_t b0, int64_t b1, int) { run(b0, b1); });
+  } else {
+    run(0, row_blocks);
+  }
+}
+
+void Fp8Linear::Impl::gemv_bf16(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
+                                ThreadPool* pool) const {
+  thread_local std::vector<uint16_t> prepared;  // the calling thread's, read by the pool's tasks
+  prepared.resize(static_cast<size_t>(tokens * detail::fp8_bf16_x_stride(in)));
+  detail::fp8_prepare_x_bf16(x, ldx, static_cast<int>(tokens), in, prepared.data());
+  const uint16_t* xp = prepared.data();
+  const auto* wq = static_cast<const uint8_t*>(w.weight.raw());
+  const int64_t ldw = row_stride(w.weight);
+  const float* scale = block_scales();
+  const int64_t lds = block_scale_stride();
+  const auto run = [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t r0 = b * kFp8Block, nr = std::min(kFp8Block, out - r0);
+      detail::fp8_gemv_bf16(
+          {xp, static_cast<int>(tokens), in, wq, ldw, scale + b * lds, r0, nr, y, ldy});
       scale_rows(y, ldy, 0, tokens, r0, nr);
     }
   };

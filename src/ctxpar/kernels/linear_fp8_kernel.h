@@ -64,6 +64,33 @@ struct Fp8AmxArgs {
 };
 void fp8_gemm_amx(const Fp8AmxArgs& a);
 
+// FP8 weights times 1 to 16 tokens with AVX-512 BF16 dot products (linear_fp8_avx512vbmi.cc),
+// for bf16 activations: y[t, o] = Σ_b S[o / 128, b]·Σ_{i in block b} bf16(x[t, i])·e4m3(W[o, i])
+// for rows o in [r0, r0 + nr) of one 128-row block. xp: x as fp8_prepare_x_bf16 writes it.
+// scale_row: that row block's scales [ceil(k / 128)]. Writes y[t, r0 .. r0 + nr) (row stride
+// ldy). Runs on the calling thread; needs fp8_gemv_bf16_usable().
+struct Fp8Bf16GemvArgs {
+  const uint16_t* xp;
+  int tokens;
+  int64_t k;
+  const uint8_t* w;
+  int64_t ldw;
+  const float* scale_row;
+  int64_t r0, nr;
+  float* y;
+  int64_t ldy;
+};
+void fp8_gemv_bf16(const Fp8Bf16GemvArgs& a);
+// Values per token of a prepared x: k rounded up to the kernel's 64-value chunk.
+constexpr int64_t fp8_bf16_x_stride(int64_t k) {
+  return (k + 63) / 64 * 64;
+}
+// xp [tokens, fp8_bf16_x_stride(k)] = x [tokens, k] (row stride ldx) rounded to bf16, each
+// 64-value chunk in the kernel's lane order, zeros past k. xp is the caller's.
+void fp8_prepare_x_bf16(const float* x, int64_t ldx, int tokens, int64_t k, uint16_t* xp);
+// The CPU has AVX-512 BF16 and VBMI (vpermi2b) and CTXPAR_ISA allows AVX-512.
+bool fp8_gemv_bf16_usable();
+
 // Throws ctxpar::Error if the CPU lacks isa.
 const Fp8Kernels& fp8_kernels(Isa isa);
 
