@@ -90,6 +90,51 @@ class Fp8Test : public SeededTest {
   }
 };
 
+// One GEMV call's draw: a random weight and x, the double reference with `act` activations,
+// and a row range inside one 128-row block, as Fp8Linear hands them to the kernels.
+struct GemvCase {
+  int64_t out, in, block, r0, nr;
+  int tokens;
+  Fp8Weight w;
+  Tensor x, want;
+  const float* scale_row() const { return w.scale_inv.data<float>() + block * w.scale_inv.size(1); }
+};
+
+class Fp8GemvTest : public Fp8Test {
+ protected:
+  GemvCase draw(const std::vector<int64_t>& outs, const std::vector<int64_t>& ins, int max_tokens,
+                DType act) {
+    GemvCase c;
+    c.out = outs[uniform_int(0, static_cast<int64_t>(outs.size()) - 1)];
+    c.in = ins[uniform_int(0, static_cast<int64_t>(ins.size()) - 1)];
+    c.tokens = static_cast<int>(uniform_int(1, max_tokens));
+    c.w = random_weight(c.out, c.in);
+    c.x = random({c.tokens, c.in});
+    c.want = Tensor::empty({c.tokens, c.out}, DType::kF32);
+    fp8_linear_reference(c.x, c.w, nullptr, act, c.want);
+    c.block = uniform_int(0, (c.out - 1) / 128);
+    const int64_t lo = c.block * 128, hi = std::min(c.out, lo + 128);
+    c.r0 = uniform_int(lo, hi - 1);
+    c.nr = uniform_int(1, hi - c.r0);
+    return c;
+  }
+
+  // y (poisoned before the call) holds the reference in the case's rows and NaN elsewhere.
+  static void expect_rows(const GemvCase& c, const Tensor& y) {
+    for (int t = 0; t < c.tokens; ++t) {
+      for (int64_t o = 0; o < c.out; ++o) {
+        const float got = y.data<float>()[t * c.out + o];
+        if (o < c.r0 || o >= c.r0 + c.nr) {
+          EXPECT_TRUE(std::isnan(got)) << "row " << o << " outside the range was written";
+          continue;
+        }
+        const float ref = c.want.data<float>()[t * c.out + o];
+        EXPECT_NEAR(got, ref, 1e-5 * (1 + std::fabs(ref)) * std::sqrt(c.in)) << t << "," << o;
+      }
+    }
+  }
+};
+
 TEST_F(Fp8Test, E4m3CodesDecodeAndRoundTripExactly) {
   int finite = 0;
   for (int b = 0; b < 256; ++b) {
@@ -140,41 +185,21 @@ TEST_F(Fp8Test, E4m3RoundsToNearestEvenAndSaturates) {
   EXPECT_EQ(fp8_e4m3::from_f32(std::numeric_limits<float>::quiet_NaN()) & 0x7F, 0x7F);
 }
 
-TEST_F(Fp8Test, GemvOfEveryIsaMatchesTheReference) {
-  const int64_t outs[] = {1, 3, 127, 128, 131, 300};
-  const int64_t ins[] = {1, 7, 16, 63, 64, 100, 128, 200, 257, 320};
+TEST_F(Fp8GemvTest, GemvOfEveryIsaMatchesTheReference) {
   for (Isa isa : available_isas()) {
     const detail::Fp8Kernels& k = detail::fp8_kernels(isa);
     for (int rep = 0; rep < 24; ++rep) {
-      const int64_t out = outs[uniform_int(0, 5)], in = ins[uniform_int(0, 9)];
-      const int tokens = static_cast<int>(uniform_int(1, detail::kFp8GemvMaxTokens));
-      SCOPED_TRACE(testing::Message()
-                   << isa_name(isa) << " out " << out << " in " << in << " tokens " << tokens);
-      const Fp8Weight w = random_weight(out, in);
-      const Tensor x = random({tokens, in});
-      Tensor want = Tensor::empty({tokens, out}, DType::kF32);
-      fp8_linear_reference(x, w, nullptr, DType::kF32, want);
-      // A row range inside one 128-row block, as the caller hands them out.
-      const int64_t block = uniform_int(0, (out - 1) / 128);
-      const int64_t lo = block * 128, hi = std::min(out, lo + 128);
-      const int64_t r0 = uniform_int(lo, hi - 1), nr = uniform_int(1, hi - r0);
-      std::vector<float> xs(static_cast<size_t>(tokens * in));
-      k.scale_x(x.data<float>(), in, tokens, in,
-                w.scale_inv.data<float>() + block * w.scale_inv.size(1), xs.data());
-      Tensor y = poisoned({tokens, out});
-      k.gemv(xs.data(), in, tokens, static_cast<const uint8_t*>(w.weight.raw()), in, in, r0, nr,
-             y.data<float>(), out);
-      for (int t = 0; t < tokens; ++t) {
-        for (int64_t o = 0; o < out; ++o) {
-          const float got = y.data<float>()[t * out + o];
-          if (o < r0 || o >= r0 + nr) {
-            EXPECT_TRUE(std::isnan(got)) << "row " << o << " outside the range was written";
-            continue;
-          }
-          const float ref = want.data<float>()[t * out + o];
-          EXPECT_NEAR(got, ref, 1e-5 * (1 + std::fabs(ref)) * std::sqrt(in)) << t << "," << o;
-        }
-      }
+      const GemvCase c =
+          draw({1, 3, 127, 128, 131, 300}, {1, 7, 16, 63, 64, 100, 128, 200, 257, 320},
+               detail::kFp8GemvMaxTokens, DType::kF32);
+      SCOPED_TRACE(testing::Message() << isa_name(isa) << " out " << c.out << " in " << c.in
+                                      << " tokens " << c.tokens);
+      std::vector<float> xs(static_cast<size_t>(c.tokens * c.in));
+      k.scale_x(c.x.data<float>(), c.in, c.tokens, c.in, c.scale_row(), xs.data());
+      Tensor y = poisoned({c.tokens, c.out});
+      k.gemv(xs.data(), c.in, c.tokens, static_cast<const uint8_t*>(c.w.weight.raw()), c.in, c.in,
+             c.r0, c.nr, y.data<float>(), c.out);
+      expect_rows(c, y);
     }
   }
 }
@@ -182,40 +207,22 @@ TEST_F(Fp8Test, GemvOfEveryIsaMatchesTheReference) {
 // The AVX-512 BF16 GEMV (bf16 activations) against the double reference on bf16-rounded x:
 // row ranges inside a 128-row block, k on and off its 64-value chunks and 128-value blocks,
 // 1 to 16 tokens (passes of four).
-TEST_F(Fp8Test, Bf16GemvMatchesTheReference) {
+TEST_F(Fp8GemvTest, Bf16GemvMatchesTheReference) {
   if (!detail::fp8_gemv_bf16_usable()) {
     GTEST_SKIP() << "this CPU lacks AVX-512 BF16 with VBMI (or CTXPAR_ISA is below avx512)";
   }
-  const int64_t outs[] = {1, 3, 127, 128, 131, 300};
-  const int64_t ins[] = {1, 7, 63, 64, 65, 100, 128, 129, 200, 257, 320, 700};
   for (int rep = 0; rep < 40; ++rep) {
-    const int64_t out = outs[uniform_int(0, 5)], in = ins[uniform_int(0, 11)];
-    const int tokens = static_cast<int>(uniform_int(1, 16));
-    SCOPED_TRACE(testing::Message() << "out " << out << " in " << in << " tokens " << tokens);
-    const Fp8Weight w = random_weight(out, in);
-    const Tensor x = random({tokens, in});
-    Tensor want = Tensor::empty({tokens, out}, DType::kF32);
-    fp8_linear_reference(x, w, nullptr, DType::kBF16, want);
-    const int64_t block = uniform_int(0, (out - 1) / 128);
-    const int64_t lo = block * 128, hi = std::min(out, lo + 128);
-    const int64_t r0 = uniform_int(lo, hi - 1), nr = uniform_int(1, hi - r0);
-    std::vector<uint16_t> xp(static_cast<size_t>(tokens * detail::fp8_bf16_x_stride(in)), 0xFFFF);
-    detail::fp8_prepare_x_bf16(x.data<float>(), in, tokens, in, xp.data());
-    Tensor y = poisoned({tokens, out});
-    detail::fp8_gemv_bf16({xp.data(), tokens, in, static_cast<const uint8_t*>(w.weight.raw()), in,
-                           w.scale_inv.data<float>() + block * w.scale_inv.size(1), r0, nr,
-                           y.data<float>(), out});
-    for (int t = 0; t < tokens; ++t) {
-      for (int64_t o = 0; o < out; ++o) {
-        const float got = y.data<float>()[t * out + o];
-        if (o < r0 || o >= r0 + nr) {
-          EXPECT_TRUE(std::isnan(got)) << "row " << o << " outside the range was written";
-          continue;
-        }
-        const float ref = want.data<float>()[t * out + o];
-        EXPECT_NEAR(got, ref, 1e-5 * (1 + std::fabs(ref)) * std::sqrt(in)) << t << "," << o;
-      }
-    }
+    const GemvCase c =
+        draw({1, 3, 127, 128, 131, 300}, {1, 7, 63, 64, 65, 100, 128, 129, 200, 257, 320, 700}, 16,
+             DType::kBF16);
+    SCOPED_TRACE(testing::Message() << "out " << c.out << " in " << c.in << " tokens " << c.tokens);
+    std::vector<uint16_t> xp(static_cast<size_t>(c.tokens * detail::fp8_bf16_x_stride(c.in)),
+                             0xFFFF);
+    detail::fp8_prepare_x_bf16(c.x.data<float>(), c.in, c.tokens, c.in, xp.data());
+    Tensor y = poisoned({c.tokens, c.out});
+    detail::fp8_gemv_bf16({xp.data(), c.tokens, c.in, static_cast<const uint8_t*>(c.w.weight.raw()),
+                           c.in, c.scale_row(), c.r0, c.nr, y.data<float>(), c.out});
+    expect_rows(c, y);
   }
 }
 

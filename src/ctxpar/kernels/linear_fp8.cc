@@ -144,6 +144,18 @@ struct Fp8Linear::Impl {
     if (per_row()) scale_outputs(y + t0 * ldy + r0, ldy, nt, w.scale_inv.data<float>() + r0, n);
   }
 
+  // run(b0, b1) over the 128-row blocks [0, blocks(out)), split over the pool where it has
+  // several threads and there are several blocks.
+  template <class Run>
+  void over_row_blocks(ThreadPool* pool, const Run& run) const {
+    const int64_t row_blocks = blocks(out);
+    if (pool != nullptr && pool->num_threads() > 1 && row_blocks > 1) {
+      pool->parallel_for(row_blocks, 1, [&](int64_t b0, int64_t b1, int) { run(b0, b1); });
+    } else {
+      run(0, row_blocks);
+    }
+  }
+
   void forward(const Tensor& x, Tensor& y, ThreadPool* pool) const;
   void gemv(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
             ThreadPool* pool) const;
@@ -322,12 +334,7 @@ void Fp8Linear::Impl::gemv(const float* x, int64_t ldx, int64_t tokens, float* y
       scale_rows(y, ldy, 0, tokens, r0, nr);
     }
   };
-  const int64_t row_blocks = blocks(out);
-  if (pool != nullptr && pool->num_threads() > 1 && row_blocks > 1) {
-    pool->parallel_for(row_blocks, 1, [&](int64_t b0, int64_t b1, int) { run(b0, b1); });
-  } else {
-    run(0, row_blocks);
-  }
+  over_row_blocks(pool, run);
 }
 
 void Fp8Linear::Impl::gemv_bf16(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
@@ -348,12 +355,7 @@ void Fp8Linear::Impl::gemv_bf16(const float* x, int64_t ldx, int64_t tokens, flo
       scale_rows(y, ldy, 0, tokens, r0, nr);
     }
   };
-  const int64_t row_blocks = blocks(out);
-  if (pool != nullptr && pool->num_threads() > 1 && row_blocks > 1) {
-    pool->parallel_for(row_blocks, 1, [&](int64_t b0, int64_t b1, int) { run(b0, b1); });
-  } else {
-    run(0, row_blocks);
-  }
+  over_row_blocks(pool, run);
 }
 
 void Fp8Linear::Impl::gemm_amx(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
@@ -380,12 +382,7 @@ void Fp8Linear::Impl::gemm_amx(const float* x, int64_t ldx, int64_t tokens, floa
       detail::fp8_gemm_amx(part);
       scale_rows(a.y, ldy, 0, nt, part.r0, part.nr);
     };
-    const int64_t row_blocks = blocks(out);
-    if (pool != nullptr && pool->num_threads() > 1 && row_blocks > 1) {
-      pool->parallel_for(row_blocks, 1, [&](int64_t b0, int64_t b1, int) { run(b0, b1); });
-    } else {
-      run(0, row_blocks);
-    }
+    over_row_blocks(pool, run);
   }
 }
 
