@@ -64,7 +64,8 @@ struct Fp8AmxArgs {
 };
 void fp8_gemm_amx(const Fp8AmxArgs& a);
 
-// FP8 weights times 1 to 16 tokens with AVX-512 BF16 dot products (linear_fp8_avx512vbmi.cc),
+// FP8 weights times any number of tokens (in passes of kFp8GemvMaxTokens; Fp8Linear sends up to
+// 16) with AVX-512 BF16 dot products (linear_fp8_avx512vbmi.cc),
 // for bf16 activations: y[t, o] = Σ_b S[o / 128, b]·Σ_{i in block b} bf16(x[t, i])·e4m3(W[o, i])
 // for rows o in [r0, r0 + nr) of one 128-row block. xp: x as fp8_prepare_x_bf16 writes it.
 // scale_row: that row block's scales [ceil(k / 128)]. Writes y[t, r0 .. r0 + nr) (row stride
