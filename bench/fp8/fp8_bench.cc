@@ -8,8 +8,8 @@
 //   7168 × 2048 (an expert's down_proj); 2 to 64 tokens (batched decode) at 7168 × 18432.
 //   Enough copies of W are rotated that their total exceeds 1 GiB, so every call reads W from
 //   DRAM. Reported: GB/s of weight + scale bytes per call, and "of_read" = that / the read
-//   ceiling of the same thread count (goal >= 0.8); the label names the ISA, and "bf16-dot"
-//   where the GEMV multiplies with AVX-512 BF16 dot products (linear_fp8_avx512vbmi.cc).
+//   ceiling of the same thread count (goal >= 0.8); the label names the ISA and the kernel
+//   (Fp8Linear::kernel_for: gemv-bf16 multiplies with AVX-512 BF16 dot products).
 // - FP8 prefill (512 tokens) at an expert's gate / up_proj 2048 × 7168 and down_proj
 //   7168 × 2048 (and a dense layer's 18432 × 7168 on 2 threads), 1 and 2 threads, f32 and
 //   bf16 activations: GFLOP/s and "of_gemm" = that / the GEMM the path feeds with the
@@ -38,7 +38,6 @@
 #include "ctxpar/core/thread_pool.h"
 #include "ctxpar/kernels/linear.h"
 #include "ctxpar/kernels/linear_fp8.h"
-#include "ctxpar/kernels/linear_fp8_kernel.h"
 #include "ctxpar/kv/block_pool.h"
 #include "ctxpar/kv/block_table.h"
 #include "ctxpar/model/causal_lm.h"
@@ -109,13 +108,8 @@ void BM_Fp8Gemv(benchmark::State& state) {
     state.counters["GB/s_cpu"] = moved / cpu;
     state.counters["of_read_cpu"] = moved / cpu / ceiling;
   }
-  // Up to 16 tokens the GEMV runs: with bf16 dot products where the CPU has AVX-512 BF16 and
-  // VBMI, else widened through f16 (or on AMX from 3 tokens).
   state.SetLabel(std::string("isa=") + std::string(isa_name(active_isa())) +
-                 (tokens <= 16 && (tokens <= 2 || active_isa() != Isa::kAmx) &&
-                          kernels::detail::fp8_gemv_bf16_usable()
-                      ? " bf16-dot"
-                      : ""));
+                 " kernel=" + std::string(layers[0].kernel_for(tokens)));
 }
 BENCHMARK(BM_Fp8Gemv)
     ->ArgNames({"out", "in", "threads", "tokens"})

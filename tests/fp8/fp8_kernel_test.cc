@@ -263,6 +263,24 @@ TEST_F(Fp8Test, Bf16GemvWidensEveryCodeExactly) {
   }
 }
 
+// forward's kernel by token count and activation dtype, as this CPU allows.
+TEST_F(Fp8Test, KernelForFollowsTokensAndActivations) {
+  const Fp8Weight w = random_weight(uniform_int(1, 300), uniform_int(1, 300));
+  const Fp8Linear f32(w, std::nullopt, DType::kF32);
+  const Fp8Linear b16(w, std::nullopt, DType::kBF16);
+  const bool amx = active_isa() == Isa::kAmx;
+  const std::string_view bf16_gemv = detail::fp8_gemv_bf16_usable() ? "gemv-bf16" : "gemv";
+  for (int64_t tokens : {1, 2}) {
+    EXPECT_EQ(f32.kernel_for(tokens), "gemv") << tokens;
+    EXPECT_EQ(b16.kernel_for(tokens), bf16_gemv) << tokens;
+  }
+  EXPECT_EQ(f32.kernel_for(16), "gemv");
+  EXPECT_EQ(b16.kernel_for(16), amx ? "amx" : bf16_gemv);
+  EXPECT_EQ(f32.kernel_for(17), "prefill");
+  EXPECT_EQ(b16.kernel_for(17), amx ? "amx" : "prefill");
+  EXPECT_EQ(b16.kernel_for(uniform_int(100, 1000)), "prefill");
+}
+
 TEST_F(Fp8Test, DequantizationOfEveryIsaIsExact) {
   for (Isa isa : available_isas()) {
     const int64_t out = uniform_int(1, 300), in = uniform_int(1, 300);

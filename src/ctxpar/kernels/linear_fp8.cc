@@ -163,9 +163,15 @@ struct Fp8Linear::Impl {
   // once by the calling thread, rows split over the pool in 128-row blocks.
   void gemv_bf16(const float* x, int64_t ldx, int64_t tokens, float* y, int64_t ldy,
                  ThreadPool* pool) const;
-  bool uses_amx(int64_t tokens) const {
-    return activation_dtype == DType::kBF16 && active_isa() == Isa::kAmx &&
-           tokens >= kAmxMinTokens && tokens <= kAmxMaxTokens;
+  enum class Route { kAmx, kGemvBf16, kGemv, kPrefill };
+  // Which kernel forward runs over `tokens` rows (Fp8Linear::kernel_for names it).
+  Route route(int64_t tokens) const {
+    const bool bf16_x = activation_dtype == DType::kBF16;
+    if (bf16_x && active_isa() == Isa::kAmx && tokens >= kAmxMinTokens && tokens <= kAmxMaxTokens) {
+      return Route::kAmx;
+    }
+    if (tokens > kGemvMaxCallTokens) return Route::kPrefill;
+    return bf16_x && detail::fp8_gemv_bf16_usable() ? Route::kGemvBf16 : Route::kGemv;
   }
   // Rows split over the pool in 128-row blocks, x prepared by the calling thread, a pass of up
   // to detail::kFp8AmxMaxTokens tokens at a time.
@@ -252,11 +258,25 @@ const std::optional<Tensor>& Fp8Linear::bias() const {
 
 bool Fp8Linear::rounds_weights_to_bf16(int64_t tokens) const {
   return impl_->rounds_w_in_bf16 && impl_->activation_dtype == DType::kBF16 &&
-         !impl_->uses_amx(tokens) && tokens > kGemvMaxCallTokens && detail::onednn_native_bf16();
+         impl_->route(tokens) == Impl::Route::kPrefill && detail::onednn_native_bf16();
 }
 
 DType Fp8Linear::activation_dtype() const {
   return impl_->activation_dtype;
+}
+
+std::string_view Fp8Linear::kernel_for(int64_t tokens) const {
+  switch (impl_->route(tokens)) {
+    case Impl::Route::kAmx:
+      return "amx";
+    case Impl::Route::kGemvBf16:
+      return "gemv-bf16";
+    case Impl::Route::kGemv:
+      return "gemv";
+    case Impl::Route::kPrefill:
+      break;
+  }
+  return "prefill";
 }
 
 void Fp8Linear::forward(const Tensor& x, Tensor& y) const {
@@ -288,12 +308,12 @@ void Fp8Linear::Impl::forward(const Tensor& x, Tensor& y, ThreadPool* pool) cons
   if (tokens == 0) return;
   float* yp = y.data<float>();
   const int64_t ldy = row_stride(y);
-  if (uses_amx(tokens)) {
+  const Route r = route(tokens);
+  if (r == Route::kAmx) {
     gemm_amx(x.data<float>(), row_stride(x), tokens, yp, ldy, pool);
-  } else if (tokens <= kGemvMaxCallTokens && activation_dtype == DType::kBF16 &&
-             detail::fp8_gemv_bf16_usable()) {
+  } else if (r == Route::kGemvBf16) {
     gemv_bf16(x.data<float>(), row_stride(x), tokens, yp, ldy, pool);
-  } else if (tokens <= kGemvMaxCallTokens) {
+  } else if (r == Route::kGemv) {
     const float* xp = x.data<float>();
     int64_t ldx = row_stride(x);
     thread_local std::vector<float> rounded;  // [tokens, in]: x rounded to bf16

@@ -87,6 +87,9 @@ class Fp8Linear {
   Fp8Scaling scaling() const;
   const std::optional<Tensor>& bias() const;
   DType activation_dtype() const;
+  // The kernel forward runs over `tokens` rows: "amx" (the tile kernel), "gemv-bf16" (AVX-512
+  // BF16 dot products), "gemv" (widened to f32) or "prefill" (dequantized tiles into a GEMM).
+  std::string_view kernel_for(int64_t tokens) const;
   // Whether forward over `tokens` rows uses W rounded to bf16 (the bf16 prefill with block
   // scales that are not all powers of two) rather than its exact f32 values.
   bool rounds_weights_to_bf16(int64_t tokens) const;

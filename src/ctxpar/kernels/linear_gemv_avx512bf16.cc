@@ -120,6 +120,14 @@ void block_rows(const GemvArgs& a, const uint16_t* x, const uint16_t* w, int64_t
   }
 }
 
+// Every row of a (two or more tokens): kBlockRows-row blocks, then single rows.
+template <int64_t kAhead, bool kToL2>
+void all_block_rows(const GemvArgs& a, const uint16_t* x, const uint16_t* w) {
+  int64_t o = 0;
+  for (; o + kBlockRows <= a.n; o += kBlockRows) block_rows<kBlockRows, kAhead, kToL2>(a, x, w, o);
+  for (; o < a.n; ++o) block_rows<1, kAhead, kToL2>(a, x, w, o);
+}
+
 }  // namespace
 
 void gemv_bf16_avx512bf16(const GemvArgs& a) {
@@ -136,17 +144,10 @@ void gemv_bf16_avx512bf16(const GemvArgs& a) {
     }
     return;
   }
-  int64_t o = 0;
   if (a.l1_prefetch) {
-    for (; o + kBlockRows <= a.n; o += kBlockRows) {
-      block_rows<kBlockRows, kBlockAhead, false>(a, x, w, o);
-    }
-    for (; o < a.n; ++o) block_rows<1, kBlockAhead, false>(a, x, w, o);
+    all_block_rows<kBlockAhead, false>(a, x, w);
   } else {
-    for (; o + kBlockRows <= a.n; o += kBlockRows) {
-      block_rows<kBlockRows, kBlockAheadAmd, true>(a, x, w, o);
-    }
-    for (; o < a.n; ++o) block_rows<1, kBlockAheadAmd, true>(a, x, w, o);
+    all_block_rows<kBlockAheadAmd, true>(a, x, w);
   }
 }
 

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -237,33 +236,6 @@ TEST_F(WideVectorTest, AttentionJobOver8And16LanesMatchesTheScalarVariant) {
     expect_same(w16.first, w16.second, ref.first, ref.second, dv);
     const auto w8 = run_with(x, detail::run_job_for_isa<WideVec<8>>);
     expect_same(w8.first, w8.second, ref.first, ref.second, dv);
-  }
-}
-
-// Where the next tile's rows are requested (L1 or L2, AttnJob::prefetch_to_l2) is a choice of
-// speed: the widest kernel this CPU runs, and the 16-lane template, give the same bits both ways.
-TEST_F(WideVectorTest, PrefetchTargetLeavesTheBitsAlone) {
-  const detail::AttnJobFn native = std::vector<detail::AttnJobFn>{
-      detail::run_attention_job_scalar, detail::run_attention_job_avx2,
-      detail::run_attention_job_avx512, detail::run_attention_job_amx}[static_cast<int>(cpu_isa())];
-  const std::vector<std::pair<int64_t, int64_t>> dims{{64, 64}, {128, 128}, {576, 512}, {80, 80}};
-  for (int round = 0; round < 20; ++round) {
-    const auto [dk, dv] = dims[uniform_int(0, static_cast<int64_t>(dims.size()) - 1)];
-    const auto dtype = std::vector<detail::KvDType>{detail::KvDType::kF32, detail::KvDType::kBF16,
-                                                    detail::KvDType::kF8E4M3}[uniform_int(0, 2)];
-    SCOPED_TRACE("round " + std::to_string(round) + ", dk " + std::to_string(dk) + ", KvDType " +
-                 std::to_string(static_cast<int>(dtype)));
-    RandomJob x;
-    make(x, dtype, dk, dv, dv <= dk && coin());
-    for (const detail::AttnJobFn fn : {native, detail::run_job_for_isa<WideVec<16>>}) {
-      x.job.prefetch_to_l2 = false;
-      const auto l1 = run_with(x, fn);
-      x.job.prefetch_to_l2 = true;
-      const auto l2 = run_with(x, fn);
-      ASSERT_EQ(0, std::memcmp(l1.first.data(), l2.first.data(), l1.first.size() * sizeof(float)));
-      ASSERT_EQ(0,
-                std::memcmp(l1.second.data(), l2.second.data(), l1.second.size() * sizeof(float)));
-    }
   }
 }
 
