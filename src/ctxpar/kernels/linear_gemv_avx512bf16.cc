@@ -28,7 +28,10 @@ constexpr int kMaxT = 4;       // tokens per register block
 // Zen 5 was not measured so): on an AMD EPYC Zen 4 VM, 1 thread, the same layers read 0.77-0.85
 // of the read ceiling without them against 0.65-0.73 with them (three alternated pairs; a probe
 // of one row at a time: 23.4-24.1 GB/s with requests 1, 2 or 6 KiB ahead, 28.8 without, a plain
-// read loop 29.1). Two accumulator chains instead of one read 0.74-0.77 against 0.81-0.83.
+// read loop 29.1). The row's dot products alternate between two accumulators: with one, each
+// 32-value step waits on the previous step's vdpbf16ps (a 4 KiB row is a chain of 64), which on
+// the Zen 4 VM held one thread at 23.3-25.7 GB/s of weights against 26.1-28.5 with two (0.75-0.80
+// -> 0.82-0.90 of the read ceiling, three and four alternated runs; four chains 25.3-26.1).
 constexpr int64_t kRowAhead = 3072;
 // Several tokens: 4-row blocks, so each x vector is loaded once per 4 rows: one row at a time
 // needs a load per dot product and ran 22 GB/s at 4 tokens and 12 at 8 against 27 and 19.
@@ -94,6 +97,36 @@ void dot_block(const uint16_t* x, int64_t k, const uint16_t* w, int64_t ldw, con
   }
 }
 
+// y = Σ_i x[i]·row[i] (+ *bias) for one token and one row of k values, the even and odd 32-value
+// steps in two accumulators. The row's bytes are requested kAhead values ahead (0: not at all),
+// near its end in the next row (ldw values on).
+template <int64_t kAhead>
+void dot_row(const uint16_t* x, int64_t k, const uint16_t* row, int64_t ldw, const float* bias,
+             float* y) {
+  __m512 even = _mm512_setzero_ps();
+  __m512 odd = _mm512_setzero_ps();
+  const auto step = [&](int64_t i, __m512& acc) {
+    if constexpr (kAhead > 0) {
+      __builtin_prefetch(i + kAhead < k ? row + i + kAhead : row + ldw + (i + kAhead - k), 0, 3);
+    }
+    acc = _mm512_dpbf16_ps(acc, load_bf16x32(row + i), load_bf16x32(x + i));
+  };
+  const int64_t pairs = k / (2 * kStep) * (2 * kStep);
+  int64_t i = 0;
+  for (; i < pairs; i += 2 * kStep) {
+    step(i, even);
+    step(i + kStep, odd);
+  }
+  if (i + kStep <= k) {
+    step(i, even);
+    i += kStep;
+  }
+  if (i < k)
+    odd = _mm512_dpbf16_ps(odd, load_bf16_head(row + i, k - i), load_bf16_head(x + i, k - i));
+  const float sum = _mm512_reduce_add_ps(_mm512_add_ps(even, odd));
+  *y = bias != nullptr ? sum + *bias : sum;
+}
+
 // Rows [o, o + R) for every token of a (two or more), up to kMaxT tokens per register block,
 // the rows requested kAhead values ahead (into L2 with kToL2).
 template <int R, int64_t kAhead, bool kToL2>
@@ -137,9 +170,9 @@ void gemv_bf16_avx512bf16(const GemvArgs& a) {
     for (int64_t o = 0; o < a.n; ++o) {
       const float* bias = a.bias ? a.bias + o : nullptr;
       if (a.l1_prefetch) {
-        dot_block<1, 1, kRowAhead>(x, a.k, w + o * a.ldw, a.ldw, bias, a.y + o, a.ldy);
+        dot_row<kRowAhead>(x, a.k, w + o * a.ldw, a.ldw, bias, a.y + o);
       } else {
-        dot_block<1, 1, 0>(x, a.k, w + o * a.ldw, a.ldw, bias, a.y + o, a.ldy);
+        dot_row<0>(x, a.k, w + o * a.ldw, a.ldw, bias, a.y + o);
       }
     }
     return;
