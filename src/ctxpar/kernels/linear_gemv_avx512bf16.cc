@@ -20,18 +20,20 @@ namespace {
 
 constexpr int64_t kStep = 32;  // bf16 values per zmm
 constexpr int kMaxT = 4;       // tokens per register block
-// One token: rows one at a time, so contiguous rows are one sequential stream. On Intel cores
-// each row is requested kRowAhead values (6 KiB) ahead, running on into the next rows. Against
+// One token. On Intel cores rows one at a time, so contiguous rows are one sequential stream,
+// each row requested kRowAhead values (6 KiB) ahead, running on into the next rows. Against
 // other requests ahead (measured on an AMD EPYC Zen 5 VM, 1 thread, Llama-1B-shaped layers,
 // kernels_linear_bench DecodeLinears): 33-38 GB/s, 27-30 for 4-row blocks (four streams) at
-// 1 KiB, 30-31 at 4 KiB ahead. AMD cores now take no requests ahead (GemvArgs::l1_prefetch;
-// Zen 5 was not measured so): on an AMD EPYC Zen 4 VM, 1 thread, the same layers read 0.77-0.85
-// of the read ceiling without them against 0.65-0.73 with them (three alternated pairs; a probe
-// of one row at a time: 23.4-24.1 GB/s with requests 1, 2 or 6 KiB ahead, 28.8 without, a plain
-// read loop 29.1). The row's dot products alternate between two accumulators: with one, each
-// 32-value step waits on the previous step's vdpbf16ps (a 4 KiB row is a chain of 64), which on
-// the Zen 4 VM held one thread at 23.3-25.7 GB/s of weights against 26.1-28.5 with two (0.75-0.80
-// -> 0.82-0.90 of the read ceiling, three and four alternated runs; four chains 25.3-26.1).
+// 1 KiB, 30-31 at 4 KiB ahead. AMD cores (GemvArgs::l1_prefetch false; Zen 5 was not measured
+// so) take no requests ahead and read two streams: the rows of the first half of the range beside
+// those of the second. On an AMD EPYC Zen 4 VM, 1 thread, the same layers read 0.82-0.86 of the
+// read ceiling as one stream, 0.94-0.95 as two (three alternated runs; four streams 0.93-0.96;
+// adjacent rows side by side 0.45-0.55, as the hardware prefetcher then follows neither), which is
+// what the ceiling's own best loop does (two streams per thread); requests ahead cost there
+// (one stream: 0.65-0.73 with them; two with 512 B ahead: 0.72). Each row's dot products
+// alternate between two accumulators: with one, each 32-value step waits on the previous step's
+// vdpbf16ps (a 4 KiB row is a chain of 64), which held one Zen 4 thread at 23.3-25.7 GB/s of
+// weights against 26.1-28.5 with two (one stream; four chains 25.3-26.1).
 constexpr int64_t kRowAhead = 3072;
 // Several tokens: 4-row blocks, so each x vector is loaded once per 4 rows: one row at a time
 // needs a load per dot product and ran 22 GB/s at 4 tokens and 12 at 8 against 27 and 19.
@@ -97,23 +99,27 @@ void dot_block(const uint16_t* x, int64_t k, const uint16_t* w, int64_t ldw, con
   }
 }
 
-// y = Σ_i x[i]·row[i] (+ *bias) for one token and one row of k values, the even and odd 32-value
-// steps in two accumulators. The row's bytes are requested kAhead values ahead (0: not at all),
-// near its end in the next row (ldw values on).
-template <int64_t kAhead>
-void dot_row(const uint16_t* x, int64_t k, const uint16_t* row, int64_t ldw, const float* bias,
-             float* y) {
-  __m512 even = _mm512_setzero_ps();
-  __m512 odd = _mm512_setzero_ps();
-  const auto step = [&](int64_t i, __m512& acc) {
-    if constexpr (kAhead > 0) {
-      __builtin_prefetch(i + kAhead < k ? row + i + kAhead : row + ldw + (i + kAhead - k), 0, 3);
+// One token, R rows spaced `spacing` rows apart: y[r·spacing] = Σ_i x[i]·row_r[i]
+// (+ bias[r·spacing]), row_r = w + r·spacing·ldw, the even and odd 32-value steps of each row in
+// two accumulators (so every row's sum is the same bits for any R). The rows' bytes are requested
+// kAhead values ahead (0: not at all), near a row's end in the row after it (ldw values on).
+template <int R, int64_t kAhead>
+void dot_rows(const uint16_t* x, int64_t k, const uint16_t* w, int64_t ldw, int64_t spacing,
+              const float* bias, float* y) {
+  __m512 even[R], odd[R];
+  for (int r = 0; r < R; ++r) even[r] = odd[r] = _mm512_setzero_ps();
+  const auto step = [&](int64_t i, __m512(&acc)[R]) {
+    const __m512bh xv = load_bf16x32(x + i);
+    for (int r = 0; r < R; ++r) {
+      const uint16_t* row = w + r * spacing * ldw;
+      if constexpr (kAhead > 0) {
+        __builtin_prefetch(i + kAhead < k ? row + i + kAhead : row + ldw + (i + kAhead - k), 0, 3);
+      }
+      acc[r] = _mm512_dpbf16_ps(acc[r], load_bf16x32(row + i), xv);
     }
-    acc = _mm512_dpbf16_ps(acc, load_bf16x32(row + i), load_bf16x32(x + i));
   };
-  const int64_t pairs = k / (2 * kStep) * (2 * kStep);
   int64_t i = 0;
-  for (; i < pairs; i += 2 * kStep) {
+  for (; i + 2 * kStep <= k; i += 2 * kStep) {
     step(i, even);
     step(i + kStep, odd);
   }
@@ -121,10 +127,16 @@ void dot_row(const uint16_t* x, int64_t k, const uint16_t* row, int64_t ldw, con
     step(i, even);
     i += kStep;
   }
-  if (i < k)
-    odd = _mm512_dpbf16_ps(odd, load_bf16_head(row + i, k - i), load_bf16_head(x + i, k - i));
-  const float sum = _mm512_reduce_add_ps(_mm512_add_ps(even, odd));
-  *y = bias != nullptr ? sum + *bias : sum;
+  if (i < k) {
+    const __m512bh xv = load_bf16_head(x + i, k - i);
+    for (int r = 0; r < R; ++r) {
+      odd[r] = _mm512_dpbf16_ps(odd[r], load_bf16_head(w + r * spacing * ldw + i, k - i), xv);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const float sum = _mm512_reduce_add_ps(_mm512_add_ps(even[r], odd[r]));
+    y[r * spacing] = bias != nullptr ? sum + bias[r * spacing] : sum;
+  }
 }
 
 // Rows [o, o + R) for every token of a (two or more), up to kMaxT tokens per register block,
@@ -167,12 +179,20 @@ void gemv_bf16_avx512bf16(const GemvArgs& a) {
   const auto* x = static_cast<const uint16_t*>(a.xp);
   const auto* w = static_cast<const uint16_t*>(a.w);
   if (a.tokens == 1) {
-    for (int64_t o = 0; o < a.n; ++o) {
+    int64_t o = 0;
+    if (!a.l1_prefetch) {
+      const int64_t half = a.n / 2;
+      for (; o < half; ++o) {
+        dot_rows<2, 0>(x, a.k, w + o * a.ldw, a.ldw, half, a.bias ? a.bias + o : nullptr, a.y + o);
+      }
+      o = 2 * half;
+    }
+    for (; o < a.n; ++o) {
       const float* bias = a.bias ? a.bias + o : nullptr;
       if (a.l1_prefetch) {
-        dot_row<kRowAhead>(x, a.k, w + o * a.ldw, a.ldw, bias, a.y + o);
+        dot_rows<1, kRowAhead>(x, a.k, w + o * a.ldw, a.ldw, 1, bias, a.y + o);
       } else {
-        dot_row<0>(x, a.k, w + o * a.ldw, a.ldw, bias, a.y + o);
+        dot_rows<1, 0>(x, a.k, w + o * a.ldw, a.ldw, 1, bias, a.y + o);
       }
     }
     return;
