@@ -79,10 +79,12 @@ struct GemvArgs {
   const float* bias;
   float* y;
   int64_t ldy;
-  // kAvx512Bf16's software requests ahead: true (gemv sets it on Intel cores) into L1, 6 KiB
-  // ahead at one token, 1 KiB at several; false (AMD cores) none at one token, 4 KiB ahead into
-  // L2 at several. The results are the same bits either way.
-  bool l1_prefetch = true;
+  // kAvx512Bf16's access pattern, as measured best on each vendor's cores. true (gemv sets it on
+  // Intel cores): one token reads the rows in order as one stream, each requested 6 KiB ahead
+  // into L1; several tokens request 1 KiB ahead into L1. false (AMD cores): one token reads the
+  // range's two halves of rows side by side as two streams with no requests; several tokens
+  // request 4 KiB ahead into L2. The results are the same bits either way.
+  bool intel_pattern = true;
 };
 void gemv_bf16_scalar(const GemvArgs& a);
 void gemv_f32_scalar(const GemvArgs& a);

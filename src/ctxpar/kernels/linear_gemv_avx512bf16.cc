@@ -24,7 +24,7 @@ constexpr int kMaxT = 4;       // tokens per register block
 // each row requested kRowAhead values (6 KiB) ahead, running on into the next rows. Against
 // other requests ahead (measured on an AMD EPYC Zen 5 VM, 1 thread, Llama-1B-shaped layers,
 // kernels_linear_bench DecodeLinears): 33-38 GB/s, 27-30 for 4-row blocks (four streams) at
-// 1 KiB, 30-31 at 4 KiB ahead. AMD cores (GemvArgs::l1_prefetch false; Zen 5 was not measured
+// 1 KiB, 30-31 at 4 KiB ahead. AMD cores (GemvArgs::intel_pattern false; Zen 5 was not measured
 // so) take no requests ahead and read two streams: the rows of the first half of the range beside
 // those of the second. On an AMD EPYC Zen 4 VM, 1 thread, the same layers read 0.82-0.86 of the
 // read ceiling as one stream, 0.94-0.95 as two (three alternated runs; four streams 0.93-0.96;
@@ -40,7 +40,7 @@ constexpr int64_t kRowAhead = 3072;
 constexpr int kBlockRows = 4;
 constexpr int64_t kBlockAhead = 512;
 // On AMD cores the blocks' rows are requested 4 KiB ahead into L2 instead (GemvArgs::
-// l1_prefetch false): Zen 4 VM, 1 thread, DecodeLinears bf16 at 4 tokens 0.49 -> 0.69 of the
+// intel_pattern false): Zen 4 VM, 1 thread, DecodeLinears bf16 at 4 tokens 0.49 -> 0.69 of the
 // read ceiling, at 8 tokens 0.41-0.44 -> 0.58-0.63; 1 KiB ahead into L2 0.64, 4 KiB into L1 0.50,
 // none 0.53-0.58. One token on AMD gained nothing from requests into L2 (0.73-0.83 at 2, 6 or
 // 16 KiB ahead against 0.76-0.77 without, noise-level) and keeps none.
@@ -180,7 +180,7 @@ void gemv_bf16_avx512bf16(const GemvArgs& a) {
   const auto* w = static_cast<const uint16_t*>(a.w);
   if (a.tokens == 1) {
     int64_t o = 0;
-    if (!a.l1_prefetch) {
+    if (!a.intel_pattern) {
       const int64_t half = a.n / 2;
       for (; o < half; ++o) {
         dot_rows<2, 0>(x, a.k, w + o * a.ldw, a.ldw, half, a.bias ? a.bias + o : nullptr, a.y + o);
@@ -189,7 +189,7 @@ void gemv_bf16_avx512bf16(const GemvArgs& a) {
     }
     for (; o < a.n; ++o) {
       const float* bias = a.bias ? a.bias + o : nullptr;
-      if (a.l1_prefetch) {
+      if (a.intel_pattern) {
         dot_rows<1, kRowAhead>(x, a.k, w + o * a.ldw, a.ldw, 1, bias, a.y + o);
       } else {
         dot_rows<1, 0>(x, a.k, w + o * a.ldw, a.ldw, 1, bias, a.y + o);
@@ -197,7 +197,7 @@ void gemv_bf16_avx512bf16(const GemvArgs& a) {
     }
     return;
   }
-  if (a.l1_prefetch) {
+  if (a.intel_pattern) {
     all_block_rows<kBlockAhead, false>(a, x, w);
   } else {
     all_block_rows<kBlockAheadAmd, true>(a, x, w);

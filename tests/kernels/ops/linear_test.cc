@@ -307,8 +307,8 @@ TEST_F(LinearTest, GemvVariantsMatchReferenceOnEveryIsa) {
           detail::gemv(kernel, dtype, xp.data(), tokens, in, w.raw(), w.stride(0), r0, r1,
                        bias ? bias->data<float>() : nullptr, y.data<float>(), out);
           if (kernel == detail::GemvKernel::kAvx512Bf16 && dtype == DType::kBF16) {
-            // With and without the software prefetch (Intel's and AMD's path): the same bits.
-            for (bool l1_prefetch : {false, true}) {
+            // Intel's and AMD's access patterns (linear_gemv.h, GemvArgs): the same bits.
+            for (bool intel_pattern : {false, true}) {
               Tensor again = Tensor::empty({tokens, out}, DType::kF32);
               again.fill_bytes(0xff);
               detail::GemvArgs a{xp.data(),
@@ -320,10 +320,10 @@ TEST_F(LinearTest, GemvVariantsMatchReferenceOnEveryIsa) {
                                  bias ? bias->data<float>() + r0 : nullptr,
                                  again.data<float>() + r0,
                                  out,
-                                 l1_prefetch};
+                                 intel_pattern};
               detail::gemv_bf16_avx512bf16(a);
               EXPECT_EQ(std::memcmp(again.raw(), y.raw(), y.nbytes()), 0)
-                  << "l1_prefetch " << l1_prefetch;
+                  << "intel_pattern " << intel_pattern;
             }
           }
           const Tensor xr = dtype == DType::kBF16 ? bf16_rounded(x) : x;
