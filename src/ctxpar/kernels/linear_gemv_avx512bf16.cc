@@ -179,21 +179,20 @@ void gemv_bf16_avx512bf16(const GemvArgs& a) {
   const auto* x = static_cast<const uint16_t*>(a.xp);
   const auto* w = static_cast<const uint16_t*>(a.w);
   if (a.tokens == 1) {
-    int64_t o = 0;
-    if (!a.intel_pattern) {
-      const int64_t half = a.n / 2;
-      for (; o < half; ++o) {
-        dot_rows<2, 0>(x, a.k, w + o * a.ldw, a.ldw, half, a.bias ? a.bias + o : nullptr, a.y + o);
+    const auto bias = [&](int64_t o) { return a.bias ? a.bias + o : nullptr; };
+    if (a.intel_pattern) {
+      for (int64_t o = 0; o < a.n; ++o) {
+        dot_rows<1, kRowAhead>(x, a.k, w + o * a.ldw, a.ldw, 1, bias(o), a.y + o);
       }
-      o = 2 * half;
+      return;
     }
-    for (; o < a.n; ++o) {
-      const float* bias = a.bias ? a.bias + o : nullptr;
-      if (a.intel_pattern) {
-        dot_rows<1, kRowAhead>(x, a.k, w + o * a.ldw, a.ldw, 1, bias, a.y + o);
-      } else {
-        dot_rows<1, 0>(x, a.k, w + o * a.ldw, a.ldw, 1, bias, a.y + o);
-      }
+    const int64_t half = a.n / 2;  // rows o and o + half side by side; an odd last row alone
+    for (int64_t o = 0; o < half; ++o) {
+      dot_rows<2, 0>(x, a.k, w + o * a.ldw, a.ldw, half, bias(o), a.y + o);
+    }
+    if (a.n % 2 == 1) {
+      const int64_t o = a.n - 1;
+      dot_rows<1, 0>(x, a.k, w + o * a.ldw, a.ldw, 1, bias(o), a.y + o);
     }
     return;
   }
