@@ -156,7 +156,9 @@ def random_prompts(rng, count, low=1, high=60):
 
 
 def seeded_rng(test):
-    seed = random.SystemRandom().randrange(2**32)
+    # CTXPAR_TEST_SEED replays a printed seed, as it does for the C++ tests.
+    replay = os.environ.get("CTXPAR_TEST_SEED")
+    seed = int(replay) if replay else random.SystemRandom().randrange(2**32)
     print(f"{test.id()}: seed {seed}")
     return random.Random(seed)
 
