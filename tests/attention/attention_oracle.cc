@@ -339,7 +339,7 @@ std::vector<Tensor> reference_outputs(const Scenario& s, DType kv_dtype, float k
         for (int64_t hh = 0; hh < kv_heads; ++hh)
           rope_inplace(&k[static_cast<size_t>(hh * qk)], qk, p, false);
         if (kv_dtype == DType::kBF16) {
-          for (std::vector<double>* kv : {&k, &v}) {
+          for (std::vector<double>* kv : {&q, &k, &v}) {
             for (double& e : *kv) e = bf16::to_f32(bf16::from_f32(static_cast<float>(e)));
           }
         } else if (kv_dtype == DType::kF8E4M3) {

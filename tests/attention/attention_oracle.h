@@ -78,7 +78,8 @@ RunResult run_layer(const Scenario& scenario, const RunConfig& cfg);
 RunResult run_layer_rank(Communicator& world, const Scenario& scenario, const RunConfig& cfg);
 
 // Double-precision reference outputs, per step [tokens, hidden]. GQA with kv_dtype bf16: the
-// keys (after RoPE) and values rounded to bf16 first, as a bf16 cache holds them.
+// keys (after RoPE) and values rounded to bf16 first, as a bf16 cache holds them, and the
+// queries too, as the kernels round q for a bf16 cache.
 // kv_dtype bf16 or e4m3: GQA's k and v as the cache rounds them (e4m3: k_scale · e4m3(k /
 // k_scale), likewise v).
 std::vector<Tensor> reference_outputs(const Scenario& scenario, DType kv_dtype = DType::kF32,

@@ -8,7 +8,11 @@
 // - o[t,h,:] = Σ_j softmax_j(scale·q·k_j) v_j and lse[t,h] = log Σ_j exp(scale·q·k_j), natural
 //   log. A row with no keys gets o = 0, lse = -inf (never NaN).
 // - Accumulation is f32 with an online softmax; internally scores are kept in base 2
-//   (q is pre-multiplied by scale·log2(e)) and the LSE is converted back to natural log.
+//   (scaled by scale·log2(e)) and the LSE is converted back to natural log.
+// - With a bf16 cache (k and v bf16), q is rounded to bf16 (nearest even) before the
+//   products, as the cache rounded k: what a bf16 model's q is, and what lets CPUs with
+//   AVX-512 BF16 take the scores as bf16 dot products; the products are exact in f32 either
+//   way. f32 and e4m3 caches use q as given.
 // - Tensors are caller-owned; out and lse are written in full and may be strided views
 //   (last dim contiguous). Inputs need a contiguous last dim, other strides are arbitrary.
 // - Work is split over (token group, KV heads, key chunk) on the pool. A job takes the query

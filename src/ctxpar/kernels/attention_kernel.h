@@ -86,6 +86,12 @@ using AttnJobFn = void (*)(const AttnJob& job, float* scratch);
 void run_attention_job_scalar(const AttnJob& job, float* scratch);
 void run_attention_job_avx2(const AttnJob& job, float* scratch);
 void run_attention_job_avx512(const AttnJob& job, float* scratch);
+// As run_attention_job_avx512, a bf16 cache's scores as vdpbf16ps dot products (CPUs with
+// AVX-512 BF16); the same results to f32 rounding (the order of the additions differs).
+void run_attention_job_avx512bf16(const AttnJob& job, float* scratch);
+// The AVX-512 variant this CPU runs best: the dot-product one where vdpbf16ps is fast
+// (bf16_dot_fast, linear_matmul_cache.h), else run_attention_job_avx512.
+AttnJobFn avx512_attention_job();
 // bf16 and e4m3 caches with 8 to 64 rows per KV head and head dims multiples of 32 on the AMX
 // tiles (attention_kernel_amx.cc); other jobs as run_attention_job_avx512.
 void run_attention_job_amx(const AttnJob& job, float* scratch);

@@ -21,7 +21,8 @@
 // Three bf16 terms hold an f32 mantissa exactly and products of bf16 values are exact in the
 // tile unit's f32 accumulation, so the scores (and the lse the merges need) are as exact as
 // f32 FMAs; the weights keep 16 bits (~2⁻¹⁷ relative in o). Two terms of q instead fail the
-// attention tests' lse tolerance.
+// attention tests' lse tolerance. A bf16 cache's q is rounded to bf16 first (attention.h), so
+// its second and third terms are zero: one term would do there (untried without AMX hardware).
 // Where it stands (kernels_attention_bench, 16 heads, AMX Xeon VM, fractions of the read
 // ceiling of the same run): MlaDecode from DRAM 0.52-0.55 on 1 and 2 threads, from L2
 // (resident:1) only 0.69-0.73: the work alone runs slower than DRAM delivers; the layout
@@ -158,15 +159,21 @@ AmxScratch carve(float* scratch, int64_t dk, int64_t dv) {
 // Row r's q (scaled into base 2) as kQTerms bf16 terms in B-tile pair order; rows past `rows`
 // zero. Per 32 dims: each row's terms as 16 pairs (one 32-bit lane a pair), then the
 // [16 rows, 16 pairs] block of a term transposed into the tile's [16 pairs, 16 rows].
-void prepare_q(const float* const* q, int rows, int64_t dk, float q_scale, uint16_t* qv) {
+// round_q: q rounded to bf16 first (a bf16 cache's attention, attention.h).
+void prepare_q(const float* const* q, int rows, int64_t dk, float q_scale, bool round_q,
+               uint16_t* qv) {
   const __m512 scale = _mm512_set1_ps(q_scale);
+  const auto load = [round_q](const float* p) {
+    const __m512 x = _mm512_loadu_ps(p);
+    return round_q ? bf16_to_f32(std::bit_cast<__m256i>(_mm512_cvtneps_pbh(x))) : x;
+  };
   for (int64_t ks = 0; ks < dk / kDimStep; ++ks) {
     simd::Vec16 terms[kQTerms][kTileRows];
     for (int r = 0; r < kTileRows; ++r) {
       __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
       if (r < rows) {
-        lo = _mm512_mul_ps(_mm512_loadu_ps(q[r] + ks * kDimStep), scale);
-        hi = _mm512_mul_ps(_mm512_loadu_ps(q[r] + ks * kDimStep + 16), scale);
+        lo = _mm512_mul_ps(load(q[r] + ks * kDimStep), scale);
+        hi = _mm512_mul_ps(load(q[r] + ks * kDimStep + 16), scale);
       }
       for (int term = 0; term < kQTerms; ++term) {
         // Dims 2p and 2p + 1 in lane p, the even one in the low half (pair order).
@@ -317,7 +324,8 @@ void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& 
     RowGroup& g = sc.groups[gi];
     g.r0 = r0 + gi * kTileRows;
     g.rows = std::min(kTileRows, rows - gi * kTileRows);
-    prepare_q(job.q + g.r0, g.rows, dk, job.scale * kLog2e / factor, g.qv);
+    prepare_q(job.q + g.r0, g.rows, dk, job.scale * kLog2e / factor, job.dtype == KvDType::kBF16,
+              g.qv);
     std::memset(g.o, 0, static_cast<size_t>(kTileRows * dv) * sizeof(float));
     for (int r = 0; r < kTileRows; ++r) {
       g.m[r] = kNegInf;
@@ -488,7 +496,7 @@ void head_pass(const AttnJob& job, int hh, int r0, int rows, const RowResolver& 
 
 void run_attention_job_amx(const AttnJob& job, float* scratch) {
   if (!amx_fits(job)) {
-    run_attention_job_avx512(job, scratch);
+    avx512_attention_job()(job, scratch);
     return;
   }
   AmxScratch sc = carve(scratch, job.dk, job.dv);

@@ -5,8 +5,10 @@
 // copies compiled with different ISA flags never mix at link time.
 //
 // Algorithm (flash-decoding style, one pass over the keys, f32 accumulation):
-//   q rows are scaled by scale·log2(e) (scores live in base 2; the lse is converted back to
-//   natural log at the end) and put in pair lane order when the cache is bf16 or e4m3, so a
+//   q rows are rounded to bf16 when the cache is bf16 (attention.h), scaled by scale·log2(e)
+//   (scores live in base 2; the lse is converted back to natural log at the end; a variant
+//   with bf16 dot products keeps q as bf16 and scales the scores instead, Dot below) and put
+//   in pair lane order when the cache is bf16 or e4m3, so a
 //   K row converts with one shift and one mask per vector (bf16) or two shifts, a mask and
 //   vcvtph2ps (e4m3, whose loads yield value · 2^-8: q is scaled by 2^8 and o by 2^8 at the
 //   end, both exact);
@@ -359,10 +361,11 @@ constexpr int pv_block_rows() {
 // o[rb] += Σ_j w[rb·ws + j]·v[j] for RB rows over keys [j0, j1), pair steps [p0, p0 + PS)
 // of o and v (the same lane order). The accumulators live in registers only if no store
 // through another pointer (the prefetcher's) happens in this loop: callers report reads
-// between calls.
+// between calls. Always inlined: GCC kept an out-of-line copy in the dot-product variant
+// (attention_kernel_avx512bf16.cc), which read GQA decode 5-10% slower than inlined.
 template <class V, int RB, int PS, class RowT>
-inline void pv_keys(const float* w, int64_t ws, const RowT* const* v, int j0, int j1, int64_t p0,
-                    float* o, int64_t os) {
+[[gnu::always_inline]] inline void pv_keys(const float* w, int64_t ws, const RowT* const* v, int j0,
+                                           int j1, int64_t p0, float* o, int64_t os) {
   constexpr int kW = V::kWidth;
   constexpr int kP = 2 * kW;
   V acc[RB][2 * PS];
@@ -618,12 +621,18 @@ inline void tile_values(const float* p, int rows, const RowT* const* v, int n, i
 // Online softmax update of one row for a tile of n scores s[0, n) of which the first `valid`
 // count (later ones are masked). Turns s into the weights p and rescales the row's o.
 template <class V>
-inline void softmax_row(float* s, int n, int valid, float& m, float& l, float* o, int64_t dv) {
+inline void softmax_row(float* s, int n, int valid, float score_scale, float& m, float& l, float* o,
+                        int64_t dv) {
   constexpr int kW = V::kWidth;
   const int padded = (n + kW - 1) / kW * kW;  // s has kKeyTile >= padded slots
   for (int j = valid; j < padded; ++j) s[j] = kNegInf;
+  const V sc = V::set1(score_scale);
   V mx = V::set1(kNegInf);
-  for (int j = 0; j < padded; j += kW) mx = max(mx, V::load(s + j));
+  for (int j = 0; j < padded; j += kW) {
+    const V x = V::load(s + j) * sc;
+    x.store(s + j);
+    mx = max(mx, x);
+  }
   const float m_new = max_f(m, reduce_max(mx));
   if (m_new == kNegInf) {  // no key of this row so far: weights 0, state unchanged
     for (int j = 0; j < padded; ++j) s[j] = 0.0f;
@@ -642,7 +651,17 @@ inline void softmax_row(float* s, int n, int valid, float& m, float& l, float* o
   m = m_new;
 }
 
-template <class V, class KvT>
+// The dot-product scores of a bf16 cache, for ISAs that have them (attention_kernel_avx512bf16.cc
+// supplies one: tile_scores over q as bf16 in natural order, unscaled, for head dims that are
+// multiples of kDimStep); NoBf16Dot: none, the scores are f32 FMAs.
+struct NoBf16Dot {
+  static constexpr bool kEnabled = false;
+  static constexpr int kDimStep = 1;
+  static void tile_scores(const uint16_t*, int64_t, int, int, const uint16_t* const*, int64_t, int,
+                          int64_t, float*, TilePrefetch<uint16_t>*) {}
+};
+
+template <class V, class KvT, class Dot>
 void run_job(const AttnJob& job, float* scratch) {
   constexpr int kW = V::kWidth;
   constexpr int kP = 2 * kW;
@@ -664,27 +683,38 @@ void run_job(const AttnJob& job, float* scratch) {
   float* v_tile = scratch + lay.v_tile;
   float* k_t = scratch + lay.k_t;
 
+  // A bf16 cache's scores are those of q rounded to bf16, as the cache rounded k.
+  constexpr bool kBf16 = std::is_same_v<KvT, uint16_t>;
+  const bool transposed =
+      kW >= 8 && head_rows >= kTransposedQkRows && head_rows * kTransposedRowsPerDim > dk;
+  const bool convert = kPairOrder && head_rows > kDirectBf16Rows;
+  const bool dot_scores =
+      Dot::kEnabled && kBf16 && !transposed && !convert && dk % Dot::kDimStep == 0;
   const float q_scale = job.scale * kLog2e / kLoadFactor;
+  const float score_scale = dot_scores ? q_scale : 1.0f;
+  uint16_t* const q_bf16 = reinterpret_cast<uint16_t*>(q);  // dot_scores: row stride 2·qs
   for (int r = 0; r < rows; ++r) {
     const float* src = job.q[r];
     float* dst = q + r * qs;
-    for (int64_t i = 0; i < dk; ++i) {
-      dst[kPairOrder ? pair_lane_index(i, dk, kW) : i] = src[i] * q_scale;
+    if (dot_scores) {
+      for (int64_t i = 0; i < dk; ++i) q_bf16[2 * r * qs + i] = bf16::from_f32(src[i]);
+    } else {
+      for (int64_t i = 0; i < dk; ++i) {
+        const float x = kBf16 ? bf16::to_f32(bf16::from_f32(src[i])) : src[i];
+        dst[kPairOrder ? pair_lane_index(i, dk, kW) : i] = x * q_scale;
+      }
     }
     std::memset(o + r * os, 0, static_cast<size_t>(dv) * sizeof(float));
     m[r] = kNegInf;
     l[r] = 0.0f;
   }
 
-  // A bf16 or e4m3 tile used by several row blocks is converted once; when V rows are
-  // prefixes of the K rows (MLA) and the prefix ends on a pair step, the converted K tile
-  // serves as V.
-  const bool convert = kPairOrder && head_rows > kDirectBf16Rows;
-  // Vector ISAs only (one lane would make the transposed form a scalar loop), and only where
-  // the transpose (~4 / head_rows of the score FMAs on AVX-512) costs less than the dot
-  // products' reductions (~80 / dk): GQA prefill, not MLA decode's 16 rows over 576 dims.
-  const bool transposed =
-      kW >= 8 && head_rows >= kTransposedQkRows && head_rows * kTransposedRowsPerDim > dk;
+  // convert: a bf16 or e4m3 tile used by several row blocks is converted once; when V rows
+  // are prefixes of the K rows (MLA) and the prefix ends on a pair step, the converted K tile
+  // serves as V. transposed: vector ISAs only (one lane would make the transposed form a
+  // scalar loop), and only where the transpose (~4 / head_rows of the score FMAs on AVX-512)
+  // costs less than the dot products' reductions (~80 / dk): GQA prefill, not MLA decode's
+  // 16 rows over 576 dims.
   const bool v_from_k_tile = job.v_in_k_row && (dv % kP == 0 || dv == dk);
   const int64_t k_bytes = dk * static_cast<int64_t>(sizeof(KvT));
   const int64_t v_bytes = job.v_in_k_row ? 0 : dv * static_cast<int64_t>(sizeof(KvT));
@@ -734,6 +764,10 @@ void run_job(const AttnJob& job, float* scratch) {
         tile_scores_transposed<V>(q + r0 * qs, qs, head_rows, k_t, n, dk,
                                   s + static_cast<int64_t>(r0) * kKeyTile);
       }
+    } else if (dot_scores) {
+      if constexpr (kBf16) {
+        Dot::tile_scores(q_bf16, 2 * qs, heads, head_rows, kr, job.k_head_stride, n, dk, s, pf);
+      }
     } else if (!convert) {
       tile_scores<V>(q, qs, heads, head_rows, kr, job.k_head_stride, n, dk, s, pf);
     } else if constexpr (kPairOrder) {
@@ -757,7 +791,8 @@ void run_job(const AttnJob& job, float* scratch) {
       if (job.row_key_end != nullptr) {
         valid = static_cast<int>(std::clamp<int64_t>(job.row_key_end[r] - t0, 0, n));
       }
-      softmax_row<V>(s + static_cast<int64_t>(r) * kKeyTile, n, valid, m[r], l[r], o + r * os, dv);
+      softmax_row<V>(s + static_cast<int64_t>(r) * kKeyTile, n, valid, score_scale, m[r], l[r],
+                     o + r * os, dv);
     }
 
     for (int hh = 0; hh < heads; ++hh) {
@@ -804,13 +839,13 @@ template <class V>
 void run_job_for_isa(const AttnJob& job, float* scratch) {
   switch (job.dtype) {
     case KvDType::kBF16:
-      run_job<V, uint16_t>(job, scratch);
+      run_job<V, uint16_t, NoBf16Dot>(job, scratch);
       return;
     case KvDType::kF8E4M3:
-      run_job<V, uint8_t>(job, scratch);
+      run_job<V, uint8_t, NoBf16Dot>(job, scratch);
       return;
     case KvDType::kF32:
-      run_job<V, float>(job, scratch);
+      run_job<V, float, NoBf16Dot>(job, scratch);
       return;
   }
 }

@@ -5,6 +5,7 @@
 
 #include "ctxpar/core/error.h"
 #include "ctxpar/kernels/isa_dispatch.h"
+#include "ctxpar/kernels/linear_matmul_cache.h"
 #include "ctxpar/kernels/merge_kernel.h"
 
 namespace ctxpar::kernels::detail {
@@ -26,7 +27,8 @@ float* thread_scratch(int64_t floats) {
 
 AttnJobFn job_fn(Isa isa) {
   return for_isa<AttnJobFn>(isa, &run_attention_job_scalar, &run_attention_job_avx2,
-                            &run_attention_job_avx512, &run_attention_job_amx);
+                            isa >= Isa::kAvx512 ? avx512_attention_job() : nullptr,
+                            &run_attention_job_amx);
 }
 
 struct JobSpec {
@@ -111,6 +113,12 @@ std::vector<int64_t> chunk_lengths(const std::vector<AttnGroup>& groups, int thr
 }
 
 }  // namespace
+
+AttnJobFn avx512_attention_job() {
+  static const AttnJobFn fn =
+      bf16_dot_fast() ? &run_attention_job_avx512bf16 : &run_attention_job_avx512;
+  return fn;
+}
 
 void run_attention_plan(const AttnPlan& plan, ThreadPool& pool, Isa isa) {
   const AttnJobFn fn = job_fn(isa);

@@ -42,12 +42,18 @@ void attend_row(const float* q, const std::vector<KeyRef>& keys, int64_t dk, int
     *lse = -std::numeric_limits<float>::infinity();
     return;
   }
+  // A bf16 cache's scores are those of q rounded to bf16 (attention.h).
+  std::vector<double> qd(static_cast<size_t>(dk));
+  for (int64_t i = 0; i < dk; ++i) {
+    const float x = dtype == KvDType::kBF16 ? bf16::to_f32(bf16::from_f32(q[i])) : q[i];
+    qd[static_cast<size_t>(i)] = x;
+  }
   std::vector<double> score(keys.size());
   double m = -std::numeric_limits<double>::infinity();
   for (size_t j = 0; j < keys.size(); ++j) {
     double dot = 0.0;
     for (int64_t i = 0; i < dk; ++i)
-      dot += static_cast<double>(q[i]) * element(keys[j].k, i, dtype);
+      dot += qd[static_cast<size_t>(i)] * element(keys[j].k, i, dtype);
     score[j] = scale * dot;
     m = std::max(m, score[j]);
   }
