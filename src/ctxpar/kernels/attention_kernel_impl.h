@@ -697,8 +697,10 @@ void run_job(const AttnJob& job, float* scratch) {
   const bool transposed =
       kW >= 8 && head_rows >= kTransposedQkRows && head_rows * kTransposedRowsPerDim > dk;
   const bool convert = kPairOrder && head_rows > kDirectBf16Rows;
-  const bool dot_scores =
-      Dot::kEnabled && kBf16 && !transposed && !convert && dk % Dot::kDimStep == 0;
+  // Where there are dot products they take every shape's scores: against the transposed tile
+  // (Zen 4, 1 thread, kernels_attention_bench GqaPrefill bf16 d 128 75 -> 92-95 GFLOP/s, d 64
+  // 70-75 -> 81-84; attention_decode_bench Gqa64K, 16 rows per KV head, 8.3 -> 5.9-6.0 ms).
+  const bool dot_scores = Dot::kEnabled && kBf16 && dk % Dot::kDimStep == 0;
   const float q_scale = job.scale * kLog2e / kLoadFactor;
   const float score_scale = dot_scores ? q_scale : 1.0f;
   uint16_t* const q_bf16 = reinterpret_cast<uint16_t*>(q);  // dot_scores: row stride 2·qs
@@ -753,7 +755,11 @@ void run_job(const AttnJob& job, float* scratch) {
     TilePrefetch<KvT>* const pf = &prefetch;
     TilePrefetch<KvT>* const no_pf = nullptr;
 
-    if (transposed) {
+    if (dot_scores) {
+      if constexpr (kBf16) {
+        Dot::tile_scores(q_bf16, 2 * qs, heads, head_rows, kr, job.k_head_stride, n, dk, s, pf);
+      }
+    } else if (transposed) {
       // Head by head: the head's K rows as f32 (converted from bf16 into k_tile, or read in
       // place), transposed into k_t, then every row of the head against it.
       for (int hh = 0; hh < heads; ++hh) {
@@ -772,10 +778,6 @@ void run_job(const AttnJob& job, float* scratch) {
         const int r0 = hh * head_rows;
         tile_scores_transposed<V>(q + r0 * qs, qs, head_rows, k_t, n, dk,
                                   s + static_cast<int64_t>(r0) * kKeyTile);
-      }
-    } else if (dot_scores) {
-      if constexpr (kBf16) {
-        Dot::tile_scores(q_bf16, 2 * qs, heads, head_rows, kr, job.k_head_stride, n, dk, s, pf);
       }
     } else if (!convert) {
       tile_scores<V>(q, qs, heads, head_rows, kr, job.k_head_stride, n, dk, s, pf);
@@ -812,8 +814,9 @@ void run_job(const AttnJob& job, float* scratch) {
       if (!convert) {
         tile_values<V>(p, head_rows, vh, n, dv, o + r0 * os, os, pf);
       } else if constexpr (kPairOrder) {
-        // The converted K tile still holds this head's rows when it is the only head.
-        if (!(v_from_k_tile && heads == 1)) {
+        // The converted K tile still holds this head's rows when it is the only head (and the
+        // scores converted it).
+        if (dot_scores || !(v_from_k_tile && heads == 1)) {
           for (int j = 0; j < n; ++j) {
             convert_row<V>(vh[j], dv, v_tile + j * os, pf);
             v_f32[j] = v_tile + j * os;
