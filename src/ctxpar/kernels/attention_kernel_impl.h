@@ -694,6 +694,12 @@ void run_job(const AttnJob& job, float* scratch) {
 
   // A bf16 cache's scores are those of q rounded to bf16, as the cache rounded k.
   constexpr bool kBf16 = std::is_same_v<KvT, uint16_t>;
+  // transposed: vector ISAs only (one lane would make the transposed form a scalar loop), and
+  // only where the transpose (~4 / head_rows of the score FMAs on AVX-512) costs less than the
+  // dot products' reductions (~80 / dk): GQA prefill, not MLA decode's 16 rows over 576 dims.
+  // convert: a bf16 or e4m3 tile used by several row blocks is converted once; when V rows are
+  // prefixes of the K rows (MLA) and the prefix ends on a pair step, the converted K tile
+  // serves as V.
   const bool transposed =
       kW >= 8 && head_rows >= kTransposedQkRows && head_rows * kTransposedRowsPerDim > dk;
   const bool convert = kPairOrder && head_rows > kDirectBf16Rows;
@@ -720,12 +726,6 @@ void run_job(const AttnJob& job, float* scratch) {
     l[r] = 0.0f;
   }
 
-  // convert: a bf16 or e4m3 tile used by several row blocks is converted once; when V rows
-  // are prefixes of the K rows (MLA) and the prefix ends on a pair step, the converted K tile
-  // serves as V. transposed: vector ISAs only (one lane would make the transposed form a
-  // scalar loop), and only where the transpose (~4 / head_rows of the score FMAs on AVX-512)
-  // costs less than the dot products' reductions (~80 / dk): GQA prefill, not MLA decode's
-  // 16 rows over 576 dims.
   const bool v_from_k_tile = job.v_in_k_row && (dv % kP == 0 || dv == dk);
   const int64_t k_bytes = dk * static_cast<int64_t>(sizeof(KvT));
   const int64_t v_bytes = job.v_in_k_row ? 0 : dv * static_cast<int64_t>(sizeof(KvT));
