@@ -52,25 +52,6 @@ inline void dot_block(const uint16_t* q, int64_t qs, const uint16_t* const* k, i
   }
 }
 
-template <int KB>
-inline void dot_rows(int rb, const uint16_t* q, int64_t qs, const uint16_t* const* k, int64_t d,
-                     float* s, TilePrefetch<uint16_t>* pf) {
-  switch (rb) {
-    case 4:
-      dot_block<4, KB>(q, qs, k, d, s, kKeyTile, pf);
-      break;
-    case 3:
-      dot_block<3, KB>(q, qs, k, d, s, kKeyTile, pf);
-      break;
-    case 2:
-      dot_block<2, KB>(q, qs, k, d, s, kKeyTile, pf);
-      break;
-    default:
-      dot_block<1, KB>(q, qs, k, d, s, kKeyTile, pf);
-      break;
-  }
-}
-
 // tile_scores (attention_kernel_impl.h) over bf16 q rows in natural order.
 struct Bf16Dot {
   static constexpr bool kEnabled = true;
@@ -78,25 +59,27 @@ struct Bf16Dot {
   static void tile_scores(const uint16_t* q, int64_t qs, int heads, int head_rows,
                           const uint16_t* const* k, int64_t head_stride, int n, int64_t dk,
                           float* s, TilePrefetch<uint16_t>* pf) {
-    constexpr int kRows = 4;
-    for (int j = 0; j < n; j += kQkKeys) {
-      const int kb = std::min(kQkKeys, n - j);
-      for (int h = 0; h < heads; ++h) {
-        const uint16_t* kh[kQkKeys];
-        shift_rows(k + j, kb, h * head_stride, kh);
-        for (int r = h * head_rows; r < (h + 1) * head_rows; r += kRows) {
-          const int rb = std::min(kRows, (h + 1) * head_rows - r);
+    for_score_blocks<4>(
+        heads, head_rows, k, head_stride, n, pf,
+        [&]<int KB>(std::integral_constant<int, KB>, int rb, int r, const uint16_t* const* kh,
+                    int j, TilePrefetch<uint16_t>* first) {
           const uint16_t* qr = q + r * qs;
           float* sr = s + static_cast<int64_t>(r) * kKeyTile + j;
-          TilePrefetch<uint16_t>* first = r == h * head_rows ? pf : nullptr;
-          if (kb == kQkKeys) {
-            dot_rows<kQkKeys>(rb, qr, qs, kh, dk, sr, first);
-          } else {
-            for (int x = 0; x < kb; ++x) dot_rows<1>(rb, qr, qs, kh + x, dk, sr + x, first);
+          switch (rb) {
+            case 4:
+              dot_block<4, KB>(qr, qs, kh, dk, sr, kKeyTile, first);
+              break;
+            case 3:
+              dot_block<3, KB>(qr, qs, kh, dk, sr, kKeyTile, first);
+              break;
+            case 2:
+              dot_block<2, KB>(qr, qs, kh, dk, sr, kKeyTile, first);
+              break;
+            default:
+              dot_block<1, KB>(qr, qs, kh, dk, sr, kKeyTile, first);
+              break;
           }
-        }
-      }
-    }
+        });
   }
 };
 

@@ -483,31 +483,46 @@ inline void shift_rows(const T* const* base, int n, int64_t byte_offset, const T
   }
 }
 
-// Scores of every row against keys [0, n) of a tile: s[r·kKeyTile + j] = q[r]·k_head(r)[j].
-// Rows are grouped by KV head (head_rows each); head h's K rows are k[j] + h·head_stride
-// bytes. Only a head's first row block reports its reads to pf (the others re-read the same
-// rows from L1).
-template <class V, class RowT, class Pf>
-inline void tile_scores(const float* q, int64_t qs, int heads, int head_rows, const RowT* const* k,
-                        int64_t head_stride, int n, int64_t dk, float* s, Pf* pf) {
+// The score blocks of a tile of n keys, in the order that reads each K row from memory once:
+// key blocks of kQkKeys outermost, then the KV heads (head h's K rows are k[j] + h·head_stride
+// bytes), then the head's rows (head_rows each, grouped by head) in blocks of kRows.
+// block(std::integral_constant<int, KB>, rb, r, kh, j, first) computes rows [r, r + rb) against
+// the KB keys kh (kQkKeys, or 1 at a time in a short last block), whose scores go to columns
+// j... Only a head's first row block gets pf (the others re-read the same rows from L1).
+template <int kRows, class RowT, class Pf, class Block>
+inline void for_score_blocks(int heads, int head_rows, const RowT* const* k, int64_t head_stride,
+                             int n, Pf* pf, Block&& block) {
   for (int j = 0; j < n; j += kQkKeys) {
     const int kb = std::min(kQkKeys, n - j);
     for (int h = 0; h < heads; ++h) {
       const RowT* kh[kQkKeys];
       shift_rows(k + j, kb, h * head_stride, kh);
-      for (int r = h * head_rows; r < (h + 1) * head_rows; r += qk_block_rows<V>()) {
-        const int rb = std::min(qk_block_rows<V>(), (h + 1) * head_rows - r);
-        const float* qr = q + r * qs;
-        float* sr = s + static_cast<int64_t>(r) * kKeyTile + j;
+      for (int r = h * head_rows; r < (h + 1) * head_rows; r += kRows) {
+        const int rb = std::min(kRows, (h + 1) * head_rows - r);
         Pf* first = r == h * head_rows ? pf : nullptr;
         if (kb == kQkKeys) {
-          qk_rows<V, kQkKeys>(rb, qr, qs, kh, dk, sr, first);
+          block(std::integral_constant<int, kQkKeys>{}, rb, r, kh, j, first);
         } else {
-          for (int x = 0; x < kb; ++x) qk_rows<V, 1>(rb, qr, qs, kh + x, dk, sr + x, first);
+          for (int x = 0; x < kb; ++x) {
+            block(std::integral_constant<int, 1>{}, rb, r, kh + x, j + x, first);
+          }
         }
       }
     }
   }
+}
+
+// Scores of every row against keys [0, n) of a tile: s[r·kKeyTile + j] = q[r]·k_head(r)[j].
+template <class V, class RowT, class Pf>
+inline void tile_scores(const float* q, int64_t qs, int heads, int head_rows, const RowT* const* k,
+                        int64_t head_stride, int n, int64_t dk, float* s, Pf* pf) {
+  for_score_blocks<qk_block_rows<V>()>(heads, head_rows, k, head_stride, n, pf,
+                                       [&]<int KB>(std::integral_constant<int, KB>, int rb, int r,
+                                                   const RowT* const* kh, int j, Pf* first) {
+                                         qk_rows<V, KB>(rb, q + r * qs, qs, kh, dk,
+                                                        s + static_cast<int64_t>(r) * kKeyTile + j,
+                                                        first);
+                                       });
 }
 
 // kt[i·kKeyTile + j] = k[j][i] for j < n, i < d (f32 rows, any lane order: kt keeps it);
@@ -666,8 +681,6 @@ inline void softmax_row(float* s, int n, int valid, float score_scale, float& m,
 struct NoBf16Dot {
   static constexpr bool kEnabled = false;
   static constexpr int kDimStep = 1;
-  static void tile_scores(const uint16_t*, int64_t, int, int, const uint16_t* const*, int64_t, int,
-                          int64_t, float*, TilePrefetch<uint16_t>*) {}
 };
 
 template <class V, class KvT, class Dot>
@@ -756,7 +769,7 @@ void run_job(const AttnJob& job, float* scratch) {
     TilePrefetch<KvT>* const no_pf = nullptr;
 
     if (dot_scores) {
-      if constexpr (kBf16) {
+      if constexpr (Dot::kEnabled && kBf16) {
         Dot::tile_scores(q_bf16, 2 * qs, heads, head_rows, kr, job.k_head_stride, n, dk, s, pf);
       }
     } else if (transposed) {

@@ -27,8 +27,7 @@ float* thread_scratch(int64_t floats) {
 
 AttnJobFn job_fn(Isa isa) {
   return for_isa<AttnJobFn>(isa, &run_attention_job_scalar, &run_attention_job_avx2,
-                            isa >= Isa::kAvx512 ? avx512_attention_job() : nullptr,
-                            &run_attention_job_amx);
+                            avx512_attention_job(), &run_attention_job_amx);
 }
 
 struct JobSpec {
