@@ -9,8 +9,9 @@
 // products are fast, feed vdpbf16ps as loaded (that kernel takes one row at a time for a single
 // token: one sequential stream); x is prepared once per call in the layout the kernel reads.
 // One token over bf16 weights on AVX-512 or AVX2 (batch-1 decode) takes a kernel of its own: two
-// streams of four lines per step prefetched into L1, sums stored past the caches
-// (gemv_bf16_one_token, linear_gemv_impl.h). Callers split output rows over the rank's pool.
+// (Intel) or four (AMD) streams of four lines per step prefetched into L1, sums stored past the
+// caches (gemv_bf16_one_token, linear_gemv_impl.h). Callers split output rows over the rank's
+// pool.
 //
 // Per-ISA variants (linear_gemv_{scalar,avx2,avx512}.cc) instantiate one template
 // (linear_gemv_impl.h), the dot-product one is linear_gemv_avx512bf16.cc, the tile-unit one
@@ -79,11 +80,14 @@ struct GemvArgs {
   const float* bias;
   float* y;
   int64_t ldy;
-  // kAvx512Bf16's access pattern, as measured best on each vendor's cores. true (gemv sets it on
-  // Intel cores): one token reads the rows in order as one stream, each requested 6 KiB ahead
-  // into L1; several tokens request 1 KiB ahead into L1. false (AMD cores): one token reads the
-  // range's two halves of rows side by side as two streams with no requests; several tokens
-  // request 4 KiB ahead into L2. The results are the same bits either way.
+  // The access pattern measured best on each vendor's cores. true (gemv sets it on Intel cores):
+  // kAvx512Bf16's one token reads the rows in order as one stream, each requested 6 KiB ahead
+  // into L1, several tokens request 1 KiB ahead into L1; the shift/mask kernels' one token reads
+  // two streams, 512 bytes ahead into L1. false (AMD cores): kAvx512Bf16's one token reads the
+  // range's two halves of rows side by side as two streams with no requests, several tokens
+  // request 4 KiB ahead into L2; the shift/mask kernels' one token reads four streams, 256
+  // bytes ahead into L1. kAvx512Bf16's results are the same bits either way; the shift/mask
+  // kernels' are not (their accumulator counts differ).
   bool intel_pattern = true;
 };
 void gemv_bf16_scalar(const GemvArgs& a);

@@ -182,39 +182,54 @@ void gemv_rows(const GemvArgs& a) {
 }
 
 // One token, bf16 weights (batch-1 decode, which reads every weight per token), tuned as a read
-// loop: the rows are read as two streams (each a contiguous run of half the rows), four 64-byte
-// lines per stream per step, each line prefetched into L1 512 bytes ahead, and each row's sum
-// stored past the caches (movnti). On an Intel Xeon VM (AVX-512, AMX), every linear of the
-// bench/compare model in turn, against a 2-stream prefetching read loop in the same process (a
-// throwaway driver, best of 5 passes): this kernel 0.97-0.99 with 1 and 2 threads; gemv_rows'
-// 8 streams of one line, prefetching into L2, 0.83-0.89; two streams of one line 0.87-0.91,
-// four or more streams into L1 0.67-0.75 (more lines ahead than the L1 has miss buffers). Plain
-// stores of the sums cost 5-7%, once per output line (storing into a line that stays in L1
-// costs nothing; neither prefetchw nor prefetcht0 of the next output line helped), so the sums
-// bypass the caches. Held to AVX2 on that VM (CTXPAR_ISA=avx2, kernels_linear_bench
-// DecodeLinears tokens:1): 0.95-0.99 / 0.94-0.96 (1 / 2 threads) where gemv_rows' 4 streams
-// read 0.79-0.84 / 0.83-0.94.
-constexpr int kOneTokenStreams = 2;
-constexpr int64_t kLineValues = 32;                // bf16 values per 64-byte line
-constexpr int64_t kStepValues = 4 * kLineValues;   // per stream per step
-constexpr int64_t kOneTokenAheadValues = 512 / 2;  // 512 bytes
+// loop: the rows are read as a few streams (each a contiguous run of the rows), four 64-byte
+// lines per stream per step, each line prefetched into L1 some bytes ahead, and each row's sum
+// stored past the caches (movnti). The pattern is the vendor's (GemvArgs::intel_pattern):
+// - Intel: two streams, 512 bytes ahead, 8 (16 lanes) or 4 (8 lanes) accumulators per stream.
+//   On an Intel Xeon VM (AVX-512, AMX), every linear of the bench/compare model in turn,
+//   against a 2-stream prefetching read loop in the same process (a throwaway driver, best of 5
+//   passes): this kernel 0.97-0.99 with 1 and 2 threads; gemv_rows' 8 streams of one line,
+//   prefetching into L2, 0.83-0.89; two streams of one line 0.87-0.91, four or more streams into
+//   L1 0.67-0.75 (more lines ahead than the L1 has miss buffers). Held to AVX2 there
+//   (CTXPAR_ISA=avx2, kernels_linear_bench DecodeLinears tokens:1): 0.95-0.99 / 0.94-0.96 (1 / 2
+//   threads) where gemv_rows' 4 streams read 0.79-0.84 / 0.83-0.94.
+// - AMD: four streams, 256 bytes ahead, 2 accumulators per stream (eight chains, what the FMA
+//   latency needs; four per stream would not fit AVX2's 16 registers). On an AMD EPYC Zen 4 VM
+//   held to AVX2, 1 thread, DecodeLinears tokens:1 in five alternated runs: 20.3-29.0 GB/s of
+//   weights (four of five 26.0-29.0) against 19.8-21.7 with Intel's pattern; four streams
+//   without requests 18.9-27.1, two streams without 23.3-23.6 (two runs). (With AVX-512 BF16,
+//   as every Zen 4 has, the dot-product kernel runs instead.)
+// Plain stores of the sums cost 5-7% on the Xeon, once per output line (storing into a line
+// that stays in L1 costs nothing; neither prefetchw nor prefetcht0 of the next output line
+// helped), so the sums bypass the caches.
+struct OneTokenPattern {
+  int streams;
+  int64_t ahead_values;  // bf16 values requested ahead
+};
+constexpr int64_t kLineValues = 32;               // bf16 values per 64-byte line
+constexpr int64_t kStepValues = 4 * kLineValues;  // per stream per step
+constexpr OneTokenPattern kOneTokenIntel{2, 512 / 2};
+constexpr OneTokenPattern kOneTokenAmd{4, 256 / 2};
 
 // Accumulators per stream: an even and an odd sum per line with 16-lane vectors (32
 // registers); with 8-lane ones (16 registers) the step's 8 pair steps share 4.
 template <class V>
-constexpr int one_token_accumulators() {
+constexpr int one_token_accumulators(const OneTokenPattern& pattern) {
+  if (pattern.streams > 2) return 2;
   return V::kWidth >= 16 ? 8 : 4;
 }
 
 // sums[s] = Σ_i x[i]·w[s·stride·ldw + i] for S rows spaced `stride` rows apart; x in pair lane
-// order over full pair steps (2·kWidth values), natural order after (gemv_prepare_x).
-template <class V, int S>
+// order over full pair steps (2·kWidth values), natural order after (gemv_prepare_x). Every
+// line is requested kPattern.ahead_values ahead.
+template <class V, OneTokenPattern kPattern, int S>
 inline void one_token_rows(const float* x, int64_t k, const uint16_t* w, int64_t ldw,
                            int64_t stride, float* sums) {
   constexpr int64_t kP = 2 * V::kWidth;            // values per pair step
   constexpr int kPairs = kStepValues / kP;         // pair steps per stream per step
   constexpr int kPairsPerLine = kLineValues / kP;  // 1 (16 lanes) or 2 (8 lanes)
-  constexpr int kAcc = one_token_accumulators<V>();
+  constexpr int kAcc = one_token_accumulators<V>(kPattern);
+  constexpr int64_t kAhead = kPattern.ahead_values;
   static_assert(kAcc % 2 == 0 && kAcc <= 2 * kPairs);
   V acc[S][kAcc];
   for (int s = 0; s < S; ++s) {
@@ -222,10 +237,9 @@ inline void one_token_rows(const float* x, int64_t k, const uint16_t* w, int64_t
   }
   int64_t i = 0;
   for (; i + kStepValues <= k; i += kStepValues) {
-    // In a row's last 512 bytes, the head of the next row, which this stream reads next (x86
+    // Near a row's end, the head of the next row, which this stream reads next (x86
     // prefetches past the weight do not fault).
-    const int64_t ahead =
-        i + kOneTokenAheadValues < k ? kOneTokenAheadValues : ldw - k + kOneTokenAheadValues;
+    const int64_t ahead = i + kAhead < k ? kAhead : ldw - k + kAhead;
     for (int s = 0; s < S; ++s) {
       const uint16_t* row = w + s * stride * ldw + i;
       for (int u = 0; u < kPairs; ++u) {
@@ -261,26 +275,36 @@ inline void store_past_caches(float* p, float v) {
   _mm_stream_si32(reinterpret_cast<int*>(p), std::bit_cast<int>(v));
 }
 
-template <class V>
-void gemv_bf16_one_token(const GemvArgs& a) {
+template <class V, OneTokenPattern kPattern>
+void gemv_bf16_one_token_as(const GemvArgs& a) {
+  constexpr int kStreams = kPattern.streams;
   const auto* x = static_cast<const float*>(a.xp);
   const auto* w = static_cast<const uint16_t*>(a.w);
-  const int64_t len = a.n / kOneTokenStreams;
-  float sums[kOneTokenStreams];
+  const int64_t len = a.n / kStreams;
+  float sums[kStreams];
   for (int64_t j = 0; j < len; ++j) {
-    one_token_rows<V, kOneTokenStreams>(x, a.k, w + j * a.ldw, a.ldw, len, sums);
-    for (int s = 0; s < kOneTokenStreams; ++s) {
+    one_token_rows<V, kPattern, kStreams>(x, a.k, w + j * a.ldw, a.ldw, len, sums);
+    for (int s = 0; s < kStreams; ++s) {
       const int64_t o = s * len + j;
       store_past_caches(a.y + o, a.bias != nullptr ? sums[s] + a.bias[o] : sums[s]);
     }
   }
-  for (int64_t o = len * kOneTokenStreams; o < a.n; ++o) {
-    one_token_rows<V, 1>(x, a.k, w + o * a.ldw, a.ldw, 1, sums);
+  for (int64_t o = len * kStreams; o < a.n; ++o) {
+    one_token_rows<V, kPattern, 1>(x, a.k, w + o * a.ldw, a.ldw, 1, sums);
     store_past_caches(a.y + o, a.bias != nullptr ? sums[0] + a.bias[o] : sums[0]);
   }
   // The stores above are weakly ordered: complete them before the caller (or the pool's
   // completion flag) lets another thread read y.
   _mm_sfence();
+}
+
+template <class V>
+void gemv_bf16_one_token(const GemvArgs& a) {
+  if (a.intel_pattern) {
+    gemv_bf16_one_token_as<V, kOneTokenIntel>(a);
+  } else {
+    gemv_bf16_one_token_as<V, kOneTokenAmd>(a);
+  }
 }
 
 // gemv_t (linear_gemv.h): T tokens × kTile columns of accumulators; rows in blocks of

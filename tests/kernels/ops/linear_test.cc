@@ -306,36 +306,57 @@ TEST_F(LinearTest, GemvVariantsMatchReferenceOnEveryIsa) {
           y.fill_bytes(0xff);
           detail::gemv(kernel, dtype, xp.data(), tokens, in, w.raw(), w.stride(0), r0, r1,
                        bias ? bias->data<float>() : nullptr, y.data<float>(), out);
-          if (kernel == detail::GemvKernel::kAvx512Bf16 && dtype == DType::kBF16) {
-            // Intel's and AMD's access patterns (linear_gemv.h, GemvArgs): the same bits.
-            for (bool intel_pattern : {false, true}) {
-              Tensor again = Tensor::empty({tokens, out}, DType::kF32);
-              again.fill_bytes(0xff);
-              detail::GemvArgs a{xp.data(),
-                                 tokens,
-                                 in,
-                                 static_cast<const uint16_t*>(w.raw()) + r0 * w.stride(0),
-                                 w.stride(0),
-                                 r1 - r0,
-                                 bias ? bias->data<float>() + r0 : nullptr,
-                                 again.data<float>() + r0,
-                                 out,
-                                 intel_pattern};
-              detail::gemv_bf16_avx512bf16(a);
-              EXPECT_EQ(std::memcmp(again.raw(), y.raw(), y.nbytes()), 0)
-                  << "intel_pattern " << intel_pattern;
-            }
-          }
           const Tensor xr = dtype == DType::kBF16 ? bf16_rounded(x) : x;
-          if (r1 > r0) {
-            // A row range of one output and one token is a single dot product, which can
-            // cancel to near zero: measure the error against the magnitude of its terms.
-            const Tensor got = y.slice(1, r0, r1).contiguous();
-            EXPECT_TRUE(ops_test::all_finite(got));
-            EXPECT_LE(ops_test::error_relative_to(
-                          got, reference(xr, w, bias).slice(1, r0, r1).contiguous(),
-                          magnitude(xr, w, bias).slice(1, r0, r1).contiguous()),
-                      1e-6);
+          const Tensor want = reference(xr, w, bias);
+          const Tensor scale = magnitude(xr, w, bias);
+          // A row range of one output and one token is a single dot product, which can cancel
+          // to near zero: measure the error against the magnitude of its terms.
+          const auto expect_rows_match = [&](const Tensor& got_all, std::string_view what) {
+            if (r1 == r0) return;
+            const Tensor got = got_all.slice(1, r0, r1).contiguous();
+            EXPECT_TRUE(ops_test::all_finite(got)) << what;
+            EXPECT_LE(ops_test::error_relative_to(got, want.slice(1, r0, r1).contiguous(),
+                                                  scale.slice(1, r0, r1).contiguous()),
+                      1e-6)
+                << what;
+          };
+          expect_rows_match(y, "this CPU's access pattern");
+          // Intel's and AMD's access patterns (linear_gemv.h, GemvArgs) on every CPU: the
+          // dot-product kernel's give the same bits, the shift/mask kernels' the same sums to
+          // rounding.
+          const auto bf16_variant = [&]() -> void (*)(const detail::GemvArgs&) {
+            if (dtype != DType::kBF16) return nullptr;
+            switch (kernel) {
+              case detail::GemvKernel::kAvx2:
+                return &detail::gemv_bf16_avx2;
+              case detail::GemvKernel::kAvx512:
+                return &detail::gemv_bf16_avx512;
+              case detail::GemvKernel::kAvx512Bf16:
+                return &detail::gemv_bf16_avx512bf16;
+              default:
+                return nullptr;
+            }
+          }();
+          for (bool intel_pattern : {false, true}) {
+            if (bf16_variant == nullptr) break;
+            Tensor again = Tensor::empty({tokens, out}, DType::kF32);
+            again.fill_bytes(0xff);
+            detail::GemvArgs a{xp.data(),
+                               tokens,
+                               in,
+                               static_cast<const uint16_t*>(w.raw()) + r0 * w.stride(0),
+                               w.stride(0),
+                               r1 - r0,
+                               bias ? bias->data<float>() + r0 : nullptr,
+                               again.data<float>() + r0,
+                               out,
+                               intel_pattern};
+            bf16_variant(a);
+            const std::string what = intel_pattern ? "Intel's pattern" : "AMD's pattern";
+            expect_rows_match(again, what);
+            if (kernel == detail::GemvKernel::kAvx512Bf16) {
+              EXPECT_EQ(std::memcmp(again.raw(), y.raw(), y.nbytes()), 0) << what;
+            }
           }
           const Tensor before = y.slice(1, 0, r0).contiguous();
           const Tensor after = y.slice(1, r1, out).contiguous();
