@@ -22,6 +22,7 @@ the best is kept, and the read ceiling (bench/support/read_ceiling, same threads
 measured right before every run: on these VMs bandwidth moves with host placement, so each
 figure is printed with the ceiling it ran beside. For decode, "roofline" is
 ceiling / weight bytes read per token (every weight once, the tied embedding as lm_head).
+run.sh --isa avx2 holds both engines to AVX2; the last line printed says what each ran.
 """
 
 import argparse
