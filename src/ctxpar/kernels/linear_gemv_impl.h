@@ -197,8 +197,10 @@ void gemv_rows(const GemvArgs& a) {
 //   latency needs; four per stream would not fit AVX2's 16 registers). On an AMD EPYC Zen 4 VM
 //   held to AVX2, 1 thread, DecodeLinears tokens:1 in five alternated runs: 20.3-29.0 GB/s of
 //   weights (four of five 26.0-29.0) against 19.8-21.7 with Intel's pattern; four streams
-//   without requests 18.9-27.1, two streams without 23.3-23.6 (two runs). (With AVX-512 BF16,
-//   as every Zen 4 has, the dot-product kernel runs instead.)
+//   without requests 18.9-27.1, two streams without 23.3-23.6 (two runs); decode of the
+//   bench/compare model (`ctxpar bench`, 1 thread, three alternated runs) 9.9-10.5 tok/s against
+//   8.5-8.8. The 16-lane kernel takes the same pattern on AMD unmeasured: the AMD CPUs with
+//   AVX-512 so far (Zen 4, Zen 5) have fast dot products and run kAvx512Bf16 instead.
 // Plain stores of the sums cost 5-7% on the Xeon, once per output line (storing into a line
 // that stays in L1 costs nothing; neither prefetchw nor prefetcht0 of the next output line
 // helped), so the sums bypass the caches.
