@@ -83,11 +83,12 @@ struct GemvArgs {
   // The access pattern measured best on each vendor's cores. true (gemv sets it on Intel cores):
   // kAvx512Bf16's one token reads the rows in order as one stream, each requested 6 KiB ahead
   // into L1, several tokens request 1 KiB ahead into L1; the shift/mask kernels' one token reads
-  // two streams, 512 bytes ahead into L1. false (AMD cores): kAvx512Bf16's one token reads the
-  // range's two halves of rows side by side as two streams with no requests, several tokens
-  // request 4 KiB ahead into L2; the shift/mask kernels' one token reads four streams, 256
-  // bytes ahead into L1. kAvx512Bf16's results are the same bits either way; the shift/mask
-  // kernels' are not (their accumulator counts differ).
+  // two streams, 512 bytes ahead into L1, several tokens request bf16 rows 512 bytes ahead into
+  // L2. false (AMD cores): kAvx512Bf16's one token reads the range's two halves of rows side by
+  // side as two streams with no requests, several tokens request 4 KiB ahead into L2; the
+  // shift/mask kernels' one token reads four streams, 256 bytes ahead into L1, several tokens
+  // request bf16 rows 2 KiB ahead into L2. kAvx512Bf16's results are the same bits either way;
+  // the shift/mask kernels' one token's are not (their accumulator counts differ).
   bool intel_pattern = true;
 };
 void gemv_bf16_scalar(const GemvArgs& a);

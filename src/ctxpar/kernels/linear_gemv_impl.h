@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <type_traits>
 
 #include "ctxpar/core/half.h"
 #include "ctxpar/kernels/linear_gemv.h"
@@ -38,6 +39,13 @@ template <class WT>
 constexpr int64_t gemv_prefetch_bytes() {
   return sizeof(WT) == 2 ? 512 : 1024;
 }
+// bf16 rows on AMD cores (GemvArgs::intel_pattern false) are requested 2 KiB ahead: on an AMD
+// EPYC Zen 4 VM held to AVX2, kernels_linear_bench DecodeLinears, three alternated runs, GB/s
+// of weights at 4 / 8 tokens: 1 thread 17.4-17.6 / 9.5-9.9 against 10.0-12.1 / 7.0-7.8 at 512
+// bytes, 2 threads 27.0-29.8 / 16.0-18.4 against 21.3-22.2 / 13.3-15.0; 4 and 8 KiB ahead
+// read about the same (1 thread 16.7-18.1 / 8.0-9.7), 256 bytes into L1 14.1-15.2 / 9.1-9.4,
+// no requests 13.2-14.2 / 9.0-9.1.
+constexpr int64_t kGemvAmdBf16PrefetchBytes = 2048;
 
 inline float gemv_load_one(const float* p) {
   return *p;
@@ -58,12 +66,12 @@ inline void gemv_load_pair(const uint16_t* p, V& a, V& b) {
 
 // For R rows spaced `stride` rows apart (row r is weight row r·stride) and T tokens:
 // y[t·ldy + r·stride] = Σ_i x[t·k + i]·w[r·stride·ldw + i] (+ bias[r·stride]).
-template <class V, class WT, int R, int T>
+template <class V, class WT, int64_t kAheadBytes, int R, int T>
 inline void gemv_block(const float* x, int64_t k, const WT* w, int64_t ldw, int64_t stride,
                        const float* bias, float* y, int64_t ldy) {
   constexpr int kW = V::kWidth;
   constexpr int kP = 2 * kW;
-  constexpr int64_t kAhead = gemv_prefetch_bytes<WT>() / static_cast<int64_t>(sizeof(WT));
+  constexpr int64_t kAhead = kAheadBytes / static_cast<int64_t>(sizeof(WT));
   V acc[R][T];
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) acc[r][t] = V::zero();
@@ -120,21 +128,21 @@ constexpr int gemv_max_tokens() {
 
 // R rows × T tokens in register blocks of at most 16 accumulators: 8 rows × 3 or 4 tokens go as
 // two 4-row halves.
-template <class V, class WT, int R, int T>
+template <class V, class WT, int64_t kAheadBytes, int R, int T>
 inline void gemv_block_fit(const float* x, int64_t k, const WT* w, int64_t ldw, int64_t stride,
                            const float* bias, float* y, int64_t ldy) {
   if constexpr (R * T > 16) {
     constexpr int kHalf = R / 2;
     const int64_t half = kHalf * stride;  // rows to the second half's first row
-    gemv_block<V, WT, kHalf, T>(x, k, w, ldw, stride, bias, y, ldy);
-    gemv_block<V, WT, kHalf, T>(x, k, w + half * ldw, ldw, stride,
-                                bias != nullptr ? bias + half : nullptr, y + half, ldy);
+    gemv_block<V, WT, kAheadBytes, kHalf, T>(x, k, w, ldw, stride, bias, y, ldy);
+    gemv_block<V, WT, kAheadBytes, kHalf, T>(
+        x, k, w + half * ldw, ldw, stride, bias != nullptr ? bias + half : nullptr, y + half, ldy);
   } else {
-    gemv_block<V, WT, R, T>(x, k, w, ldw, stride, bias, y, ldy);
+    gemv_block<V, WT, kAheadBytes, R, T>(x, k, w, ldw, stride, bias, y, ldy);
   }
 }
 
-template <class V, class WT, int R>
+template <class V, class WT, int64_t kAheadBytes, int R>
 inline void gemv_row_block(const float* x, int64_t tokens, int64_t k, const WT* w, int64_t ldw,
                            int64_t stride, const float* bias, float* y, int64_t ldy) {
   constexpr int kMaxT = gemv_max_tokens<V>();
@@ -143,23 +151,25 @@ inline void gemv_row_block(const float* x, int64_t tokens, int64_t k, const WT* 
     float* yt = y + t0 * ldy;
     switch (std::min<int64_t>(kMaxT, tokens - t0)) {
       case 4:
-        if constexpr (kMaxT >= 4) gemv_block_fit<V, WT, R, 4>(xt, k, w, ldw, stride, bias, yt, ldy);
+        if constexpr (kMaxT >= 4)
+          gemv_block_fit<V, WT, kAheadBytes, R, 4>(xt, k, w, ldw, stride, bias, yt, ldy);
         break;
       case 3:
-        if constexpr (kMaxT >= 3) gemv_block_fit<V, WT, R, 3>(xt, k, w, ldw, stride, bias, yt, ldy);
+        if constexpr (kMaxT >= 3)
+          gemv_block_fit<V, WT, kAheadBytes, R, 3>(xt, k, w, ldw, stride, bias, yt, ldy);
         break;
       case 2:
-        gemv_block<V, WT, R, 2>(xt, k, w, ldw, stride, bias, yt, ldy);
+        gemv_block<V, WT, kAheadBytes, R, 2>(xt, k, w, ldw, stride, bias, yt, ldy);
         break;
       default:
-        gemv_block<V, WT, R, 1>(xt, k, w, ldw, stride, bias, yt, ldy);
+        gemv_block<V, WT, kAheadBytes, R, 1>(xt, k, w, ldw, stride, bias, yt, ldy);
         break;
     }
   }
 }
 
-template <class V, class WT>
-void gemv_rows(const GemvArgs& a) {
+template <class V, class WT, int64_t kAheadBytes>
+void gemv_rows_as(const GemvArgs& a) {
   const auto* xp = static_cast<const float*>(a.xp);
   const WT* w = static_cast<const WT*>(a.w);
   constexpr int kRows = gemv_rows_per_block<V>();
@@ -172,12 +182,21 @@ void gemv_rows(const GemvArgs& a) {
   // later tokens.
   const int64_t len = a.n / kRows;
   for (int64_t j = 0; j < len; ++j) {
-    gemv_row_block<V, WT, kRows>(xp, a.tokens, a.k, w + j * a.ldw, a.ldw, len,
-                                 a.bias ? a.bias + j : nullptr, a.y + j, a.ldy);
+    gemv_row_block<V, WT, kAheadBytes, kRows>(xp, a.tokens, a.k, w + j * a.ldw, a.ldw, len,
+                                              a.bias ? a.bias + j : nullptr, a.y + j, a.ldy);
   }
   for (int64_t o = len * kRows; o < a.n; ++o) {
-    gemv_row_block<V, WT, 1>(xp, a.tokens, a.k, w + o * a.ldw, a.ldw, 1,
-                             a.bias ? a.bias + o : nullptr, a.y + o, a.ldy);
+    gemv_row_block<V, WT, kAheadBytes, 1>(xp, a.tokens, a.k, w + o * a.ldw, a.ldw, 1,
+                                          a.bias ? a.bias + o : nullptr, a.y + o, a.ldy);
+  }
+}
+
+template <class V, class WT>
+void gemv_rows(const GemvArgs& a) {
+  if (std::is_same_v<WT, uint16_t> && !a.intel_pattern) {
+    gemv_rows_as<V, WT, kGemvAmdBf16PrefetchBytes>(a);
+  } else {
+    gemv_rows_as<V, WT, gemv_prefetch_bytes<WT>()>(a);
   }
 }
 
