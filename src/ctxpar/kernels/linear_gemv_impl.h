@@ -193,11 +193,13 @@ void gemv_rows_as(const GemvArgs& a) {
 
 template <class V, class WT>
 void gemv_rows(const GemvArgs& a) {
-  if (std::is_same_v<WT, uint16_t> && !a.intel_pattern) {
-    gemv_rows_as<V, WT, kGemvAmdBf16PrefetchBytes>(a);
-  } else {
-    gemv_rows_as<V, WT, gemv_prefetch_bytes<WT>()>(a);
+  if constexpr (std::is_same_v<WT, uint16_t>) {
+    if (!a.intel_pattern) {
+      gemv_rows_as<V, WT, kGemvAmdBf16PrefetchBytes>(a);
+      return;
+    }
   }
+  gemv_rows_as<V, WT, gemv_prefetch_bytes<WT>()>(a);
 }
 
 // One token, bf16 weights (batch-1 decode, which reads every weight per token), tuned as a read
