@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <numbers>
 #include <numeric>
 
 #include "ctxpar/attention/attention_config.h"
@@ -303,7 +304,7 @@ RunResult run_layer(const Scenario& s, const RunConfig& cfg) {
 }
 
 std::vector<Tensor> reference_outputs(const Scenario& s, DType kv_dtype, float k_scale,
-                                      float v_scale) {
+                                      float v_scale, bool round_weights) {
   const LayerShape& sh = s.shape;
   auto mat = [](const Tensor& w, const double* x, int64_t row) {  // (w · x)[row]
     double acc = 0;
@@ -402,6 +403,13 @@ std::vector<Tensor> reference_outputs(const Scenario& s, DType kv_dtype, float k
           }
           double denom = 0;
           for (double& sc : scores) denom += (sc = std::exp(sc - mx));
+          if (round_weights) {  // the weights of P·V in base 2 from a whole-number max
+            const double m2 = std::ceil(mx * std::numbers::log2e);
+            const double shift = std::exp2(mx * std::numbers::log2e - m2);
+            for (double& sc : scores) {
+              sc = bf16::to_f32(bf16::from_f32(static_cast<float>(sc * shift))) / shift;
+            }
+          }
           for (int64_t sidx = 0; sidx <= p; ++sidx) {
             for (int64_t e = 0; e < vd; ++e) {
               attn[static_cast<size_t>(hh * vd + e)] +=

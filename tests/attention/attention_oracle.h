@@ -81,9 +81,12 @@ RunResult run_layer_rank(Communicator& world, const Scenario& scenario, const Ru
 // keys (after RoPE) and values rounded to bf16 first, as a bf16 cache holds them, and the
 // queries too, as the kernels round q for a bf16 cache.
 // kv_dtype bf16 or e4m3: GQA's k and v as the cache rounds them (e4m3: k_scale · e4m3(k /
-// k_scale), likewise v).
+// k_scale), likewise v). round_weights: the softmax weights of P·V rounded to bf16 as a kernel
+// that rounds them does (kernels::attention_rounds_weights): 2^M·bf16(2^(s·log2 e − M)) over
+// the unrounded weights' sum, M the whole number at or above the largest score (base 2).
 std::vector<Tensor> reference_outputs(const Scenario& scenario, DType kv_dtype = DType::kF32,
-                                      float k_scale = 1.0f, float v_scale = 1.0f);
+                                      float k_scale = 1.0f, float v_scale = 1.0f,
+                                      bool round_weights = false);
 
 using test_support::relative_error;
 

@@ -1,10 +1,13 @@
 // GQA attention layer under every (T, N): equal to T = N = 1 and to a double reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "ctxpar/core/cpu_features.h"
 #include "ctxpar/core/error.h"
+#include "ctxpar/kernels/attention.h"
 #include "oracle_sweep.h"
 #include "support/seeded_rng.h"
 
@@ -37,6 +40,28 @@ TEST_P(GqaOracle, EveryStepMatchesSingleRankAndDoubleReference) {
 INSTANTIATE_TEST_SUITE_P(AllShapes, GqaOracle, ::testing::ValuesIn(all_tp_dcp()), tp_dcp_name);
 
 // ‖got − want‖ / ‖want‖ over the outputs of every step together.
+// As relative_error_over_steps, each token's output row against whichever of two references
+// it is closer to.
+double relative_error_to_either(const std::vector<Tensor>& got, const std::vector<Tensor>& a,
+                                const std::vector<Tensor>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const Tensor g = got[i].contiguous(), x = a[i].contiguous(), y = b[i].contiguous();
+    const int64_t width = x.size(1);
+    for (int64_t t = 0; t < x.size(0); ++t) {
+      double to_x = 0, to_y = 0;
+      for (int64_t j = t * width; j < (t + 1) * width; ++j) {
+        const double v = g.data<float>()[j], vx = x.data<float>()[j], vy = y.data<float>()[j];
+        to_x += (v - vx) * (v - vx);
+        to_y += (v - vy) * (v - vy);
+        den += vx * vx;
+      }
+      num += std::min(to_x, to_y);
+    }
+  }
+  return std::sqrt(num / den);
+}
+
 double relative_error_over_steps(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
   double num = 0, den = 0;
   for (size_t i = 0; i < want.size(); ++i) {
@@ -56,7 +81,12 @@ double relative_error_over_steps(const std::vector<Tensor>& got, const std::vect
 // same values computed in f32, and a value within a few f32 ulps of a bf16 midpoint now and
 // then rounds the other way. Over the whole run, 11000 runs: median 1.4e-6, 99.9th
 // percentile 3.4e-4, one above 7e-4; a new part over the unrounded f32 k/v: 1.15e-3 at best
-// (1000 runs), 1.25e-3 for 99 in 100.
+// (1000 runs), 1.25e-3 for 99 in 100. Where the kernel may round the softmax weights to bf16
+// (attention_rounds_weights: jobs of 16 rows or fewer per KV head with head dims multiples of
+// 32, not on the AMX tiles), each token matches the reference that rounds them or the one that
+// does not (which, depends on the jobs its rows fall into): the weights' rounding alone is
+// ~1e-3 here, as large as the cache's. Zen 4, 1200 runs: median 1.2e-5, 99th percentile
+// 3.1e-4, at most 4.0e-4 (a weight near a bf16 midpoint rounds the other way).
 TEST(GqaOracleBf16Cache, AllStepsMatchTheReferenceOnRoundedKv) {
   const auto seed = test_support::test_seed();
   SCOPED_TRACE(fmt::format("seed {}", seed));
@@ -68,6 +98,9 @@ TEST(GqaOracleBf16Cache, AllStepsMatchTheReferenceOnRoundedKv) {
   shape.num_heads = 12;  // 12 rows a token: 8 or more per KV head run on the AMX tiles
   const Scenario s = make_scenario(shape, rng, 4, 40);
   const std::vector<Tensor> rounded = reference_outputs(s, DType::kBF16);
+  const bool may_round = kernels::attention_rounds_weights(active_isa(), DType::kBF16);
+  const std::vector<Tensor> rounded_weights =
+      may_round ? reference_outputs(s, DType::kBF16, 1.0f, 1.0f, true) : rounded;
   for (const TpDcp p : {TpDcp{1, 1}, TpDcp{2, 2}, TpDcp{3, 3}}) {
     RunConfig cfg;
     cfg.tp = p.tp;
@@ -76,8 +109,9 @@ TEST(GqaOracleBf16Cache, AllStepsMatchTheReferenceOnRoundedKv) {
     cfg.threads_per_rank = 2;
     const RunResult got = run_layer(s, cfg);
     ASSERT_EQ(got.outputs.size(), rounded.size());
-    EXPECT_LE(relative_error_over_steps(got.outputs, rounded), 1e-3)
-        << "T=" << p.tp << " N=" << p.dcp;
+    const double error = may_round ? relative_error_to_either(got.outputs, rounded, rounded_weights)
+                                   : relative_error_over_steps(got.outputs, rounded);
+    EXPECT_LE(error, 1e-3) << "T=" << p.tp << " N=" << p.dcp;
   }
 }
 

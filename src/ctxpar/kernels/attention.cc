@@ -200,6 +200,11 @@ void run_varlen(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&
 
 }  // namespace
 
+bool attention_rounds_weights(Isa isa, DType kv_dtype) {
+  return kv_dtype == DType::kBF16 && (isa == Isa::kAvx512 || isa == Isa::kAmx) &&
+         detail::avx512_attention_job() == &detail::run_attention_job_avx512bf16;
+}
+
 void paged_attention(const Tensor& q, const PagedKvView& kv, const Tensor& block_tables,
                      const Tensor& token_req, const Tensor& key_lens, float scale, Tensor& out,
                      Tensor& lse, ThreadPool& pool) {

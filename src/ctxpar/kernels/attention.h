@@ -12,7 +12,13 @@
 // - With a bf16 cache (k and v bf16), q is rounded to bf16 (nearest even) before the
 //   products, as the cache rounded k: what a bf16 model's q is, and what lets CPUs with
 //   AVX-512 BF16 take the scores as bf16 dot products; the products are exact in f32 either
-//   way. f32 and e4m3 caches use q as given.
+//   way. f32 and e4m3 caches use q as given. Where those dot products are fast
+//   (attention_rounds_weights) P·V is one too: the softmax weights are rounded to bf16, as
+//   GPU flash attention rounds them, so each value of o is within 2^-9·Σ_j p_j·|v_j| of
+//   exact (p the softmax weights; about 1e-3 relative, the size of the cache's own rounding
+//   of v) while the lse keeps f32 precision. The running max of the base-2 scores is kept a
+//   whole number, so a weight rounds the same however the keys are split (threads, DCP
+//   shards), and merged results match unsplit ones to f32 rounding.
 // - Tensors are caller-owned; out and lse are written in full and may be strided views
 //   (last dim contiguous). Inputs need a contiguous last dim, other strides are arbitrary.
 // - Work is split over (token group, KV heads, key chunk) on the pool. A job takes the query
@@ -34,6 +40,11 @@
 #include "ctxpar/core/thread_pool.h"
 
 namespace ctxpar::kernels {
+
+// Whether the kernel of `isa` may round the softmax weights to bf16 for P·V over a cache of
+// kv_dtype on this CPU (see the conventions above): bf16 caches at Isa::kAvx512, and at
+// Isa::kAmx for the jobs it leaves to AVX-512, where vdpbf16ps is fast.
+bool attention_rounds_weights(Isa isa, DType kv_dtype);
 
 // Paged KV cache of one layer. A token's local key index li maps to row
 // (block_table[req][li / B], li % B).

@@ -87,7 +87,8 @@ void run_attention_job_scalar(const AttnJob& job, float* scratch);
 void run_attention_job_avx2(const AttnJob& job, float* scratch);
 void run_attention_job_avx512(const AttnJob& job, float* scratch);
 // As run_attention_job_avx512, a bf16 cache's scores as vdpbf16ps dot products (CPUs with
-// AVX-512 BF16); the same results to f32 rounding (the order of the additions differs).
+// AVX-512 BF16; the same scores to f32 rounding) and its P·V as dot products of the weights
+// rounded to bf16 (attention_rounds_weights, attention.h).
 void run_attention_job_avx512bf16(const AttnJob& job, float* scratch);
 // The AVX-512 variant this CPU runs best: the dot-product one where vdpbf16ps is fast
 // (bf16_dot_fast, linear_matmul_cache.h), else run_attention_job_avx512.

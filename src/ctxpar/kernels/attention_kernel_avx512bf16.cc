@@ -1,12 +1,21 @@
-// AVX-512 variant of the attention job whose bf16-cache scores are vdpbf16ps dot products:
-// q (rounded to bf16, as every variant rounds it for a bf16 cache) and the K rows as loaded,
-// 32 values per instruction, where the f32 path spends two conversions and two FMAs. The
-// products are exact in f32 either way; only the order of the additions differs, and the
-// scale is applied to the finished score. Everything else is run_attention_job_avx512's.
-// On an AMD EPYC Zen 4 VM, 1 thread, kernels_attention_bench, KV GB/s against the f32 scores
-// in alternated runs: GqaDecode d 128 from DRAM 15.6-16.7 (14.8-15.0), from L2 18.0-19.3
-// (16.7-17.2); d 64 12.9 (11.9-12.2); MlaDecode 16 heads 3.6-3.7 (2.9). P·V, still f32 FMAs,
-// now takes about two thirds of GQA decode's time.
+// AVX-512 variant of the attention job for CPUs whose vdpbf16ps is fast: a bf16 cache's
+// scores are dot products of q (rounded to bf16, as every variant rounds it for a bf16 cache)
+// with the K rows as loaded, 32 values per instruction, where the f32 path spends two
+// conversions and two FMAs; the products are exact in f32, only the order of the additions
+// differs, and the scale is applied to the finished score. P·V is a dot product too: the
+// softmax weights rounded to bf16 (as GPU flash attention rounds them), two keys per
+// instruction against V rows interleaved in key pairs by word unpacks; each value of o is
+// then within ~2^-9·Σ_j p_j·|v_j| / Σ_j p_j of exact (attention.h), the lse keeps f32 precision.
+// Everything else is run_attention_job_avx512's.
+// On an AMD EPYC Zen 4 VM, 1 thread, kernels_attention_bench, KV GB/s in alternated runs:
+// - the dot-product scores against f32 FMAs: GqaDecode d 128 from DRAM 15.6-16.7 (14.8-15.0),
+//   from L2 18.0-19.3 (16.7-17.2); d 64 12.9 (11.9-12.2); MlaDecode 16 heads 3.6-3.7 (2.9);
+// - the dot-product P·V against f32 FMAs of the converted weights (two thirds of GQA decode's
+//   time before): MlaDecode 16 heads 5.1-5.4 (3.5-4.0), 2 threads 10.5-10.7 (7.3-7.9);
+//   GqaDecode d 128 from L2 23.2-25.0 (17.3-20.8), from DRAM in order 19.4-20.3 (17.0-17.8),
+//   in shuffled blocks 14.9-15.7 (15.7-17.3: waiting on memory, not on the products); d 64
+//   13.0-13.4 (10.4-12.9). Weights as two bf16 terms (f32-exact, as the AMX variant keeps
+//   them) read as the f32 path: MlaDecode 4.0-4.1, GqaDecode from L2 20.4-20.6.
 #if !defined(__AVX512BF16__) || !defined(__AVX512BW__)
 #error "attention_kernel_avx512bf16.cc needs -mavx512bf16 -mavx512bw"
 #endif
@@ -52,10 +61,126 @@ inline void dot_block(const uint16_t* q, int64_t qs, const uint16_t* const* k, i
   }
 }
 
-// tile_scores (attention_kernel_impl.h) over bf16 q rows in natural order.
+// o[rb] += Σ_j w[rb]_j·v[j] over keys [j0, j1) (j0 and j1 even) for RB rows, value steps
+// [p0, p0 + PS) of 32 values. w[rb·ws + j/2] holds the bf16 weights of keys j and j + 1 (0 for
+// a key past the tile, whose row pointer repeats the last row); a value step's two
+// accumulators hold its 32 values in unpack order (Bf16Dot::value_lane_index).
+template <int RB, int PS>
+[[gnu::always_inline]] inline void pv_dot_keys(const uint32_t* w, int64_t ws,
+                                               const uint16_t* const* v, int j0, int j1, int64_t p0,
+                                               float* o, int64_t os) {
+  __m512 acc[RB][2 * PS];
+  for (int rb = 0; rb < RB; ++rb) {
+    for (int x = 0; x < 2 * PS; ++x) acc[rb][x] = _mm512_loadu_ps(o + rb * os + p0 * 32 + x * 16);
+  }
+  for (int j = j0; j < j1; j += 2) {
+    __m512bh lo[PS], hi[PS];
+    for (int ps = 0; ps < PS; ++ps) {
+      const __m512i a = _mm512_loadu_si512(v[j] + (p0 + ps) * 32);
+      const __m512i b = _mm512_loadu_si512(v[j + 1] + (p0 + ps) * 32);
+      lo[ps] = (__m512bh)_mm512_unpacklo_epi16(a, b);
+      hi[ps] = (__m512bh)_mm512_unpackhi_epi16(a, b);
+    }
+    for (int rb = 0; rb < RB; ++rb) {
+      const __m512bh wj = (__m512bh)_mm512_set1_epi32(static_cast<int>(w[rb * ws + j / 2]));
+      for (int ps = 0; ps < PS; ++ps) {
+        acc[rb][2 * ps] = _mm512_dpbf16_ps(acc[rb][2 * ps], wj, lo[ps]);
+        acc[rb][2 * ps + 1] = _mm512_dpbf16_ps(acc[rb][2 * ps + 1], wj, hi[ps]);
+      }
+    }
+  }
+  for (int rb = 0; rb < RB; ++rb) {
+    for (int x = 0; x < 2 * PS; ++x) _mm512_storeu_ps(o + rb * os + p0 * 32 + x * 16, acc[rb][x]);
+  }
+}
+
+// pv_dot_keys over the n keys of a tile (rounded up to a pair) and all dv / 32 value steps,
+// two steps per pass over the keys (RB · 4 accumulators), in key runs reported to pf as
+// pv_pass (attention_kernel_impl.h) does.
+template <int RB>
+inline void pv_dot_block(const uint32_t* w, int64_t ws, const uint16_t* const* v, int n, int64_t dv,
+                         float* o, int64_t os, TilePrefetch<uint16_t>* pf) {
+  constexpr int kPs = 2;
+  const int64_t steps = dv / 32;
+  const int run = pf == nullptr ? kKeyTile : pf->to_l2() ? kPvPrefetchKeysL2 : kPvPrefetchKeysL1;
+  const int n2 = (n + 1) / 2 * 2;
+  for (int64_t p = 0; p < steps;) {
+    const int ps = steps - p >= kPs ? kPs : 1;
+    for (int j0 = 0; j0 < n2; j0 += run) {
+      const int j1 = std::min(n2, j0 + run);
+      consumed(pf, (j1 - j0) * ps * 64);
+      if (ps == kPs) {
+        pv_dot_keys<RB, kPs>(w, ws, v, j0, j1, p, o, os);
+      } else {
+        pv_dot_keys<RB, 1>(w, ws, v, j0, j1, p, o, os);
+      }
+    }
+    p += ps;
+  }
+}
+
+// The dot-product scores and values of run_job (attention_kernel_impl.h).
 struct Bf16Dot {
   static constexpr bool kEnabled = true;
   static constexpr int kDimStep = kDotStep;
+  static constexpr bool kDotValues = true;
+  static constexpr int kValueStep = 32;
+  // Where value i of an o row (dv a multiple of kValueStep) sits: vpunpck{l,h}wd pair the
+  // low / high four values of each 128-bit lane of two keys' rows, so accumulator 0 of a
+  // step holds values 8c + t and accumulator 1 values 8c + 4 + t of lane c, t < 4.
+  static int64_t value_lane_index(int64_t i) {
+    const int64_t base = i / kValueStep * kValueStep, k = i - base;
+    const int64_t lane = k / 8, t = k % 8;
+    return base + (t / 4) * 16 + lane * 4 + t % 4;
+  }
+  // o[r] += Σ_j bf16(p[r·kKeyTile + j])·v[j] for the rows of one KV head; p: the tile's f32
+  // weights, 0 from key n up to a multiple of 16; v: the head's n rows; only the first row
+  // block reports its reads to pf.
+  static void tile_values(const float* p, int rows, const uint16_t* const* v, int n, int64_t dv,
+                          float* o, int64_t os, TilePrefetch<uint16_t>* pf) {
+    const int n2 = (n + 1) / 2 * 2;
+    const uint16_t* vv[kKeyTile + 1];  // an odd tile's last key pairs with itself (weight 0)
+    for (int j = 0; j < n; ++j) vv[j] = v[j];
+    vv[n] = v[n - 1];
+    constexpr int kRows = 6;  // 6 rows × 2 steps: 24 accumulators, 4 unpacked values, 1 weight
+    constexpr int64_t ws = kKeyTile / 2;
+    alignas(64) uint32_t w[kRows * ws];  // the row block's weights, key pairs as bf16 pairs
+    const int blocks = (rows + kRows - 1) / kRows;
+    const int per = (rows + blocks - 1) / blocks;
+    for (int r = 0; r < rows; r += per) {
+      const int rb = std::min(per, rows - r);
+      for (int x = 0; x < rb; ++x) {
+        const float* pr = p + static_cast<int64_t>(r + x) * kKeyTile;
+        for (int j = 0; j < n2; j += 32) {
+          const __m512 a = _mm512_loadu_ps(pr + j);
+          const __m512 b = j + 16 < n2 ? _mm512_loadu_ps(pr + j + 16) : _mm512_setzero_ps();
+          _mm512_storeu_si512(w + x * ws + j / 2, (__m512i)_mm512_cvtne2ps_pbh(b, a));
+        }
+      }
+      float* orow = o + r * os;
+      TilePrefetch<uint16_t>* first = r == 0 ? pf : nullptr;
+      switch (rb) {
+        case 6:
+          pv_dot_block<6>(w, ws, vv, n, dv, orow, os, first);
+          break;
+        case 5:
+          pv_dot_block<5>(w, ws, vv, n, dv, orow, os, first);
+          break;
+        case 4:
+          pv_dot_block<4>(w, ws, vv, n, dv, orow, os, first);
+          break;
+        case 3:
+          pv_dot_block<3>(w, ws, vv, n, dv, orow, os, first);
+          break;
+        case 2:
+          pv_dot_block<2>(w, ws, vv, n, dv, orow, os, first);
+          break;
+        default:
+          pv_dot_block<1>(w, ws, vv, n, dv, orow, os, first);
+          break;
+      }
+    }
+  }
   static void tile_scores(const uint16_t* q, int64_t qs, int heads, int head_rows,
                           const uint16_t* const* k, int64_t head_stride, int n, int64_t dk,
                           float* s, TilePrefetch<uint16_t>* pf) {

@@ -18,10 +18,11 @@
 //                               inside; or, for a head with many rows and few dims (prefill),
 //                               outer products over the tile transposed (6 rows × 64 keys on
 //                               AVX-512, 6 × 16 on AVX2);
-//     online softmax per row: m' = max(m, max S), P = 2^(S − m'), l = l·2^(m − m') + ΣP,
+//     online softmax per row: m' = ⌈max(m, max S)⌉, P = 2^(S − m'), l = l·2^(m − m') + ΣP,
 //                              o *= 2^(m − m');
 //     O[rows, dv] += P · V     outer products in register blocks of up to 6 rows × two pair
-//                              steps (AVX-512; 6 rows × one step on AVX2);
+//                              steps (AVX-512; 6 rows × one step on AVX2), or bf16 dot
+//                              products of P rounded to bf16 (Dot below);
 //     meanwhile the next tile's K and V rows are prefetched (TilePrefetch, below).
 //   Finally o /= l and lse = (m + log2 l)·ln 2; a row that saw no key gets o = 0, lse = -inf.
 // All query heads of a KV head are rows of the same job, so every K/V row is loaded from
@@ -657,7 +658,10 @@ inline void softmax_row(float* s, int n, int valid, float score_scale, float& m,
     x.store(s + j);
     mx = max(mx, x);
   }
-  const float m_new = max_f(m, reduce_max(mx));
+  // The running max is kept a whole number (scores are in base 2): every weight is then 2^s
+  // scaled by a power of two, so its bf16 rounding (Bf16Dot) is the same wherever the keys
+  // were cut into tiles, split-K chunks or DCP shards, and the rescaling of o is exact.
+  const float m_new = std::ceil(max_f(m, reduce_max(mx)));
   if (m_new == kNegInf) {  // no key of this row so far: weights 0, state unchanged
     for (int j = 0; j < padded; ++j) s[j] = 0.0f;
     return;
@@ -675,12 +679,16 @@ inline void softmax_row(float* s, int n, int valid, float score_scale, float& m,
   m = m_new;
 }
 
-// The dot-product scores of a bf16 cache, for ISAs that have them (attention_kernel_avx512bf16.cc
-// supplies one: tile_scores over q as bf16 in natural order, unscaled, for head dims that are
-// multiples of kDimStep); NoBf16Dot: none, the scores are f32 FMAs.
+// The dot products of a bf16 cache, for ISAs that have them (attention_kernel_avx512bf16.cc
+// supplies them: tile_scores over q as bf16 in natural order, unscaled, for head dims that
+// are multiples of kDimStep; tile_values over the weights rounded to bf16, o in
+// value_lane_index order, for dv a multiple of kValueStep); NoBf16Dot: none, f32 FMAs.
 struct NoBf16Dot {
   static constexpr bool kEnabled = false;
   static constexpr int kDimStep = 1;
+  static constexpr bool kDotValues = false;
+  static constexpr int kValueStep = 1;
+  static int64_t value_lane_index(int64_t i) { return i; }
 };
 
 template <class V, class KvT, class Dot>
@@ -720,6 +728,8 @@ void run_job(const AttnJob& job, float* scratch) {
   // (Zen 4, 1 thread, kernels_attention_bench GqaPrefill bf16 d 128 75 -> 92-95 GFLOP/s, d 64
   // 70-75 -> 81-84; attention_decode_bench Gqa64K, 16 rows per KV head, 8.3 -> 5.9-6.0 ms).
   const bool dot_scores = Dot::kEnabled && kBf16 && dk % Dot::kDimStep == 0;
+  // ... and P·V, with the weights rounded to bf16, where the head's rows read V in place.
+  const bool dot_values = dot_scores && Dot::kDotValues && !convert && dv % Dot::kValueStep == 0;
   const float q_scale = job.scale * kLog2e / kLoadFactor;
   const float score_scale = dot_scores ? q_scale : 1.0f;
   uint16_t* const q_bf16 = reinterpret_cast<uint16_t*>(q);  // dot_scores: row stride 2·qs
@@ -824,7 +834,11 @@ void run_job(const AttnJob& job, float* scratch) {
       const float* p = s + static_cast<int64_t>(r0) * kKeyTile;
       const KvT* vh[kKeyTile];
       shift_rows(vr, n, hh * job.v_head_stride, vh);
-      if (!convert) {
+      if (dot_values) {
+        if constexpr (Dot::kDotValues && kBf16) {
+          Dot::tile_values(p, head_rows, vh, n, dv, o + r0 * os, os, pf);
+        }
+      } else if (!convert) {
         tile_values<V>(p, head_rows, vh, n, dv, o + r0 * os, os, pf);
       } else if constexpr (kPairOrder) {
         // The converted K tile still holds this head's rows when it is the only head (and the
@@ -849,7 +863,10 @@ void run_job(const AttnJob& job, float* scratch) {
       const float inv = 1.0f / kLoadFactor / l[r];
       const float* src = o + r * os;
       for (int64_t i = 0; i < dv; ++i) {
-        dst[i] = src[kPairOrder ? pair_lane_index(i, dv, kW) : i] * inv;
+        const int64_t lane = dot_values   ? Dot::value_lane_index(i)
+                             : kPairOrder ? pair_lane_index(i, dv, kW)
+                                          : i;
+        dst[i] = src[lane] * inv;
       }
       *job.lse[r] = (m[r] + std::log2(l[r])) * kLn2;
     } else {

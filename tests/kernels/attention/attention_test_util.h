@@ -152,8 +152,12 @@ inline double relative_error(const Tensor& a, const Tensor& b) {
 // Checks an attention result against a reference: every element written (no NaN left from
 // the poison), rows the reference leaves empty are exactly (0, -inf), ‖out − ref‖/‖ref‖ <= tol,
 // and each lse within tol·max(1, |ref|).
+// With abs_ref (a kernel that rounds the softmax weights to bf16, attention_rounds_weights):
+// each value of o within (2^-8 + tol)·abs_ref, where abs_ref is the reference over |v|
+// (Σ_j p_j·|v_j| / Σ_j p_j, twice the bound of the weights' rounding), instead of the norm.
 inline void expect_attention_close(const Tensor& out, const Tensor& lse, const Tensor& out_ref,
-                                   const Tensor& lse_ref, double tol) {
+                                   const Tensor& lse_ref, double tol,
+                                   const Tensor* abs_ref = nullptr) {
   ASSERT_EQ(out.shape(), out_ref.shape());
   ASSERT_EQ(lse.shape(), lse_ref.shape());
   int bad_lse = 0;
@@ -174,7 +178,41 @@ inline void expect_attention_close(const Tensor& out, const Tensor& lse, const T
     }
   }
   EXPECT_EQ(bad_lse, 0);
-  EXPECT_LE(relative_error(out, out_ref), tol);
+  if (abs_ref == nullptr) {
+    EXPECT_LE(relative_error(out, out_ref), tol);
+    return;
+  }
+  ASSERT_EQ(abs_ref->shape(), out_ref.shape());
+  int bad = 0;
+  for (int64_t t = 0; t < out.size(0); ++t) {
+    for (int64_t h = 0; h < out.size(1); ++h) {
+      for (int64_t x = 0; x < out.size(2); ++x) {
+        const double o = out.item_as_double({t, h, x}), r = out_ref.item_as_double({t, h, x});
+        const double bound = (0x1p-8 + tol) * abs_ref->item_as_double({t, h, x});
+        if (!(std::abs(o - r) <= bound) && bad++ < 5) {
+          ADD_FAILURE() << "o[" << t << ", " << h << ", " << x << "] " << o << " vs " << r
+                        << ", more than " << bound << " apart";
+        }
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+// |t| elementwise, contiguous, in t's dtype (exact for the sign-magnitude dtypes of a cache).
+inline Tensor abs_values(const Tensor& t) {
+  Tensor f = t.to(DType::kF32);
+  float* p = f.data<float>();
+  for (int64_t i = 0; i < f.numel(); ++i) p[i] = std::abs(p[i]);
+  return f.to(t.dtype());
+}
+
+// Whether some variant this CPU runs rounds the weights over a kv_dtype cache.
+inline bool some_isa_rounds_weights(DType kv_dtype) {
+  for (Isa isa : supported_isas()) {
+    if (attention_rounds_weights(isa, kv_dtype)) return true;
+  }
+  return false;
 }
 
 inline std::string isa_trace(Isa isa) {

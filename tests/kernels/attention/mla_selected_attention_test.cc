@@ -29,6 +29,12 @@ class MlaAndSelectedTest : public SeededTest {
     }
   }
 
+  // The latent cache as the dense form's view, its values replaced by their magnitudes (for
+  // the reference over |v| of expect_attention_close).
+  static PagedKvView abs_value_view(const Tensor& latent) {
+    return {latent.unsqueeze(2), abs_values(latent).slice(2, 0, kLora).unsqueeze(2)};
+  }
+
   // indices [tokens, max_sel]: a random subset of each token's request keys, -1 holes at
   // random places, and a few tokens with nothing selected at all.
   Tensor random_indices(const PagedSetup& s, const std::vector<int32_t>& reqs, int64_t max_sel) {
@@ -74,6 +80,12 @@ TEST_F(MlaAndSelectedTest, MlaMatchesReference) {
         Tensor lse_ref = Tensor::empty({tokens, heads}, DType::kF32);
         paged_mla_attention_reference(q, latent, kLora, s.block_tables, i32_tensor(reqs),
                                       i32_tensor(klens), scale, out_ref, lse_ref);
+        Tensor abs_ref = Tensor::empty({tokens, heads, kLora}, DType::kF32);
+        if (some_isa_rounds_weights(dtype)) {
+          Tensor lse_abs = Tensor::empty({tokens, heads}, DType::kF32);
+          paged_attention_reference(q, abs_value_view(latent), s.block_tables, i32_tensor(reqs),
+                                    i32_tensor(klens), scale, abs_ref, lse_abs);
+        }
         for (Isa isa : supported_isas()) {
           for (ThreadPool* pool : {&pool1_, &pool3_}) {
             SCOPED_TRACE(isa_trace(isa) + ", threads " + std::to_string(pool->num_threads()));
@@ -81,7 +93,8 @@ TEST_F(MlaAndSelectedTest, MlaMatchesReference) {
             Tensor lse = poisoned_view({tokens, heads}, 0);
             paged_mla_attention(q, latent, kLora, s.block_tables, i32_tensor(reqs),
                                 i32_tensor(klens), scale, out, lse, *pool, isa);
-            expect_attention_close(out, lse, out_ref, lse_ref, 1e-5);
+            expect_attention_close(out, lse, out_ref, lse_ref, 1e-5,
+                                   attention_rounds_weights(isa, dtype) ? &abs_ref : nullptr);
           }
         }
       }
@@ -106,13 +119,20 @@ TEST_F(MlaAndSelectedTest, MlaSelectedWithHolesMatchesReference) {
       Tensor lse_ref = Tensor::empty({tokens, heads}, DType::kF32);
       paged_mla_attention_selected_reference(q, latent, kLora, s.block_tables, i32_tensor(reqs),
                                              indices, scale, out_ref, lse_ref);
+      Tensor abs_ref = Tensor::empty({tokens, heads, kLora}, DType::kF32);
+      if (some_isa_rounds_weights(dtype)) {
+        Tensor lse_abs = Tensor::empty({tokens, heads}, DType::kF32);
+        paged_attention_selected_reference(q, abs_value_view(latent), s.block_tables,
+                                           i32_tensor(reqs), indices, scale, abs_ref, lse_abs);
+      }
       for (Isa isa : supported_isas()) {
         SCOPED_TRACE(isa_trace(isa));
         Tensor out = poisoned_view({tokens, heads, kLora}, 0);
         Tensor lse = poisoned_view({tokens, heads}, 0);
         paged_mla_attention_selected(q, latent, kLora, s.block_tables, i32_tensor(reqs), indices,
                                      scale, out, lse, pool3_, isa);
-        expect_attention_close(out, lse, out_ref, lse_ref, 1e-5);
+        expect_attention_close(out, lse, out_ref, lse_ref, 1e-5,
+                               attention_rounds_weights(isa, dtype) ? &abs_ref : nullptr);
       }
     }
   }
@@ -139,6 +159,12 @@ TEST_F(MlaAndSelectedTest, GqaSelectedWithHolesAndAllMinusOne) {
       Tensor lse_ref = Tensor::empty({tokens, hq}, DType::kF32);
       paged_attention_selected_reference(q, kv, s.block_tables, i32_tensor(reqs), indices, scale,
                                          out_ref, lse_ref);
+      Tensor abs_ref = Tensor::empty({tokens, hq, d}, DType::kF32);
+      if (some_isa_rounds_weights(dtype)) {
+        Tensor lse_abs = Tensor::empty({tokens, hq}, DType::kF32);
+        paged_attention_selected_reference(q, {kv.k_cache, abs_values(kv.v_cache)}, s.block_tables,
+                                           i32_tensor(reqs), indices, scale, abs_ref, lse_abs);
+      }
       for (int64_t h = 0; h < hq; ++h)
         EXPECT_EQ(lse_ref.item_as_double({tokens - 1, h}), -INFINITY);
       for (Isa isa : supported_isas()) {
@@ -148,7 +174,8 @@ TEST_F(MlaAndSelectedTest, GqaSelectedWithHolesAndAllMinusOne) {
           Tensor lse = poisoned_view({tokens, hq}, 1);
           paged_attention_selected(q, kv, s.block_tables, i32_tensor(reqs), indices, scale, out,
                                    lse, *pool, isa);
-          expect_attention_close(out, lse, out_ref, lse_ref, 1e-5);
+          expect_attention_close(out, lse, out_ref, lse_ref, 1e-5,
+                                 attention_rounds_weights(isa, dtype) ? &abs_ref : nullptr);
         }
       }
     }
