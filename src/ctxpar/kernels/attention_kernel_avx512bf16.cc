@@ -13,8 +13,8 @@
 // - the dot-product P·V against f32 FMAs of the converted weights (two thirds of GQA decode's
 //   time before): MlaDecode 16 heads 5.1-5.4 (3.5-4.0), 2 threads 10.5-10.7 (7.3-7.9);
 //   GqaDecode d 128 from L2 23.2-25.0 (17.3-20.8), from DRAM in order 19.4-20.3 (17.0-17.8),
-//   in shuffled blocks 14.9-15.7 (15.7-17.3: waiting on memory, not on the products); d 64
-//   13.0-13.4 (10.4-12.9). Weights as two bf16 terms (f32-exact, as the AMX variant keeps
+//   in shuffled blocks 16.9-18.3 with kPvDotPrefetchKeysFewRows (15.7-17.3; bound by memory,
+//   not by the products); d 64 13.0-13.4 (10.4-12.9). Weights as two bf16 terms (f32-exact, as the AMX variant keeps
 //   them) read as the f32 path: MlaDecode 4.0-4.1, GqaDecode from L2 20.4-20.6.
 #if !defined(__AVX512BF16__) || !defined(__AVX512BW__)
 #error "attention_kernel_avx512bf16.cc needs -mavx512bf16 -mavx512bw"
@@ -94,6 +94,14 @@ template <int RB, int PS>
   }
 }
 
+// Keys per report to an L2 prefetcher (AMD) of the dot-product P·V for blocks of up to 4 rows
+// (GQA decode), whose accumulators are cheap to reload: requests spread more evenly than in
+// runs of kPvPrefetchKeysL2. Zen 4, 1 thread, kernels_attention_bench GqaDecode, KV GB/s in
+// three alternated runs: d 128 in shuffled blocks 17.0-18.3 against 14.3-16.0, in order
+// 19.3-20.9 against 19.9-20.5, d 64 14.1-15.0 against 13.0-13.9; MLA's 6-row blocks lost
+// 10% in runs of 16 (5.0-5.1 against 5.6), and runs of 8 or 64 lost everywhere.
+constexpr int kPvDotPrefetchKeysFewRows = 16;
+
 // pv_dot_keys over the n keys of a tile (rounded up to a pair) and all dv / 32 value steps,
 // two steps per pass over the keys (RB · 4 accumulators), in key runs reported to pf as
 // pv_pass (attention_kernel_impl.h) does.
@@ -102,7 +110,8 @@ inline void pv_dot_block(const uint32_t* w, int64_t ws, const uint16_t* const* v
                          float* o, int64_t os, TilePrefetch<uint16_t>* pf) {
   constexpr int kPs = 2;
   const int64_t steps = dv / 32;
-  const int run = pf == nullptr ? kKeyTile : pf->to_l2() ? kPvPrefetchKeysL2 : kPvPrefetchKeysL1;
+  constexpr int kL2Run = RB <= 4 ? kPvDotPrefetchKeysFewRows : kPvPrefetchKeysL2;
+  const int run = pf == nullptr ? kKeyTile : pf->to_l2() ? kL2Run : kPvPrefetchKeysL1;
   const int n2 = (n + 1) / 2 * 2;
   for (int64_t p = 0; p < steps;) {
     const int ps = steps - p >= kPs ? kPs : 1;
