@@ -14,8 +14,8 @@
 //   time before): MlaDecode 16 heads 5.1-5.4 (3.5-4.0), 2 threads 10.5-10.7 (7.3-7.9);
 //   GqaDecode d 128 from L2 23.2-25.0 (17.3-20.8), from DRAM in order 19.4-20.3 (17.0-17.8),
 //   in shuffled blocks 16.9-18.3 with kPvDotPrefetchKeysFewRows (15.7-17.3; bound by memory,
-//   not by the products); d 64 13.0-13.4 (10.4-12.9). Weights as two bf16 terms (f32-exact, as the AMX variant keeps
-//   them) read as the f32 path: MlaDecode 4.0-4.1, GqaDecode from L2 20.4-20.6.
+//   not by the products); d 64 13.0-13.4 (10.4-12.9). Weights as two bf16 terms (f32-exact, as the
+//   AMX variant keeps them) read as the f32 path: MlaDecode 4.0-4.1, GqaDecode from L2 20.4-20.6.
 #if !defined(__AVX512BF16__) || !defined(__AVX512BW__)
 #error "attention_kernel_avx512bf16.cc needs -mavx512bf16 -mavx512bw"
 #endif
@@ -168,26 +168,10 @@ struct Bf16Dot {
       }
       float* orow = o + r * os;
       TilePrefetch<uint16_t>* first = r == 0 ? pf : nullptr;
-      switch (rb) {
-        case 6:
-          pv_dot_block<6>(w, ws, vv, n, dv, orow, os, first);
-          break;
-        case 5:
-          pv_dot_block<5>(w, ws, vv, n, dv, orow, os, first);
-          break;
-        case 4:
-          pv_dot_block<4>(w, ws, vv, n, dv, orow, os, first);
-          break;
-        case 3:
-          pv_dot_block<3>(w, ws, vv, n, dv, orow, os, first);
-          break;
-        case 2:
-          pv_dot_block<2>(w, ws, vv, n, dv, orow, os, first);
-          break;
-        default:
-          pv_dot_block<1>(w, ws, vv, n, dv, orow, os, first);
-          break;
+      [&]<int... R>(std::integer_sequence<int, R...>) {  // pv_dot_block<rb>
+        ((rb == R + 1 && (pv_dot_block<R + 1>(w, ws, vv, n, dv, orow, os, first), true)) || ...);
       }
+      (std::make_integer_sequence<int, kRows>{});
     }
   }
   static void tile_scores(const uint16_t* q, int64_t qs, int heads, int head_rows,
