@@ -40,6 +40,19 @@ TEST_P(GqaOracle, EveryStepMatchesSingleRankAndDoubleReference) {
 INSTANTIATE_TEST_SUITE_P(AllShapes, GqaOracle, ::testing::ValuesIn(all_tp_dcp()), tp_dcp_name);
 
 // ‖got − want‖ / ‖want‖ over the outputs of every step together.
+double relative_error_over_steps(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const Tensor a = got[i].contiguous(), b = want[i].contiguous();
+    for (int64_t j = 0; j < b.numel(); ++j) {
+      const double x = a.data<float>()[j], y = b.data<float>()[j];
+      num += (x - y) * (x - y);
+      den += y * y;
+    }
+  }
+  return std::sqrt(num / den);
+}
+
 // As relative_error_over_steps, each token's output row against whichever of two references
 // it is closer to.
 double relative_error_to_either(const std::vector<Tensor>& got, const std::vector<Tensor>& a,
@@ -62,19 +75,6 @@ double relative_error_to_either(const std::vector<Tensor>& got, const std::vecto
   return std::sqrt(num / den);
 }
 
-double relative_error_over_steps(const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    const Tensor a = got[i].contiguous(), b = want[i].contiguous();
-    for (int64_t j = 0; j < b.numel(); ++j) {
-      const double x = a.data<float>()[j], y = b.data<float>()[j];
-      num += (x - y) * (x - y);
-      den += y * y;
-    }
-  }
-  return std::sqrt(num / den);
-}
-
 // A bf16 cache: every step, prefill chunks included, attends the keys and values as the cache
 // rounds them, so the layer matches the reference on bf16-rounded k/v, with and without DCP.
 // Not to f32 accuracy every time: the reference rounds k/v computed in double, the layer the
@@ -82,11 +82,11 @@ double relative_error_over_steps(const std::vector<Tensor>& got, const std::vect
 // then rounds the other way. Over the whole run, 11000 runs: median 1.4e-6, 99.9th
 // percentile 3.4e-4, one above 7e-4; a new part over the unrounded f32 k/v: 1.15e-3 at best
 // (1000 runs), 1.25e-3 for 99 in 100. Where the kernel may round the softmax weights to bf16
-// (attention_rounds_weights: jobs of 16 rows or fewer per KV head with head dims multiples of
-// 32, not on the AMX tiles), each token matches the reference that rounds them or the one that
-// does not (which, depends on the jobs its rows fall into): the weights' rounding alone is
-// ~1e-3 here, as large as the cache's. Zen 4, 1200 runs: median 1.2e-5, 99th percentile
-// 3.1e-4, at most 4.0e-4 (a weight near a bf16 midpoint rounds the other way).
+// (attention_rounds_weights: jobs with head dims multiples of 32 not on the AMX tiles), each
+// token matches the reference that rounds them or the one that does not (which, depends on
+// the jobs its rows fall into): the weights' rounding alone is ~1e-3 here, as large as the
+// cache's. Zen 4, 1200 runs: median 3.5e-7, 99th percentile 1.5e-4, at most 3.5e-4 (a weight
+// near a bf16 midpoint rounds the other way).
 TEST(GqaOracleBf16Cache, AllStepsMatchTheReferenceOnRoundedKv) {
   const auto seed = test_support::test_seed();
   SCOPED_TRACE(fmt::format("seed {}", seed));
