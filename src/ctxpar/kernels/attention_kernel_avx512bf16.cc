@@ -10,12 +10,13 @@
 // On an AMD EPYC Zen 4 VM, 1 thread, kernels_attention_bench, KV GB/s in alternated runs:
 // - the dot-product scores against f32 FMAs: GqaDecode d 128 from DRAM 15.6-16.7 (14.8-15.0),
 //   from L2 18.0-19.3 (16.7-17.2); d 64 12.9 (11.9-12.2); MlaDecode 16 heads 3.6-3.7 (2.9);
-// - the dot-product P·V against f32 FMAs of the converted weights (two thirds of GQA decode's
+// - the dot-product P·V against f32 FMAs over converted V rows (two thirds of GQA decode's
 //   time before): MlaDecode 16 heads 5.1-5.4 (3.5-4.0), 2 threads 10.5-10.7 (7.3-7.9);
 //   GqaDecode d 128 from L2 23.2-25.0 (17.3-20.8), from DRAM in order 19.4-20.3 (17.0-17.8),
 //   in shuffled blocks 16.9-18.3 with kPvDotPrefetchKeysFewRows (15.7-17.3; bound by memory,
-//   not by the products); d 64 13.0-13.4 (10.4-12.9). Weights as two bf16 terms (f32-exact, as the
-//   AMX variant keeps them) read as the f32 path: MlaDecode 4.0-4.1, GqaDecode from L2 20.4-20.6.
+//   not by the products); d 64 13.0-13.4 (10.4-12.9). Weights as two bf16 terms (f32-exact,
+//   as the AMX variant keeps them) read as the f32 path: MlaDecode 4.0-4.1, GqaDecode from L2
+//   20.4-20.6.
 #if !defined(__AVX512BF16__) || !defined(__AVX512BW__)
 #error "attention_kernel_avx512bf16.cc needs -mavx512bf16 -mavx512bw"
 #endif
