@@ -102,6 +102,10 @@ template <int RB, int PS>
 // 19.3-20.9 against 19.9-20.5, d 64 14.1-15.0 against 13.0-13.9; MLA's 6-row blocks lost
 // 10% in runs of 16 (5.0-5.1 against 5.6), and runs of 8 or 64 lost everywhere.
 constexpr int kPvDotPrefetchKeysFewRows = 16;
+// Keys per report to an L1 prefetcher (Intel): twice the f32 P·V's kPvPrefetchKeysL1, so a
+// run holds as many key steps (pairs here) per load and store of the accumulators as there.
+// Runs of 8 keys lost 20-35% on Zen 4 to those loads and stores; unmeasured on Intel.
+constexpr int kPvDotPrefetchKeysL1 = 2 * kPvPrefetchKeysL1;
 
 // pv_dot_keys over the n keys of a tile (rounded up to a pair) and all dv / 32 value steps,
 // two steps per pass over the keys (RB · 4 accumulators), in key runs reported to pf as
@@ -112,7 +116,7 @@ inline void pv_dot_block(const uint32_t* w, int64_t ws, const uint16_t* const* v
   constexpr int kPs = 2;
   const int64_t steps = dv / 32;
   constexpr int kL2Run = RB <= 4 ? kPvDotPrefetchKeysFewRows : kPvPrefetchKeysL2;
-  const int run = pf == nullptr ? kKeyTile : pf->to_l2() ? kL2Run : kPvPrefetchKeysL1;
+  const int run = pf == nullptr ? kKeyTile : pf->to_l2() ? kL2Run : kPvDotPrefetchKeysL1;
   const int n2 = (n + 1) / 2 * 2;
   for (int64_t p = 0; p < steps;) {
     const int ps = steps - p >= kPs ? kPs : 1;
