@@ -63,22 +63,24 @@ inline void dot_block(const uint16_t* q, int64_t qs, const uint16_t* const* k, i
 }
 
 // o[rb] += Σ_j w[rb]_j·v[j] over keys [j0, j1) (j0 and j1 even) for RB rows, value steps
-// [p0, p0 + PS) of 32 values. w[rb·ws + j/2] holds the bf16 weights of keys j and j + 1 (0 for
-// a key past the tile, whose row pointer repeats the last row); a value step's two
-// accumulators hold its 32 values in unpack order (Bf16Dot::value_lane_index).
+// [p0, p0 + PS) of kDotStep values. w[rb·ws + j/2] holds the bf16 weights of keys j and j + 1 (0
+// for a key past the tile, whose row pointer repeats the last row); a value step's two accumulators
+// hold its values in unpack order (Bf16Dot::value_lane_index).
 template <int RB, int PS>
 [[gnu::always_inline]] inline void pv_dot_keys(const uint32_t* w, int64_t ws,
                                                const uint16_t* const* v, int j0, int j1, int64_t p0,
                                                float* o, int64_t os) {
   __m512 acc[RB][2 * PS];
   for (int rb = 0; rb < RB; ++rb) {
-    for (int x = 0; x < 2 * PS; ++x) acc[rb][x] = _mm512_loadu_ps(o + rb * os + p0 * 32 + x * 16);
+    for (int x = 0; x < 2 * PS; ++x) {
+      acc[rb][x] = _mm512_loadu_ps(o + rb * os + p0 * kDotStep + x * 16);
+    }
   }
   for (int j = j0; j < j1; j += 2) {
     __m512bh lo[PS], hi[PS];
     for (int ps = 0; ps < PS; ++ps) {
-      const __m512i a = _mm512_loadu_si512(v[j] + (p0 + ps) * 32);
-      const __m512i b = _mm512_loadu_si512(v[j + 1] + (p0 + ps) * 32);
+      const __m512i a = _mm512_loadu_si512(v[j] + (p0 + ps) * kDotStep);
+      const __m512i b = _mm512_loadu_si512(v[j + 1] + (p0 + ps) * kDotStep);
       lo[ps] = (__m512bh)_mm512_unpacklo_epi16(a, b);
       hi[ps] = (__m512bh)_mm512_unpackhi_epi16(a, b);
     }
@@ -91,7 +93,9 @@ template <int RB, int PS>
     }
   }
   for (int rb = 0; rb < RB; ++rb) {
-    for (int x = 0; x < 2 * PS; ++x) _mm512_storeu_ps(o + rb * os + p0 * 32 + x * 16, acc[rb][x]);
+    for (int x = 0; x < 2 * PS; ++x) {
+      _mm512_storeu_ps(o + rb * os + p0 * kDotStep + x * 16, acc[rb][x]);
+    }
   }
 }
 
@@ -107,14 +111,14 @@ constexpr int kPvDotPrefetchKeysFewRows = 16;
 // Runs of 8 keys lost 20-35% on Zen 4 to those loads and stores; unmeasured on Intel.
 constexpr int kPvDotPrefetchKeysL1 = 2 * kPvPrefetchKeysL1;
 
-// pv_dot_keys over the n keys of a tile (rounded up to a pair) and all dv / 32 value steps,
+// pv_dot_keys over the n keys of a tile (rounded up to a pair) and all dv / kDotStep value steps,
 // two steps per pass over the keys (RB · 4 accumulators), in key runs reported to pf as
 // pv_pass (attention_kernel_impl.h) does.
 template <int RB>
 inline void pv_dot_block(const uint32_t* w, int64_t ws, const uint16_t* const* v, int n, int64_t dv,
                          float* o, int64_t os, TilePrefetch<uint16_t>* pf) {
   constexpr int kPs = 2;
-  const int64_t steps = dv / 32;
+  const int64_t steps = dv / kDotStep;
   constexpr int kL2Run = RB <= 4 ? kPvDotPrefetchKeysFewRows : kPvPrefetchKeysL2;
   const int run = pf == nullptr ? kKeyTile : pf->to_l2() ? kL2Run : kPvDotPrefetchKeysL1;
   const int n2 = (n + 1) / 2 * 2;
@@ -122,7 +126,7 @@ inline void pv_dot_block(const uint32_t* w, int64_t ws, const uint16_t* const* v
     const int ps = steps - p >= kPs ? kPs : 1;
     for (int j0 = 0; j0 < n2; j0 += run) {
       const int j1 = std::min(n2, j0 + run);
-      consumed(pf, (j1 - j0) * ps * 64);
+      consumed(pf, (j1 - j0) * ps * kDotStep * static_cast<int64_t>(sizeof(uint16_t)));
       if (ps == kPs) {
         pv_dot_keys<RB, kPs>(w, ws, v, j0, j1, p, o, os);
       } else {
@@ -138,7 +142,7 @@ struct Bf16Dot {
   static constexpr bool kEnabled = true;
   static constexpr int kDimStep = kDotStep;
   static constexpr bool kDotValues = true;
-  static constexpr int kValueStep = 32;
+  static constexpr int kValueStep = kDotStep;
   // Where value i of an o row (dv a multiple of kValueStep) sits: vpunpck{l,h}wd pair the
   // low / high four values of each 128-bit lane of two keys' rows, so accumulator 0 of a
   // step holds values 8c + t and accumulator 1 values 8c + 4 + t of lane c, t < 4.
