@@ -19,10 +19,18 @@ loaded engine, as llama.cpp's model stays loaded across repeats); llama.cpp runs
 llama-cpp-python's Llama.eval (flash attention on, f16 KV cache, n_batch 2048 / n_ubatch 512,
 its defaults but flash attention). Runs of the two engines alternate, each case is run --repeats times and
 the best is kept, and the read ceiling (bench/support/read_ceiling, same threads) is
-measured right before every run: on these VMs bandwidth moves with host placement, so each
-figure is printed with the ceiling it ran beside. For decode, "roofline" is
-ceiling / weight bytes read per token (every weight once, the tied embedding as lm_head).
-run.sh --isa avx2 holds both engines to AVX2; the last line printed says what each ran.
+measured right before and right after every run: on these VMs bandwidth moves with host
+placement (a 2-core VM read 35 GB/s and 60 GB/s in alternate seconds), so each figure is
+printed with the ceiling it ran beside, as a range where the two measurements differ by more
+than 15%. For decode, "roofline" is the higher of the two ceilings / weight bytes read per
+token (every weight once, the tied embedding as lm_head). Prefill is also given as a fraction
+of the compute peak of the same threads (bench/support/compute_ceiling, the better of a
+measurement before and after the runs of that thread count: the faster of the f32
+FMA and AVX-512 BF16's vdpbf16ps; both engines' bf16 matmuls use the latter where it is the
+faster, AMX tiles go beyond it), counting 2 FLOPs per multiply-add of the linears, of the
+causal attention (QK and PV) and of the last token's lm_head: 1.5x another engine needs 1.5x
+its fraction of that peak. run.sh --isa avx2 holds both engines to AVX2 (and its compute peak
+to the AVX2 FMA); the last line printed says what each ran.
 """
 
 import argparse
@@ -204,6 +212,32 @@ def read_ceiling(binary, threads, passes):
     return json.loads(out.strip().splitlines()[-1])["gb_per_s"]
 
 
+def compute_peak(binary, threads, avx2_only):
+    """(GFLOP/s, instruction) of the faster multiply-add loop on `threads` pinned threads."""
+    out = subprocess.run([binary, "--json"] + (["--avx2"] if avx2_only else []) + [str(threads)],
+                         check=True, capture_output=True, text=True).stdout
+    c = json.loads(out.strip().splitlines()[-1])
+    if c["bf16_dot_gflop_per_s"] > c["fma_gflop_per_s"]:
+        return c["bf16_dot_gflop_per_s"], "bf16 dot" + (" (AMX not counted)" if c["amx"] else "")
+    return c["fma_gflop_per_s"], f"{c['fma_isa']} FMA" + (" (AMX not counted)" if c["amx"] else "")
+
+
+def prefill_flops_per_token(prompt):
+    """FLOPs per prompt token of a `prompt`-token prefill: the linears, causal attention
+    (token i attends to i + 1 keys: 4 FLOPs per key per head dim, QK and PV) and the lm_head of
+    the last token only."""
+    linears = LAYERS * ((HEADS + 2 * KV_HEADS) * HEAD_DIM * HIDDEN + HIDDEN * HEADS * HEAD_DIM
+                        + 3 * FFN * HIDDEN)
+    attention = LAYERS * HEADS * 4 * HEAD_DIM * (prompt + 1) / 2
+    return 2 * linears + attention + 2 * VOCAB * HIDDEN / prompt
+
+
+def ceiling_cell(before, after):
+    """The read ceiling beside a run: one figure, or a range where it moved by more than 15%."""
+    lo, hi = min(before, after), max(before, after)
+    return f"[{hi:.1f}]" if hi <= 1.15 * lo else f"[{before:.1f}->{after:.1f}]"
+
+
 FILL_SEED = 512  # tokens prefilled for real before --fill-context repeats their K/V
 
 
@@ -352,6 +386,11 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ctxpar", required=True, help="the ctxpar binary")
     ap.add_argument("--read-ceiling", required=True, help="bench/support's read_ceiling binary")
+    ap.add_argument("--compute-ceiling", required=True,
+                    help="bench/support's compute_ceiling binary")
+    ap.add_argument("--avx2-only", action="store_true",
+                    help="both engines are held to AVX2 (run.sh --isa avx2): the compute peak "
+                         "is AVX2's FMA (compute_ceiling --avx2)")
     ap.add_argument("--model-dir", required=True, help="where the model is written (reused)")
     ap.add_argument("--threads", default="1,2", help="thread counts, comma-separated")
     ap.add_argument("--prefill", default="512,4096", help="prefill prompt lengths")
@@ -384,28 +423,37 @@ def main():
               for c in decode_at]
     n_ctx = max([c[1] for c in cases]) + max(a.decode_tokens, a.short_decode) + 16
 
-    results = []  # dicts: case, engine, threads, tok_s, ceiling
+    results = []  # dicts: case, engine, threads, tok_s, ceilings before and after
     ctxpar_isas = set()
+    peaks = {}  # threads -> (GFLOP/s, instruction)
     for t in threads:
+        peaks[t] = compute_peak(a.compute_ceiling, t, a.avx2_only)
         llama = LlamaCpp(gguf_path, t, n_ctx)
         for label, prompt_len, decode, kind, filled in cases:
             prompt = random_prompt(rng, prompt_len)
             for rep in range(a.repeats):
-                # Alternate the engines; each beside a fresh ceiling.
+                # Alternate the engines; each between two fresh ceilings.
                 for engine in ("llama.cpp", "ctxpar"):
-                    ceiling = read_ceiling(a.read_ceiling, t, a.passes)
+                    before = read_ceiling(a.read_ceiling, t, a.passes)
                     if engine == "llama.cpp":
                         pf, dc = llama.run(prompt, decode, filled)
                     else:
                         pf, dc, isa = run_ctxpar(a.ctxpar, a.model_dir, t, prompt_len, decode,
                                                  filled)
                         ctxpar_isas.add(isa)
+                    after = read_ceiling(a.read_ceiling, t, a.passes)
                     value = pf if kind == "prefill" else dc
                     results.append({"case": label, "engine": engine, "threads": t,
-                                    "tok_s": value, "ceiling_gb_s": ceiling, "repeat": rep})
+                                    "tok_s": value, "ceiling_gb_s": before,
+                                    "ceiling_after_gb_s": after, "repeat": rep})
                     print(f"  {label:16s} {t}T {engine:9s} {value:9.2f} tok/s "
-                          f"(read ceiling {ceiling:.1f} GB/s)", flush=True)
+                          f"(read ceiling {before:.1f} GB/s before, {after:.1f} after)",
+                          flush=True)
         del llama
+        # The peak is the machine's: the better of a measurement before and after the runs
+        # (a host that takes a core for a moment lowers one of them).
+        peaks[t] = max(peaks[t], compute_peak(a.compute_ceiling, t, a.avx2_only))
+        print(f"  compute peak {t}T: {peaks[t][0]:.1f} GFLOP/s ({peaks[t][1]})", flush=True)
 
     best = {}
     for r in results:
@@ -414,7 +462,8 @@ def main():
             best[key] = r
     wbytes = decode_weight_bytes()
     print(f"\nbatch 1, bf16 weights ({wbytes / 1e9:.2f} GB read per decode token), tokens/s; "
-          "[ceiling GB/s]; decode also as a fraction of the weight-read roofline")
+          "[read ceiling GB/s, before->after where it moved]; prefill also as a fraction of "
+          "the compute peak, decode 0-N of the weight-read roofline")
     head = "| case |"
     for t in threads:
         head += f" llama.cpp {t}T | ctxpar {t}T | ctxpar/llama.cpp {t}T |"
@@ -426,16 +475,21 @@ def main():
             cells = []
             for engine in ("llama.cpp", "ctxpar"):
                 r = best[(label, engine, t)]
-                cell = f"{r['tok_s']:.2f} [{r['ceiling_gb_s']:.1f}]"
+                cell = f"{r['tok_s']:.2f} {ceiling_cell(r['ceiling_gb_s'], r['ceiling_after_gb_s'])}"
+                if kind == "prefill":
+                    flops = r["tok_s"] * prefill_flops_per_token(int(label.split()[1]))
+                    cell += f" {flops / 1e9 / peaks[t][0]:.2f} peak"
                 if kind == "decode" and label.startswith("decode 0"):
-                    roof = r["ceiling_gb_s"] * 1e9 / wbytes
-                    cell += f" {r['tok_s'] / roof:.2f} roof"
+                    ceiling = max(r["ceiling_gb_s"], r["ceiling_after_gb_s"])
+                    cell += f" {r['tok_s'] / (ceiling * 1e9 / wbytes):.2f} roof"
                 cells.append(cell)
             ratio = best[(label, "ctxpar", t)]["tok_s"] / best[(label, "llama.cpp", t)]["tok_s"]
             line += f" {cells[0]} | {cells[1]} | {ratio:.2f} |"
         print(line)
     import llama_cpp
 
+    print("compute peaks: " + ", ".join(f"{t}T {p:.1f} GFLOP/s ({i})" for t, (p, i) in
+                                        peaks.items()))
     print(f"ctxpar kernels: isa {', '.join(sorted(ctxpar_isas))}; llama.cpp: "
           f"{llama_cpp.llama_print_system_info().decode().strip(' |')}")
     if a.json:

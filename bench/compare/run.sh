@@ -48,10 +48,14 @@ if ! "$venv/bin/python" -c "import llama_cpp, gguf, numpy" 2>/dev/null; then
   CMAKE_ARGS="$llama_cmake_args" "$venv/bin/pip" install --quiet --no-cache-dir llama-cpp-python \
     gguf numpy
 fi
-if [[ ! -x build/apps/ctxpar || ! -x build/bench/support/read_ceiling ]]; then
+if [[ ! -x build/apps/ctxpar || ! -x build/bench/support/read_ceiling ||
+  ! -x build/bench/support/compute_ceiling ]]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build build -j"$(nproc)" --target ctxpar read_ceiling
+  cmake --build build -j"$(nproc)" --target ctxpar read_ceiling compute_ceiling
 fi
+isa_args=()
+[[ "$isa" == avx2 ]] && isa_args=(--avx2-only)
 exec "$venv/bin/python" bench/compare/compare.py --ctxpar build/apps/ctxpar \
-  --read-ceiling build/bench/support/read_ceiling --model-dir build/compare-model \
-  ${args[@]+"${args[@]}"}
+  --read-ceiling build/bench/support/read_ceiling \
+  --compute-ceiling build/bench/support/compute_ceiling --model-dir build/compare-model \
+  ${isa_args[@]+"${isa_args[@]}"} ${args[@]+"${args[@]}"}

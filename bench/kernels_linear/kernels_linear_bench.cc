@@ -8,7 +8,8 @@
 // ceiling (bench/support/read_bandwidth.h) with the same thread count — the roofline of a
 // decode step is weight bytes / read bandwidth.
 // BM_PrefillLinears (tokens 512): GFLOP/s of the same linears and their fraction of the FMA
-// ceiling (bench/support/fma_ceiling.h) with the same thread count.
+// ceiling (bench/support/fma_ceiling.h) with the same thread count; bf16 also of the
+// vdpbf16ps ceiling where the CPU has AVX-512 BF16.
 // Wall-time rates; with 1 thread also from the thread's CPU time (suffix _cpu).
 //
 // Run: build/bench/kernels_linear/kernels_linear_bench [--benchmark_filter=Decode]
@@ -133,6 +134,12 @@ void run_bench(benchmark::State& state, DType dtype, int64_t tokens, int threads
     if (threads == 1) {
       state.counters["frac_of_fma_peak_cpu"] =
           static_cast<double>(s.flops_per_token * tokens) / best_cpu / 1e9 / fma.gflop_per_s;
+    }
+    // A bf16 GEMM on vdpbf16ps (Zen 4: twice the FMA's multiply-adds) against that peak.
+    const bench::FmaCeiling dot = bench::measure_bf16_dot_ceiling(threads);
+    if (dtype == DType::kBF16 && dot.gflop_per_s > 0) {
+      state.counters["dot_GFLOP/s"] = dot.gflop_per_s;
+      state.counters["frac_of_dot_peak"] = gflops / dot.gflop_per_s;
     }
   }
   // On a shared machine: what the code does while it runs (1 thread: all work is on the

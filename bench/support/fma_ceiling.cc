@@ -32,14 +32,14 @@ float fma_loop_scalar(int64_t iterations) {
 
 struct Loop {
   float (*fn)(int64_t);
-  int lanes;
+  int macs;  // multiply-adds per instruction
   const char* isa;
 };
 
-// The widest loop the CPU runs, whatever CTXPAR_ISA allows the kernels (the ceiling is the
-// machine's, as read_bandwidth.cc's is).
-Loop fma_loop() {
-  switch (cpu_isa()) {
+// The widest loop the CPU runs up to `at_most`, whatever CTXPAR_ISA allows the kernels (the
+// ceiling is the machine's, as read_bandwidth.cc's is).
+Loop fma_loop(Isa at_most) {
+  switch (std::min(cpu_isa(), at_most)) {
     case Isa::kAmx:
     case Isa::kAvx512:
       return {detail::fma_loop_avx512, 16, "avx512"};
@@ -55,12 +55,10 @@ constexpr int kPasses = 5;
 // ~50 ms per pass at 5 vector FMAs per ns.
 constexpr int64_t kIterations = 20'000'000;
 
-}  // namespace
-
-FmaCeiling measure_fma_ceiling(int threads) {
-  CTXPAR_CHECK(threads >= 1, "FMA ceiling: threads {} must be >= 1", threads);
-  const Loop loop = fma_loop();
+FmaCeiling measure(const Loop& loop, const char* instruction, int threads) {
+  CTXPAR_CHECK(threads >= 1, "{} ceiling: threads {} must be >= 1", instruction, threads);
   FmaCeiling c;
+  c.instruction = instruction;
   c.threads = threads;
   c.loop_isa = loop.isa;
   const std::vector<int> cpus = detail::allowed_cpus();
@@ -80,7 +78,7 @@ FmaCeiling measure_fma_ceiling(int threads) {
     });
   }
   const double flops =
-      2.0 * detail::kFmaChains * loop.lanes * static_cast<double>(kIterations) * threads;
+      2.0 * detail::kFmaChains * loop.macs * static_cast<double>(kIterations) * threads;
   c.worst_gflop_per_s = 1e300;
   for (int p = 0; p < kPasses; ++p) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -97,9 +95,28 @@ FmaCeiling measure_fma_ceiling(int threads) {
   return c;
 }
 
+}  // namespace
+
+FmaCeiling measure_fma_ceiling(int threads, Isa at_most) {
+  return measure(fma_loop(at_most), "FMA", threads);
+}
+
+FmaCeiling measure_bf16_dot_ceiling(int threads) {
+  if (!cpu_features().avx512_bf16) {
+    CTXPAR_CHECK(threads >= 1, "bf16 dot ceiling: threads {} must be >= 1", threads);
+    FmaCeiling none;
+    none.instruction = "bf16 dot";
+    none.threads = threads;
+    none.loop_isa = "none";
+    return none;
+  }
+  return measure({detail::dot_loop_avx512bf16, 32, "avx512bf16"}, "bf16 dot", threads);
+}
+
 std::string describe(const FmaCeiling& c) {
-  return fmt::format("FMA {:.1f} GFLOP/s ({} thread{}{}, {}, best of {} passes; worst {:.1f})",
-                     c.gflop_per_s, c.threads, c.threads == 1 ? "" : "s",
+  if (c.gflop_per_s == 0) return fmt::format("{}: not on this CPU", c.instruction);
+  return fmt::format("{} {:.1f} GFLOP/s ({} thread{}{}, {}, best of {} passes; worst {:.1f})",
+                     c.instruction, c.gflop_per_s, c.threads, c.threads == 1 ? "" : "s",
                      c.pinned ? " pinned" : " unpinned", c.loop_isa, kPasses, c.worst_gflop_per_s);
 }
 

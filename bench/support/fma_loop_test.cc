@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ctxpar/core/cpu_features.h"
+#include "fma_ceiling.h"
 #include "fma_loop.h"
 
 namespace ctxpar::bench::detail {
@@ -38,6 +39,26 @@ TEST(FmaLoop, SumsEveryChainOverEveryIteration) {
       const double want = expected_sum(iterations);
       EXPECT_NEAR(loop(iterations), want, 1e-5 * std::max(1.0, std::abs(want)));
     }
+  }
+}
+
+// Every chain starts at j · kDotLoopStart and gains 0.75 · 2^-10 per step, exactly. Without
+// AVX-512 BF16 the ceiling reports 0 instead of running the loop.
+TEST(DotLoop, SumsEveryChainOverEveryIteration) {
+  if (!cpu_features().avx512_bf16) {
+    std::cout << "no AVX-512 BF16: checking that the bf16 dot ceiling reports none\n";
+    const FmaCeiling none = measure_bf16_dot_ceiling(1);
+    EXPECT_EQ(none.gflop_per_s, 0.0);
+    EXPECT_EQ(none.loop_isa, "none");
+    return;
+  }
+  for (int64_t iterations : {0, 1, 7, 1000, 3001}) {
+    SCOPED_TRACE(testing::Message() << "iterations " << iterations);
+    double want = 0;
+    for (int j = 0; j < kFmaChains; ++j) {
+      want += kDotLoopStart * j + 0.75 / 1024 * static_cast<double>(iterations);
+    }
+    EXPECT_EQ(dot_loop_avx512bf16(iterations), want);
   }
 }
 
