@@ -15,7 +15,8 @@ Measured, for each thread count, at batch 1:
                   512-token prefill repeated to C cells through its sequence-state API),
                   so 64K rows take minutes instead of hours of llama.cpp prefill
 ctxpar runs `ctxpar bench` (bf16 KV cache; one untimed warm-up batch of the same shape on the
-loaded engine, as llama.cpp's model stays loaded across repeats); llama.cpp runs through
+loaded engine, as llama.cpp's model stays loaded across repeats, after an untimed 64-token
+prefill and 4 decode steps right after its load); llama.cpp runs through
 llama-cpp-python's Llama.eval (flash attention on, f16 KV cache, n_batch 2048 / n_ubatch 512,
 its defaults but flash attention). Runs of the two engines alternate, each case is run --repeats times and
 the best is kept, and the read ceiling (bench/support/read_ceiling, same threads) is
@@ -299,6 +300,10 @@ class LlamaCpp:
         self.llm = Llama(model_path=gguf_path, n_ctx=n_ctx, n_threads=threads,
                          n_threads_batch=threads, n_batch=2048, n_ubatch=512, flash_attn=True,
                          verbose=False)
+        # Untimed, as ctxpar's bench warms up before it times: the first eval after a load
+        # faults the mapped weights in and builds llama.cpp's repacked copies (its first
+        # 512-token prefill ran 45-79 tok/s on 1 thread, warm ones 86-87 on the Zen 4 VM).
+        self.run(list(range(259, 259 + 64)), 4)
 
     def run(self, prompt, decode_tokens, fill=False):
         """(prefill tok/s, decode tok/s) for one request: the prompt, then decode_tokens
