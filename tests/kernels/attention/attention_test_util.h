@@ -155,9 +155,11 @@ inline double relative_error(const Tensor& a, const Tensor& b) {
 // With abs_ref (a kernel that rounds the softmax weights to bf16, attention_rounds_weights):
 // each value of o within (2^-8 + tol)·abs_ref, where abs_ref is the reference over |v|
 // (Σ_j p_j·|v_j| / Σ_j p_j, twice the bound of the weights' rounding), instead of the norm.
+// With lse_tol ([tokens, heads] f32): each lse within its own bound instead.
 inline void expect_attention_close(const Tensor& out, const Tensor& lse, const Tensor& out_ref,
                                    const Tensor& lse_ref, double tol,
-                                   const Tensor* abs_ref = nullptr) {
+                                   const Tensor* abs_ref = nullptr,
+                                   const Tensor* lse_tol = nullptr) {
   ASSERT_EQ(out.shape(), out_ref.shape());
   ASSERT_EQ(lse.shape(), lse_ref.shape());
   int bad_lse = 0;
@@ -169,10 +171,12 @@ inline void expect_attention_close(const Tensor& out, const Tensor& lse, const T
         const double o = out.item_as_double({t, h, x});
         if (!std::isfinite(o) || (lr == -INFINITY && o != 0.0)) row_ok = false;
       }
-      const bool lse_ok =
-          lr == -INFINITY ? l == -INFINITY : std::abs(l - lr) <= tol * std::max(1.0, std::abs(lr));
+      const double lse_bound =
+          lse_tol != nullptr ? lse_tol->item_as_double({t, h}) : tol * std::max(1.0, std::abs(lr));
+      const bool lse_ok = lr == -INFINITY ? l == -INFINITY : std::abs(l - lr) <= lse_bound;
       if ((!row_ok || !lse_ok) && bad_lse++ < 5) {
         ADD_FAILURE() << "row (token " << t << ", head " << h << "): lse " << l << " vs " << lr
+                      << " (allowed " << lse_bound << ")"
                       << (row_ok ? "" : ", o has a non-finite value or should be 0");
       }
     }
