@@ -2,7 +2,9 @@
 // scores are dot products of q (rounded to bf16, as every variant rounds it for a bf16 cache)
 // with the K rows as loaded, 32 values per instruction, where the f32 path spends two
 // conversions and two FMAs; the products are exact in f32, only the order of the additions
-// differs, and the scale is applied to the finished score. P·V is a dot product too: the
+// differs, and the scale is applied to the finished score; heads of many rows (prefill) score
+// against the K tile transposed into bf16 pairs instead, a broadcast q pair times 16 keys per
+// instruction, which leaves no horizontal reductions. P·V is a dot product too: the
 // softmax weights rounded to bf16 (as GPU flash attention rounds them), two keys per
 // instruction against V rows interleaved in key pairs by word unpacks; each value of o is
 // then within ~2^-9·Σ_j p_j·|v_j| / Σ_j p_j of exact (attention.h), the lse keeps f32 precision.
@@ -20,6 +22,8 @@
 #if !defined(__AVX512BF16__) || !defined(__AVX512BW__)
 #error "attention_kernel_avx512bf16.cc needs -mavx512bf16 -mavx512bw"
 #endif
+
+#include <cstring>
 
 #include "ctxpar/kernels/attention_kernel_impl.h"
 #include "ctxpar/kernels/simd_avx512.h"
@@ -137,6 +141,52 @@ inline void pv_dot_block(const uint32_t* w, int64_t ws, const uint16_t* const* v
   }
 }
 
+// kt[i·kKeyTile + j] = the bf16 pair (dims 2i, 2i + 1) of key j's row, for i < d / 2 (d a
+// multiple of kDotStep) and j < n; columns n to kKeyTile are zero pairs.
+inline void transpose_pairs(const uint16_t* const* k, int n, int64_t d, uint32_t* kt) {
+  for (int j0 = 0; j0 < kKeyTile; j0 += 16) {
+    const int jn = std::clamp(n - j0, 0, 16);
+    for (int64_t i0 = 0; i0 < d / 2; i0 += 16) {
+      Vec16 r[16];
+      for (int x = 0; x < 16; ++x) {
+        r[x] = x < jn ? Vec16{_mm512_castsi512_ps(_mm512_loadu_si512(k[j0 + x] + 2 * i0))}
+                      : Vec16::zero();
+      }
+      transpose(r);
+      for (int y = 0; y < 16; ++y) {
+        _mm512_storeu_si512(kt + (i0 + y) * kKeyTile + j0, _mm512_castps_si512(r[y].v));
+      }
+    }
+  }
+}
+
+// s[r·kKeyTile + j] = q[r]·k[j] (unscaled) for R rows of bf16 q (row stride qs) and the
+// kKeyTile keys of the transposed tile kt: per dimension pair, the tile's 4 key vectors times
+// each row's q pair broadcast, no reduction.
+template <int R>
+inline void dot_qkt_block(const uint16_t* q, int64_t qs, const uint32_t* kt, int64_t d, float* s) {
+  constexpr int kNv = kKeyTile / 16;
+  __m512 acc[R][kNv];
+  for (int r = 0; r < R; ++r) {
+    for (int x = 0; x < kNv; ++x) acc[r][x] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < d / 2; ++i) {
+    __m512bh kv[kNv];
+    for (int x = 0; x < kNv; ++x) {
+      kv[x] = (__m512bh)_mm512_loadu_si512(kt + i * kKeyTile + x * 16);
+    }
+    for (int r = 0; r < R; ++r) {
+      uint32_t pair;
+      std::memcpy(&pair, q + r * qs + 2 * i, sizeof(pair));
+      const __m512bh qb = (__m512bh)_mm512_set1_epi32(static_cast<int>(pair));
+      for (int x = 0; x < kNv; ++x) acc[r][x] = _mm512_dpbf16_ps(acc[r][x], qb, kv[x]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int x = 0; x < kNv; ++x) _mm512_storeu_ps(s + r * kKeyTile + x * 16, acc[r][x]);
+  }
+}
+
 // The dot-product scores and values of run_job (attention_kernel_impl.h).
 struct Bf16Dot {
   static constexpr bool kEnabled = true;
@@ -181,6 +231,30 @@ struct Bf16Dot {
         ((rb == R + 1 && (pv_dot_block<R + 1>(w, ws, vv, n, dv, orow, os, first), true)) || ...);
       }
       (std::make_integer_sequence<int, kRows>{});
+    }
+  }
+  // tile_scores for heads of many rows (prefill): each head's K tile transposed into bf16
+  // pairs once (kt: [dk / 2, kKeyTile] pairs), then dot products of broadcast q pairs against
+  // 16 keys at a time with no reduction; scores of the tile's columns n to kKeyTile are 0.
+  static void tile_scores_transposed(const uint16_t* q, int64_t qs, int heads, int head_rows,
+                                     const uint16_t* const* k, int64_t head_stride, int n,
+                                     int64_t dk, float* s, uint32_t* kt,
+                                     TilePrefetch<uint16_t>* pf) {
+    constexpr int kR = 6;  // 6 × 4 accumulators, 4 key vectors, 1 broadcast
+    for (int hh = 0; hh < heads; ++hh) {
+      const uint16_t* kh[kKeyTile];
+      shift_rows(k, n, hh * head_stride, kh);
+      consumed(pf, n * dk * static_cast<int64_t>(sizeof(uint16_t)));
+      transpose_pairs(kh, n, dk, kt);
+      for (int r = hh * head_rows; r < (hh + 1) * head_rows; r += kR) {
+        const int rb = std::min(kR, (hh + 1) * head_rows - r);
+        const uint16_t* qr = q + r * qs;
+        float* sr = s + static_cast<int64_t>(r) * kKeyTile;
+        [&]<int... R>(std::integer_sequence<int, R...>) {  // dot_qkt_block<rb>
+          ((rb == R + 1 && (dot_qkt_block<R + 1>(qr, qs, kt, dk, sr), true)) || ...);
+        }
+        (std::make_integer_sequence<int, kR>{});
+      }
     }
   }
   static void tile_scores(const uint16_t* q, int64_t qs, int heads, int head_rows,

@@ -71,6 +71,11 @@ constexpr int kQkKeys = 4;
 // Decode (4 rows per KV head for GQA) stays with the dot products, which read K once.
 constexpr int kTransposedQkRows = 8;
 constexpr int kTransposedRowsPerDim = 20;
+// The same for dot-product scores (Bf16Dot): the pairs' transpose and its reads reported to
+// the prefetcher at once paid off from 32 rows per KV head, not at decode's 16 (Zen 4,
+// attention_decode_bench Gqa64K, 16 rows: 5.3 ms per step transposed against 4.6; 32 rows
+// 4.65 against 4.7-4.9; kernels_attention_bench GqaPrefill, 64 rows: above).
+constexpr int kTransposedDotRows = 32;
 // Register block of the outer-product scores: rows × key vectors. 32 zmm hold 6 × 4
 // accumulators + 4 key vectors + 1 broadcast; 16 ymm hold 6 × 2 + 2 + 1. Each accumulator
 // takes one FMA per dimension, so a block needs more of them than the FMA latency × issue
@@ -681,7 +686,8 @@ inline void softmax_row(float* s, int n, int valid, float score_scale, float& m,
 
 // The dot products of a bf16 cache, for ISAs that have them (attention_kernel_avx512bf16.cc
 // supplies them: tile_scores over q as bf16 in natural order, unscaled, for head dims that
-// are multiples of kDimStep; tile_values over the weights rounded to bf16, o in
+// are multiples of kDimStep, and tile_scores_transposed, the same for heads of many rows
+// through the K tile transposed into k_t; tile_values over the weights rounded to bf16, o in
 // value_lane_index order, for dv a multiple of kValueStep); NoBf16Dot: none, f32 FMAs.
 struct NoBf16Dot {
   static constexpr bool kEnabled = false;
@@ -724,9 +730,11 @@ void run_job(const AttnJob& job, float* scratch) {
   const bool transposed =
       kW >= 8 && head_rows >= kTransposedQkRows && head_rows * kTransposedRowsPerDim > dk;
   const bool convert = kPairOrder && head_rows > kDirectBf16Rows;
-  // Where there are dot products they take every shape's scores: against the transposed tile
-  // (Zen 4, 1 thread, kernels_attention_bench GqaPrefill bf16 d 128 75 -> 92-95 GFLOP/s, d 64
-  // 70-75 -> 81-84; attention_decode_bench Gqa64K, 16 rows per KV head, 8.3 -> 5.9-6.0 ms).
+  // Where there are dot products they take every shape's scores: against the transposed f32
+  // tile (Zen 4, 1 thread, kernels_attention_bench GqaPrefill bf16 d 128 75 -> 92-95 GFLOP/s,
+  // d 64 70-75 -> 81-84; attention_decode_bench Gqa64K, 16 rows per KV head, 8.3 -> 5.9-6.0
+  // ms); where `transposed`, against the bf16 tile transposed in pairs (no reductions:
+  // GqaPrefill d 64 100-101 -> 123-125 GFLOP/s, d 128 117-127 -> 139, alternated runs).
   const bool dot_scores = Dot::kEnabled && kBf16 && dk % Dot::kDimStep == 0;
   // ... and P·V, with the weights rounded to bf16, V read as stored by every row block
   // (kernels_attention_bench GqaPrefill bf16 d 128, 1 thread: 112-120 GFLOP/s against 88-90
@@ -782,7 +790,12 @@ void run_job(const AttnJob& job, float* scratch) {
 
     if (dot_scores) {
       if constexpr (Dot::kEnabled && kBf16) {
-        Dot::tile_scores(q_bf16, 2 * qs, heads, head_rows, kr, job.k_head_stride, n, dk, s, pf);
+        if (transposed && head_rows >= kTransposedDotRows) {
+          Dot::tile_scores_transposed(q_bf16, 2 * qs, heads, head_rows, kr, job.k_head_stride, n,
+                                      dk, s, reinterpret_cast<uint32_t*>(k_t), pf);
+        } else {
+          Dot::tile_scores(q_bf16, 2 * qs, heads, head_rows, kr, job.k_head_stride, n, dk, s, pf);
+        }
       }
     } else if (transposed) {
       // Head by head: the head's K rows as f32 (converted from bf16 into k_tile, or read in
