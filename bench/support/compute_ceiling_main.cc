@@ -6,15 +6,14 @@
 // dot's GFLOP/s 0 where it is not measured.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "ctxpar/core/cpu_features.h"
 #include "fma_ceiling.h"
+#include "pinning.h"
 
 int main(int argc, char** argv) {
   bool json = false;
@@ -26,21 +25,19 @@ int main(int argc, char** argv) {
       json = true;
     } else if (a == "--avx2") {
       avx2 = true;
-    } else if (!a.empty() && a.size() < 6 && a.find_first_not_of("0123456789") == std::string::npos &&
+    } else if (!a.empty() && a.size() < 6 &&
+               a.find_first_not_of("0123456789") == std::string::npos &&
                std::atoi(a.c_str()) >= 1) {
       threads.push_back(std::atoi(a.c_str()));
     } else {
-      std::fprintf(stderr,
-                   "%s: '%s' is not valid; usage: %s [--avx2] [--json] [THREADS ...], THREADS >= 1\n",
-                   argv[0], a.c_str(), argv[0]);
+      std::fprintf(
+          stderr,
+          "%s: '%s' is not valid; usage: %s [--avx2] [--json] [THREADS ...], THREADS >= 1\n",
+          argv[0], a.c_str(), argv[0]);
       return 2;
     }
   }
-  if (threads.empty()) {
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    threads.push_back(1);
-    if (cores > 1) threads.push_back(cores);
-  }
+  if (threads.empty()) threads = ctxpar::bench::detail::one_thread_and_every_core();
   for (int t : threads) {
     const auto fma =
         ctxpar::bench::measure_fma_ceiling(t, avx2 ? ctxpar::Isa::kAvx2 : ctxpar::Isa::kAmx);

@@ -10,7 +10,8 @@ namespace ctxpar::bench::detail {
 
 float dot_loop_avx512bf16(int64_t iterations) {
   __m512 acc[kFmaChains];
-  for (int j = 0; j < kFmaChains; ++j) acc[j] = _mm512_set1_ps(kDotLoopStart * static_cast<float>(j));
+  for (int j = 0; j < kFmaChains; ++j)
+    acc[j] = _mm512_set1_ps(kDotLoopStart * static_cast<float>(j));
   // bf16 (0.5, 0.25) and (2^-10, 2^-10): each step adds 0.75 · 2^-10 to every lane.
   __m512i a = _mm512_set1_epi32(0x3e803f00), b = _mm512_set1_epi32(0x3a803a80);
   __asm__ volatile("" : "+v"(a), "+v"(b));

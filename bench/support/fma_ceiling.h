@@ -16,7 +16,7 @@ namespace ctxpar::bench {
 struct FmaCeiling {
   const char* instruction = "FMA";  // "FMA" or "bf16 dot"
   double gflop_per_s = 0;           // best pass, over all threads; 0 where the CPU lacks it
-  double worst_gflop_per_s = 0;  // slowest pass: how much the clock or the host moved
+  double worst_gflop_per_s = 0;     // slowest pass: how much the clock or the host moved
   int threads = 0;
   bool pinned = false;
   std::string loop_isa;  // "avx512", "avx2", "scalar"; "avx512bf16" or "none" for bf16 dot

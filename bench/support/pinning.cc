@@ -3,6 +3,9 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
+#include <thread>
+
 namespace ctxpar::bench::detail {
 
 std::vector<int> allowed_cpus() {
@@ -22,6 +25,11 @@ bool pin_to(int cpu) {
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
   return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
+
+std::vector<int> one_thread_and_every_core() {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return cores > 1 ? std::vector<int>{1, cores} : std::vector<int>{1};
 }
 
 }  // namespace ctxpar::bench::detail

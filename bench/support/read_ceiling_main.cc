@@ -4,13 +4,12 @@
 // Without THREADS: 1 thread and every core. --json prints one JSON object per line.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "pinning.h"
 #include "read_bandwidth.h"
 
 int main(int argc, char** argv) {
@@ -30,11 +29,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (threads.empty()) {
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    threads.push_back(1);
-    if (cores > 1) threads.push_back(cores);
-  }
+  if (threads.empty()) threads = ctxpar::bench::detail::one_thread_and_every_core();
   for (int t : threads) {
     if (t < 1 || passes < 1) {
       std::fprintf(stderr, "threads and passes must be >= 1\n");
