@@ -26,7 +26,7 @@ struct FmaCeiling {
 // what a CPU without AVX-512 would reach, e.g. beside engines held to AVX2).
 FmaCeiling measure_fma_ceiling(int threads, Isa at_most = Isa::kAmx);
 
-// Measures vdpbf16ps's ceiling now (~0.15 s on Zen 4, where it does twice the FMA's
+// Measures vdpbf16ps's ceiling now (~0.3 s; on Zen 4 it does twice the FMA's
 // multiply-adds); gflop_per_s 0 and loop_isa "none" without AVX-512 BF16.
 FmaCeiling measure_bf16_dot_ceiling(int threads);
 
