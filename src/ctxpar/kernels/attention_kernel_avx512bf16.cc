@@ -141,25 +141,6 @@ inline void pv_dot_block(const uint32_t* w, int64_t ws, const uint16_t* const* v
   }
 }
 
-// kt[i·kKeyTile + j] = the bf16 pair (dims 2i, 2i + 1) of key j's row, for i < d / 2 (d a
-// multiple of kDotStep) and j < n; columns n to kKeyTile are zero pairs.
-inline void transpose_pairs(const uint16_t* const* k, int n, int64_t d, uint32_t* kt) {
-  for (int j0 = 0; j0 < kKeyTile; j0 += 16) {
-    const int jn = std::clamp(n - j0, 0, 16);
-    for (int64_t i0 = 0; i0 < d / 2; i0 += 16) {
-      Vec16 r[16];
-      for (int x = 0; x < 16; ++x) {
-        r[x] = x < jn ? Vec16{_mm512_castsi512_ps(_mm512_loadu_si512(k[j0 + x] + 2 * i0))}
-                      : Vec16::zero();
-      }
-      transpose(r);
-      for (int y = 0; y < 16; ++y) {
-        _mm512_storeu_si512(kt + (i0 + y) * kKeyTile + j0, _mm512_castps_si512(r[y].v));
-      }
-    }
-  }
-}
-
 // s[r·kKeyTile + j] = q[r]·k[j] (unscaled) for R rows of bf16 q (row stride qs) and the
 // kKeyTile keys of the transposed tile kt: per dimension pair, the tile's 4 key vectors times
 // each row's q pair broadcast, no reduction.
@@ -245,7 +226,11 @@ struct Bf16Dot {
       const uint16_t* kh[kKeyTile];
       shift_rows(k, n, hh * head_stride, kh);
       consumed(pf, n * dk * static_cast<int64_t>(sizeof(uint16_t)));
-      transpose_pairs(kh, n, dk, kt);
+      // The rows as dk / 2 bf16 pairs: transpose_tile moves 32-bit lanes through vector loads
+      // and stores only (dk / 2 is a multiple of 16, so its scalar tail never runs).
+      const float* kf[kKeyTile];
+      for (int j = 0; j < n; ++j) kf[j] = reinterpret_cast<const float*>(kh[j]);
+      transpose_tile<Vec16>(kf, n, dk / 2, reinterpret_cast<float*>(kt));
       for (int r = hh * head_rows; r < (hh + 1) * head_rows; r += kR) {
         const int rb = std::min(kR, (hh + 1) * head_rows - r);
         const uint16_t* qr = q + r * qs;
